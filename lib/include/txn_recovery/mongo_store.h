@@ -1,0 +1,79 @@
+// MongoStore: the Store implementation over the official MongoDB C driver (libmongoc).
+//
+// libmongoc is confined to lib/src/mongo_handles.h and its users; this header exposes no
+// driver type. One MongoStore owns one mongoc client pool; every call checks a client out
+// for its duration, so a MongoStore may be shared by any number of threads.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "txn_recovery/store.h"
+
+namespace txn_recovery {
+
+enum class DriverLogLevel { kError, kCritical, kWarning, kMessage, kInfo, kDebug, kTrace };
+using DriverLogSink =
+    std::function<void(DriverLogLevel level, std::string_view domain, std::string_view message)>;
+
+// Initializes libmongoc for the life of the object (mongoc_init / mongoc_cleanup). Create
+// exactly one, in main() or a test's global environment, before any MongoStore. The sink
+// receives the driver's own log messages (URIs in them already redacted); a null sink
+// silences the driver. The sink must be callable from any thread and must not throw.
+class MongoDriver {
+ public:
+  explicit MongoDriver(DriverLogSink sink = nullptr);
+  ~MongoDriver();
+  MongoDriver(const MongoDriver&) = delete;
+  MongoDriver& operator=(const MongoDriver&) = delete;
+};
+
+struct MongoOptions {
+  std::string uri;  // a mongodb:// or mongodb+srv:// URI; may carry credentials
+  std::string app_name = "txn-recoveryd";
+  int max_pool_size = 16;
+  // How long a call waits for a usable server before failing with Unavailable.
+  std::chrono::milliseconds server_selection_timeout{5000};
+};
+
+class MongoStore final : public Store {
+ public:
+  // Parses the URI and builds the client pool. Does not contact the server: a store
+  // opened while the database is down works once it is back. InvalidArgument for an
+  // unparseable URI (the message never contains the password).
+  static Status Open(const MongoOptions& options, std::unique_ptr<MongoStore>* store);
+  ~MongoStore() override;
+
+  // Round trip to the server; Unavailable if it cannot be reached.
+  Status Ping();
+
+  Status ServerTime(DateTime* now) override;
+  Status Find(const Namespace& ns, const Filter& filter, const FindOptions& options,
+              std::unique_ptr<Cursor>* cursor) override;
+  Status UpdateOne(const Namespace& ns, const Filter& filter, const Update& update,
+                   WriteResult* result) override;
+  Status UpdateMany(const Namespace& ns, const Filter& filter, const Update& update,
+                    WriteResult* result) override;
+  Status FindOneAndUpdate(const Namespace& ns, const Filter& filter, const Update& update,
+                          std::optional<Document>* after) override;
+  Status DeleteMany(const Namespace& ns, const Filter& filter, WriteResult* result) override;
+  Status InsertMany(const Namespace& ns, const std::vector<Document>& docs) override;
+
+  // Drops a database (tests and the demo only).
+  Status DropDatabase(const std::string& database);
+
+  struct Impl;
+
+ private:
+  explicit MongoStore(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Returns `uri` with any password replaced by "***" (user names are kept). Safe on
+// malformed input: never returns the original text if it might hold a secret.
+std::string RedactUri(std::string_view uri);
+
+}  // namespace txn_recovery

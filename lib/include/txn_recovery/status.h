@@ -1,0 +1,67 @@
+// Status: the result of every fallible call in the core library.
+//
+// Modelled on LevelDB's Status: a cheap value (one pointer when OK) carrying a code
+// and a human-readable message. Callers branch on the code, never on the message.
+// Thread-safety: a Status is an immutable value; copies may cross threads freely.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace txn_recovery {
+
+class Status {
+ public:
+  enum class Code {
+    kOk = 0,
+    kNotFound,         // the document or collection asked for does not exist
+    kInvalidArgument,  // the caller passed something unusable (bad configuration, bad filter)
+    kMalformed,        // a stored document does not fit its profile; never guessed at
+    kConflict,         // a guarded write lost a race (CAS miss, lease held by someone else)
+    kUnavailable,      // the database cannot be reached right now; retrying may help
+    kServerError,      // the database answered with an error (permission, write error)
+    kAborted,          // the operation was deliberately stopped (shutdown, injected crash)
+  };
+
+  Status() noexcept = default;
+
+  static Status Ok() { return Status(); }
+  static Status NotFound(std::string_view msg) { return Status(Code::kNotFound, msg); }
+  static Status InvalidArgument(std::string_view msg) {
+    return Status(Code::kInvalidArgument, msg);
+  }
+  static Status Malformed(std::string_view msg) { return Status(Code::kMalformed, msg); }
+  static Status Conflict(std::string_view msg) { return Status(Code::kConflict, msg); }
+  static Status Unavailable(std::string_view msg) { return Status(Code::kUnavailable, msg); }
+  static Status ServerError(std::string_view msg) { return Status(Code::kServerError, msg); }
+  static Status Aborted(std::string_view msg) { return Status(Code::kAborted, msg); }
+
+  bool ok() const noexcept { return state_ == nullptr; }
+  Code code() const noexcept { return state_ ? state_->code : Code::kOk; }
+  bool IsNotFound() const noexcept { return code() == Code::kNotFound; }
+  bool IsInvalidArgument() const noexcept { return code() == Code::kInvalidArgument; }
+  bool IsMalformed() const noexcept { return code() == Code::kMalformed; }
+  bool IsConflict() const noexcept { return code() == Code::kConflict; }
+  bool IsUnavailable() const noexcept { return code() == Code::kUnavailable; }
+  bool IsServerError() const noexcept { return code() == Code::kServerError; }
+  bool IsAborted() const noexcept { return code() == Code::kAborted; }
+
+  // The message without the code name; empty for OK.
+  const std::string& message() const noexcept;
+  // "OK" or "<CodeName>: <message>".
+  std::string ToString() const;
+  static std::string_view CodeName(Code code) noexcept;
+
+ private:
+  struct State {
+    Code code;
+    std::string message;
+  };
+  Status(Code code, std::string_view msg)
+      : state_(std::make_shared<const State>(State{code, std::string(msg)})) {}
+
+  std::shared_ptr<const State> state_;  // null means OK
+};
+
+}  // namespace txn_recovery

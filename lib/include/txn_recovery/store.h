@@ -1,0 +1,165 @@
+// Store: everything the recovery engine needs from a database, and nothing more.
+//
+// The engine is written against this interface so that it can be unit-tested against an
+// in-memory store, crash-tested through a fault-injecting wrapper, and run against
+// MongoDB through libmongoc (mongo_store.h). Every write is a *single-document*
+// conditional update or a multi-document update/delete whose every per-document effect is
+// idempotent: that is what makes each recovery step safe to repeat after a crash.
+//
+// Filters and updates are a deliberately small algebra with MongoDB's semantics:
+//   Filter  — a conjunction of predicates on dotted paths, optionally with one disjunction.
+//   Update  — $set, $unset, $inc, $push, $pull, $currentDate.
+// Both backends implement exactly this algebra; anything richer is not available to the
+// engine, which keeps the in-memory store honest.
+//
+// Thread-safety: implementations must be safe to call from several threads at once.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "txn_recovery/document.h"
+#include "txn_recovery/status.h"
+
+namespace txn_recovery {
+
+struct Namespace {
+  std::string database;
+  std::string collection;
+  std::string ToString() const { return database + "." + collection; }
+  friend bool operator==(const Namespace&, const Namespace&) = default;
+};
+
+struct Predicate {
+  enum class Op {
+    kEq,           // path == value (on an array path: the array contains value)
+    kNe,           // negation of kEq (on an array path: the array does not contain value)
+    kIn,           // path equals one of values
+    kNin,          // path equals none of values (also true when the path is absent)
+    kLt,           // path < value (same type family only: numbers, dates, strings)
+    kGte,          // path >= value (same type family only)
+    kExists,       // path is present
+    kNotExists,    // path is absent
+    kNotDateTime,  // path is present and is not a date
+  };
+  Op op;
+  std::string path;
+  Value value;
+  std::vector<Value> values;  // for kIn / kNin
+};
+
+class Filter {
+ public:
+  Filter& Eq(std::string path, Value v);
+  Filter& Ne(std::string path, Value v);
+  Filter& In(std::string path, std::vector<Value> vs);
+  Filter& Nin(std::string path, std::vector<Value> vs);
+  Filter& Lt(std::string path, Value v);
+  Filter& Gte(std::string path, Value v);
+  Filter& Exists(std::string path);
+  Filter& NotExists(std::string path);
+  Filter& NotDateTime(std::string path);
+  // The filter also requires that at least one of `alternatives` matches ($or).
+  Filter& AnyOf(std::vector<Filter> alternatives);
+
+  const std::vector<Predicate>& all() const noexcept { return all_; }
+  const std::vector<Filter>& any_of() const noexcept { return any_of_; }
+
+  // True if `doc` satisfies the filter. Used by the in-memory store and by tests.
+  bool Matches(const Document& doc) const;
+  std::string ToString() const;
+
+ private:
+  std::vector<Predicate> all_;
+  std::vector<Filter> any_of_;
+};
+
+struct UpdateOp {
+  enum class Kind { kSet, kUnset, kInc, kPush, kPull, kCurrentDate };
+  Kind kind;
+  std::string path;
+  Value value;  // unused for kUnset and kCurrentDate
+};
+
+class Update {
+ public:
+  Update& Set(std::string path, Value v);
+  Update& Unset(std::string path);
+  Update& Inc(std::string path, Value amount);
+  Update& Push(std::string path, Value v);
+  Update& Pull(std::string path, Value v);  // removes every element equal to v
+  Update& CurrentDate(std::string path);    // the server's current time
+
+  const std::vector<UpdateOp>& ops() const noexcept { return ops_; }
+  bool empty() const noexcept { return ops_.empty(); }
+  // Applies the update to `doc` with `now` as the current date. Returns an error (and
+  // leaves `doc` unspecified) where MongoDB would refuse the update, e.g. $inc on a
+  // string or $push onto a non-array.
+  Status ApplyTo(Document* doc, DateTime now) const;
+  std::string ToString() const;
+
+ private:
+  std::vector<UpdateOp> ops_;
+};
+
+struct FindOptions {
+  std::optional<std::string> sort_ascending_by;  // a path; absent = natural order
+  std::int64_t limit = 0;                        // 0 = no limit
+  std::int32_t batch_size = 0;                   // 0 = server default
+};
+
+struct WriteResult {
+  std::int64_t matched = 0;
+  std::int64_t modified = 0;  // for deletes: the number deleted
+};
+
+// A forward-only stream of documents. Not thread-safe; owned by one caller.
+class Cursor {
+ public:
+  virtual ~Cursor() = default;
+  // Fetches the next document into *doc. Returns OK with *has_doc=false at the end.
+  virtual Status Next(Document* doc, bool* has_doc) = 0;
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // The database server's current wall-clock time. Transaction ages are measured against
+  // this, never against the local host's clock.
+  virtual Status ServerTime(DateTime* now) = 0;
+
+  // Streams the documents matching `filter`. The cursor holds at most one batch in memory.
+  // Documents modified while the cursor is open may be seen once, twice or not at all; the
+  // engine tolerates all three.
+  virtual Status Find(const Namespace& ns, const Filter& filter, const FindOptions& options,
+                      std::unique_ptr<Cursor>* cursor) = 0;
+
+  // Convenience: the first matching document, if any.
+  virtual Status FindOne(const Namespace& ns, const Filter& filter,
+                         std::optional<Document>* doc);
+
+  // Atomically updates at most one matching document.
+  virtual Status UpdateOne(const Namespace& ns, const Filter& filter, const Update& update,
+                           WriteResult* result) = 0;
+
+  // Updates every matching document (each one atomically; the set as a whole is not).
+  virtual Status UpdateMany(const Namespace& ns, const Filter& filter, const Update& update,
+                            WriteResult* result) = 0;
+
+  // Atomically updates at most one matching document and returns it as it is after the
+  // update (nullopt if nothing matched).
+  virtual Status FindOneAndUpdate(const Namespace& ns, const Filter& filter,
+                                  const Update& update, std::optional<Document>* after) = 0;
+
+  // Deletes every matching document.
+  virtual Status DeleteMany(const Namespace& ns, const Filter& filter, WriteResult* result) = 0;
+
+  // Inserts documents (used by tests, the demo and benchmarks; the engine never inserts).
+  virtual Status InsertMany(const Namespace& ns, const std::vector<Document>& docs) = 0;
+};
+
+}  // namespace txn_recovery
