@@ -62,8 +62,12 @@ class Filter {
   Filter& Exists(std::string path);
   Filter& NotExists(std::string path);
   Filter& NotDateTime(std::string path);
-  // The filter also requires that at least one of `alternatives` matches ($or).
+  // The filter also requires that at least one of `alternatives` matches ($or). At most
+  // one disjunction per filter; alternatives may carry their own.
   Filter& AnyOf(std::vector<Filter> alternatives);
+
+  // Adds every condition of `other` (its disjunction too, if this filter has none).
+  Filter& And(const Filter& other);
 
   const std::vector<Predicate>& all() const noexcept { return all_; }
   const std::vector<Filter>& any_of() const noexcept { return any_of_; }
@@ -141,6 +145,9 @@ class Store {
   // Convenience: the first matching document, if any.
   virtual Status FindOne(const Namespace& ns, const Filter& filter,
                          std::optional<Document>* doc);
+
+  // The number of matching documents. The default counts through Find.
+  virtual Status Count(const Namespace& ns, const Filter& filter, std::int64_t* count);
 
   // Atomically updates at most one matching document.
   virtual Status UpdateOne(const Namespace& ns, const Filter& filter, const Update& update,

@@ -1,0 +1,309 @@
+#include "txn_recovery/state_machine.h"
+
+namespace txn_recovery {
+
+std::string_view ActionName(Action a) noexcept {
+  switch (a) {
+    case Action::kNone: return "none";
+    case Action::kCancel: return "cancel";
+    case Action::kResume: return "resume";
+    case Action::kRollback: return "rollback";
+    case Action::kFinish: return "finish";
+    case Action::kFinishRollback: return "finish-rollback";
+    case Action::kCheckLateWrites: return "check-late-writes";
+  }
+  return "?";
+}
+
+std::string_view OutcomeName(Outcome o) noexcept {
+  switch (o) {
+    case Outcome::kUntouched: return "untouched";
+    case Outcome::kResolved: return "resolved";
+    case Outcome::kBusy: return "busy";
+    case Outcome::kFailed: return "failed";
+    case Outcome::kQuarantined: return "quarantined";
+    case Outcome::kPlanned: return "planned";
+  }
+  return "?";
+}
+
+Action Decide(const Transaction& txn, DateTime now, const Thresholds& t) {
+  const std::chrono::milliseconds age(now.millis - txn.last_modified.millis);
+  switch (txn.state) {
+    case TxnState::kInitial: return age >= t.initial_timeout ? Action::kCancel : Action::kNone;
+    case TxnState::kPending:
+      if (age >= t.rollback_after) return Action::kRollback;
+      return age >= t.resume_after ? Action::kResume : Action::kNone;
+    case TxnState::kApplied: return age >= t.resume_after ? Action::kFinish : Action::kNone;
+    case TxnState::kCanceling:
+      return age >= t.resume_after ? Action::kFinishRollback : Action::kNone;
+    case TxnState::kDone:
+    case TxnState::kCancelled:
+      // The grace of resume_after leaves an application that finishes its own transaction
+      // the time to do so before its participants are judged.
+      return (age >= t.resume_after && age < t.late_write_window) ? Action::kCheckLateWrites
+                                                                  : Action::kNone;
+  }
+  return Action::kNone;
+}
+
+StateMachine::StateMachine(Store* store, Clock* clock, Namespace txn_ns,
+                           const TransferProfile* profile, std::string lease_field,
+                           LeaseOptions lease, std::function<DateTime()> server_now)
+    : store_(store),
+      clock_(clock),
+      txn_ns_(std::move(txn_ns)),
+      profile_(profile),
+      lease_field_(std::move(lease_field)),
+      lease_(std::move(lease)),
+      server_now_(std::move(server_now)) {}
+
+// One execution of one action on one transaction, holding its lease.
+class StateMachine::Run {
+ public:
+  Run(StateMachine* m, const Transaction& txn) : m_(m), txn_(txn) {
+    state_spelling_ = txn.state_as_read;
+  }
+
+  ExecuteResult Go(Action action) {
+    result_.action = action;
+    result_.final_state = txn_.state;
+    if (action == Action::kNone) return result_;
+    if (action == Action::kCheckLateWrites) return CheckLateWrites();
+
+    if (Status s = Claim(); !s.ok()) {
+      result_.outcome = s.IsConflict() ? Outcome::kBusy : Outcome::kFailed;
+      result_.status = s;
+      result_.detail = s.message();
+      return result_;
+    }
+    Status s = Perform(action);
+    if (!s.ok()) {
+      result_.outcome = Outcome::kFailed;
+      result_.status = s;
+      if (result_.detail.empty()) result_.detail = s.ToString();
+      ReleaseLease();
+      return result_;
+    }
+    result_.outcome = Outcome::kResolved;
+    return result_;
+  }
+
+ private:
+  std::string LeasePath() const { return m_->lease_field_ + ".lease"; }
+
+  Filter IdFilter() const { return Filter().Eq("_id", txn_.id); }
+
+  // Refuses to write once our lease may have expired: another daemon may then own the
+  // transaction, and two daemons must never drive it in opposite directions.
+  Status CheckLease() const {
+    if (m_->clock_->MonotonicNow() >= deadline_)
+      return Status::Aborted("lease on transaction " + txn_.id.ToString() +
+                             " expired before the work was done");
+    return Status::Ok();
+  }
+
+  DateTime LeaseExpiry() const {
+    return DateTime{m_->server_now_().millis + m_->lease_.duration.count()};
+  }
+  Document LeaseDoc() const {
+    return Document{{"owner", m_->lease_.owner}, {"expires", LeaseExpiry()}};
+  }
+
+  void ResetDeadline(std::chrono::steady_clock::time_point start) {
+    deadline_ = start + m_->lease_.duration - m_->lease_.margin;
+  }
+
+  // Takes the lease only if the document is exactly as we read it (same state, same time)
+  // and nobody else holds a live lease: a live application that touched the transaction
+  // since, or another daemon, wins.
+  Status Claim() {
+    Filter f = IdFilter();
+    f.Eq(m_->profile_->state_field, txn_.state_as_read);
+    if (txn_.time_as_read) {
+      f.Eq(m_->profile_->time_field, *txn_.time_as_read);
+    } else {
+      f.NotExists(m_->profile_->time_field);
+    }
+    f.NotExists(m_->lease_field_ + ".quarantine");
+    DateTime now = m_->server_now_();
+    f.AnyOf({Filter().NotExists(LeasePath()), Filter().Lt(LeasePath() + ".expires", now),
+             Filter().Eq(LeasePath() + ".owner", m_->lease_.owner)});
+    auto start = m_->clock_->MonotonicNow();
+    std::optional<Document> after;
+    Status s =
+        m_->store_->FindOneAndUpdate(m_->txn_ns_, f, Update().Set(LeasePath(), LeaseDoc()), &after);
+    if (!s.ok()) return s;
+    if (!after)
+      return Status::Conflict("transaction " + txn_.id.ToString() +
+                              " changed since it was read or is leased by another daemon");
+    ResetDeadline(start);
+    return Status::Ok();
+  }
+
+  void ReleaseLease() {
+    Filter f = IdFilter();
+    f.Eq(LeasePath() + ".owner", m_->lease_.owner);
+    WriteResult r;
+    (void)m_->store_->UpdateOne(m_->txn_ns_, f, Update().Unset(LeasePath()), &r);
+  }
+
+  // Compare-and-set of the transaction's state, conditional on still holding the lease.
+  // Renews the lease; a terminal transition releases it and records how it ended.
+  Status Transition(TxnState to) {
+    if (Status s = CheckLease(); !s.ok()) return s;
+    const TransferProfile& p = *m_->profile_;
+    Filter f = IdFilter();
+    f.Eq(p.state_field, state_spelling_).Eq(LeasePath() + ".owner", m_->lease_.owner);
+    Update u;
+    u.Set(p.state_field, p.states.Written(to)).CurrentDate(p.time_field);
+    if (IsTerminal(to)) {
+      u.Unset(LeasePath())
+          .Set(m_->lease_field_ + ".resolvedBy", m_->lease_.owner)
+          .Set(m_->lease_field_ + ".resolvedAction", std::string(ActionName(result_.action)))
+          .CurrentDate(m_->lease_field_ + ".resolvedAt");
+    } else {
+      u.Set(LeasePath() + ".expires", LeaseExpiry());
+    }
+    auto start = m_->clock_->MonotonicNow();
+    WriteResult r;
+    if (Status s = m_->store_->UpdateOne(m_->txn_ns_, f, u, &r); !s.ok()) return s;
+    if (r.matched == 0)
+      return Status::Conflict("lost the lease on transaction " + txn_.id.ToString() +
+                              " before moving it to " + std::string(TxnStateName(to)));
+    if (!IsTerminal(to)) ResetDeadline(start);
+    state_spelling_ = Value(p.states.Written(to));
+    result_.final_state = to;
+    return Status::Ok();
+  }
+
+  // Applies one step unless already applied. Sets *cannot_apply with the reason when the
+  // step can never apply (participant missing, guard such as sufficient funds failing).
+  Status ApplyStep(const ParticipantStep& step, std::string* cannot_apply) {
+    if (Status s = CheckLease(); !s.ok()) return s;
+    Filter f = step.target;
+    f.Ne(step.marker_field, txn_.id);
+    f.And(step.apply_guard);
+    WriteResult r;
+    if (Status s = m_->store_->UpdateOne(step.ns, f, step.apply, &r); !s.ok()) return s;
+    if (r.matched == 1) {
+      ++result_.operations_applied;
+      return Status::Ok();
+    }
+    // Nothing matched: already applied, missing, or the guard failed. Read to tell which.
+    std::optional<Document> doc;
+    if (Status s = m_->store_->FindOne(step.ns, step.target, &doc); !s.ok()) return s;
+    if (!doc) {
+      *cannot_apply = step.describe + ": participant not found in " + step.ns.ToString();
+    } else if (!Filter().Eq(step.marker_field, txn_.id).Matches(*doc)) {
+      *cannot_apply = step.describe + ": guard failed (" + step.apply_guard.ToString() + ")";
+    }
+    return Status::Ok();
+  }
+
+  Status UndoStep(const ParticipantStep& step, int* undone) {
+    if (Status s = CheckLease(); !s.ok()) return s;
+    Filter f = step.target;
+    f.Eq(step.marker_field, txn_.id);
+    WriteResult r;
+    if (Status s = m_->store_->UpdateOne(step.ns, f, step.undo, &r); !s.ok()) return s;
+    *undone += static_cast<int>(r.matched);
+    return Status::Ok();
+  }
+
+  Status FinishStep(const ParticipantStep& step) {
+    if (Status s = CheckLease(); !s.ok()) return s;
+    Filter f = step.target;
+    f.Eq(step.marker_field, txn_.id);
+    WriteResult r;
+    return m_->store_->UpdateOne(step.ns, f, step.finish, &r);
+  }
+
+  Status UndoAll() {
+    for (const auto& step : txn_.steps)
+      if (Status s = UndoStep(step, &result_.operations_undone); !s.ok()) return s;
+    return Status::Ok();
+  }
+
+  Status FinishAll() {
+    for (const auto& step : txn_.steps)
+      if (Status s = FinishStep(step); !s.ok()) return s;
+    return Status::Ok();
+  }
+
+  Status Perform(Action action) {
+    switch (action) {
+      case Action::kCancel: return Transition(TxnState::kCancelled);
+      case Action::kResume: {
+        for (const auto& step : txn_.steps) {
+          std::string cannot_apply;
+          if (Status s = ApplyStep(step, &cannot_apply); !s.ok()) return s;
+          if (!cannot_apply.empty()) {
+            result_.action = Action::kRollback;
+            result_.detail = "rolled back instead of resumed: " + cannot_apply;
+            return Perform(Action::kRollback);
+          }
+        }
+        if (Status s = Transition(TxnState::kApplied); !s.ok()) return s;
+        if (Status s = FinishAll(); !s.ok()) return s;
+        return Transition(TxnState::kDone);
+      }
+      case Action::kRollback:
+        if (Status s = Transition(TxnState::kCanceling); !s.ok()) return s;
+        [[fallthrough]];
+      case Action::kFinishRollback:
+        if (Status s = UndoAll(); !s.ok()) return s;
+        return Transition(TxnState::kCancelled);
+      case Action::kFinish:
+        if (Status s = FinishAll(); !s.ok()) return s;
+        return Transition(TxnState::kDone);
+      case Action::kNone:
+      case Action::kCheckLateWrites: break;
+    }
+    return Status::Ok();
+  }
+
+  // A marker of a terminal transaction on a participant can only be a change applied
+  // after the transaction was resolved (markers are removed before the terminal state is
+  // written). Undo it, guarded by the marker so that it is undone at most once.
+  ExecuteResult CheckLateWrites() {
+    for (const auto& step : txn_.steps) {
+      Filter f = step.target;
+      f.Eq(step.marker_field, txn_.id);
+      WriteResult r;
+      if (Status s = m_->store_->UpdateOne(step.ns, f, step.undo, &r); !s.ok()) {
+        result_.outcome = Outcome::kFailed;
+        result_.status = s;
+        result_.detail = s.ToString();
+        return result_;
+      }
+      if (r.matched) {
+        ++result_.late_writes_undone;
+        result_.detail += (result_.detail.empty() ? "undid late write: " : "; ") + step.describe;
+      }
+    }
+    result_.outcome = result_.late_writes_undone ? Outcome::kResolved : Outcome::kUntouched;
+    return result_;
+  }
+
+  StateMachine* m_;
+  const Transaction& txn_;
+  Value state_spelling_;
+  std::chrono::steady_clock::time_point deadline_{};
+  ExecuteResult result_;
+};
+
+ExecuteResult StateMachine::Execute(const Transaction& txn, Action action) {
+  return Run(this, txn).Go(action);
+}
+
+Status StateMachine::Quarantine(const Value& id, std::string_view reason) {
+  Update u;
+  u.Set(lease_field_ + ".quarantine", Document{{"reason", std::string(reason)},
+                                               {"by", lease_.owner}})
+      .CurrentDate(lease_field_ + ".quarantinedAt");
+  WriteResult r;
+  return store_->UpdateOne(txn_ns_, Filter().Eq("_id", id), u, &r);
+}
+
+}  // namespace txn_recovery
