@@ -11,6 +11,7 @@ std::string_view ActionName(Action a) noexcept {
     case Action::kFinish: return "finish";
     case Action::kFinishRollback: return "finish-rollback";
     case Action::kCheckLateWrites: return "check-late-writes";
+    case Action::kQuarantine: return "quarantine";
   }
   return "?";
 }
@@ -68,7 +69,7 @@ class StateMachine::Run {
   ExecuteResult Go(Action action) {
     result_.action = action;
     result_.final_state = txn_.state;
-    if (action == Action::kNone) return result_;
+    if (action == Action::kNone || action == Action::kQuarantine) return result_;
     if (action == Action::kCheckLateWrites) return CheckLateWrites();
 
     if (Status s = Claim(); !s.ok()) {
@@ -258,7 +259,8 @@ class StateMachine::Run {
         if (Status s = FinishAll(); !s.ok()) return s;
         return Transition(TxnState::kDone);
       case Action::kNone:
-      case Action::kCheckLateWrites: break;
+      case Action::kCheckLateWrites:
+      case Action::kQuarantine: break;
     }
     return Status::Ok();
   }

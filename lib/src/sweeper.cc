@@ -149,6 +149,7 @@ Status Sweeper::SweepWatch(const WatchSpec& watch,
     if (!parsed.ok()) {
       if (const Value* st = doc.GetPath(watch.profile.state_field); st && st->is_string())
         r.state_before = watch.profile.states.Parse(*st->as_string());
+      r.result.action = Action::kQuarantine;
       r.result.detail = parsed.message();
       if (options_.dry_run) {
         r.result.outcome = Outcome::kPlanned;

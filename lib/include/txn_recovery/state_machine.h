@@ -31,6 +31,7 @@ enum class Action {
   kFinish,          // applied: remove markers, mark done
   kFinishRollback,  // canceling: undo what is still applied, mark cancelled
   kCheckLateWrites, // terminal and recent: undo any change applied after the fact
+  kQuarantine,      // the document does not fit its profile (never returned by Decide)
 };
 std::string_view ActionName(Action a) noexcept;
 

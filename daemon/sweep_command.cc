@@ -1,0 +1,153 @@
+#include "sweep_command.h"
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include <vector>
+
+#include "exit_codes.h"
+#include "txn_recovery/clock.h"
+#include "txn_recovery/sweeper.h"
+
+namespace txn_recoveryd {
+
+using txn_recovery::Action;
+using txn_recovery::Outcome;
+using txn_recovery::TxnReport;
+using txn_recovery::WatchSummary;
+
+namespace {
+
+std::string IdText(const txn_recovery::Value& id) { return id.ToString(); }
+
+std::string StateText(const std::optional<txn_recovery::TxnState>& s) {
+  return s ? std::string(txn_recovery::TxnStateName(*s)) : std::string("?");
+}
+
+struct Line {
+  std::string watch, id, before, after, action, outcome, detail;
+};
+
+Line ToLine(const TxnReport& r) {
+  Line l;
+  l.watch = r.watch;
+  l.id = IdText(r.id);
+  l.before = StateText(r.state_before);
+  l.after = r.result.outcome == Outcome::kResolved
+                ? std::string(txn_recovery::TxnStateName(r.result.final_state))
+                : l.before;
+  l.action = txn_recovery::ActionName(r.result.action);
+  l.outcome = txn_recovery::OutcomeName(r.result.outcome);
+  l.detail = r.result.detail;
+  return l;
+}
+
+}  // namespace
+
+int RunSweep(const Config& config, txn_recovery::Store* store, const SweepCommandOptions& options,
+             std::ostream& out) {
+  txn_recovery::SweepOptions so;
+  so.dry_run = options.dry_run;
+  so.workers = config.sweep.workers;
+  so.batch_size = config.sweep.batch_size;
+  so.lease.owner = txn_recovery::MakeOwnerId();
+  so.lease.duration = config.sweep.lease_duration;
+  txn_recovery::Sweeper sweeper(store, txn_recovery::Clock::Real(), so);
+
+  nlohmann::json json_watches = nlohmann::json::array();
+  bool unreachable = false, incomplete = false;
+
+  for (const auto& watch : config.watches) {
+    std::vector<Line> lines;
+    auto on_txn = [&](const TxnReport& r) {
+      Line l = ToLine(r);
+      if (r.result.outcome == Outcome::kFailed) {
+        spdlog::warn("watch={} _id={} action={} failed: {}", l.watch, l.id, l.action, l.detail);
+      } else if (r.result.outcome == Outcome::kQuarantined) {
+        spdlog::warn("watch={} _id={} quarantined: {}", l.watch, l.id, l.detail);
+      }
+      if (!options.verbose) return;
+      if (options.json) {
+        lines.push_back(std::move(l));
+      } else {
+        out << l.watch << "  _id=" << l.id << "  " << l.before << " -> " << l.after << "  "
+            << l.action << "  " << l.outcome;
+        if (!l.detail.empty()) out << "  (" << l.detail << ")";
+        out << "\n";
+      }
+    };
+    WatchSummary summary;
+    spdlog::debug("sweeping watch {} ({})", watch.name, watch.ns.ToString());
+    txn_recovery::Status s = sweeper.SweepWatch(watch, on_txn, &summary);
+    if (!s.ok()) {
+      spdlog::error("watch={} sweep failed: {}", watch.name, s.ToString());
+      if (s.IsUnavailable()) unreachable = true;
+      incomplete = true;
+    }
+    if (summary.failed > 0 || summary.quarantined_total > 0 ||
+        (options.dry_run && summary.quarantined > 0))
+      incomplete = true;
+    if (options.dry_run && summary.counts.count(Action::kQuarantine)) incomplete = true;
+
+    if (options.json) {
+      nlohmann::json actions = nlohmann::json::object();
+      for (const auto& [action, outcomes] : summary.counts) {
+        nlohmann::json o = nlohmann::json::object();
+        for (const auto& [outcome, n] : outcomes)
+          o[std::string(txn_recovery::OutcomeName(outcome))] = n;
+        actions[std::string(txn_recovery::ActionName(action))] = o;
+      }
+      nlohmann::json w = {
+          {"name", watch.name},
+          {"namespace", watch.ns.ToString()},
+          {"status", s.ok() ? "ok" : s.ToString()},
+          {"examined", summary.examined},
+          {"resolved", summary.resolved},
+          {"busy", summary.busy},
+          {"failed", summary.failed},
+          {"quarantined", summary.quarantined},
+          {"quarantined_total", summary.quarantined_total},
+          {"late_writes_undone", summary.late_writes_undone},
+          {"actions", actions},
+      };
+      if (options.verbose) {
+        nlohmann::json txns = nlohmann::json::array();
+        for (const auto& l : lines)
+          txns.push_back({{"_id", l.id},
+                          {"before", l.before},
+                          {"after", l.after},
+                          {"action", l.action},
+                          {"outcome", l.outcome},
+                          {"detail", l.detail}});
+        w["transactions"] = txns;
+      }
+      json_watches.push_back(std::move(w));
+    } else {
+      out << "watch " << watch.name << " (" << watch.ns.ToString() << ")"
+          << (options.dry_run ? " [dry run]" : "") << ": ";
+      if (!s.ok()) out << "ERROR " << s.ToString() << "; ";
+      out << "examined " << summary.examined << ", resolved " << summary.resolved
+          << ", busy " << summary.busy << ", failed " << summary.failed << ", quarantined "
+          << summary.quarantined << " (" << summary.quarantined_total << " in total)"
+          << ", late writes undone " << summary.late_writes_undone << "\n";
+      for (const auto& [action, outcomes] : summary.counts) {
+        out << "  " << txn_recovery::ActionName(action) << ":";
+        for (const auto& [outcome, n] : outcomes)
+          out << " " << txn_recovery::OutcomeName(outcome) << "=" << n;
+        out << "\n";
+      }
+    }
+  }
+
+  int code = unreachable ? kExitUnavailable : (incomplete ? kExitIncomplete : kExitOk);
+  if (options.json) {
+    nlohmann::json doc = {{"version", TXN_RECOVERYD_VERSION},
+                          {"dry_run", options.dry_run},
+                          {"watches", json_watches},
+                          {"exit_code", code}};
+    out << doc.dump(2) << "\n";
+  }
+  return code;
+}
+
+}  // namespace txn_recoveryd

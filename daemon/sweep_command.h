@@ -1,0 +1,23 @@
+// `txn-recoveryd sweep`: one pass over every watch, a summary, an exit code.
+#pragma once
+
+#include <ostream>
+#include <string>
+
+#include "config.h"
+#include "txn_recovery/store.h"
+
+namespace txn_recoveryd {
+
+struct SweepCommandOptions {
+  bool dry_run = false;
+  bool json = false;
+  bool verbose = false;  // one line (or JSON entry) per transaction
+};
+
+// Sweeps every watch of `config` through `store` and writes the report to `out`.
+// Returns the process exit code (exit_codes.h).
+int RunSweep(const Config& config, txn_recovery::Store* store, const SweepCommandOptions& options,
+             std::ostream& out);
+
+}  // namespace txn_recoveryd

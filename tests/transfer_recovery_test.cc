@@ -1,0 +1,416 @@
+// Recovery of the `transfer` profile (seeds 002/004), each scenario run twice: against the
+// in-memory store and through libmongoc against the test server. DESIGN.md's invariants
+// are checked after every scenario.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "support/bank.h"
+#include "support/fault_store.h"
+#include "support/test_env.h"
+#include "txn_recovery/sweeper.h"
+
+namespace txn_recovery::testing {
+namespace {
+
+using std::chrono::minutes;
+using std::chrono::seconds;
+
+constexpr auto kStuck = minutes(2);     // past resume_after (1m), before rollback_after (30m)
+constexpr auto kExpired = minutes(31);  // past rollback_after and initial_timeout (30m)
+
+class TransferRecovery : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    backend_ = TestBackend::Create(GetParam());
+    ASSERT_TRUE(backend_->error().empty()) << backend_->error();
+    bank_ = std::make_unique<Bank>(backend_->store(), backend_->database());
+  }
+  WatchSummary Sweep(const std::string& owner = "daemon-1", std::vector<TxnReport>* r = nullptr,
+                     int workers = 1, bool dry_run = false) {
+    return SweepOnce(backend_->store(), backend_->clock(), bank_->Watch(), owner, r, workers,
+                     dry_run);
+  }
+  void ExpectInvariants(const Snapshot& before, bool all_terminal = true) {
+    auto violations = bank_->Violations(before, all_terminal);
+    for (const auto& v : violations) ADD_FAILURE() << v;
+  }
+
+  std::unique_ptr<TestBackend> backend_;
+  std::unique_ptr<Bank> bank_;
+};
+
+// ---- The application killed between any two of its steps -------------------------------
+
+struct KilledCase {
+  int steps;                  // application steps completed before it was killed
+  std::chrono::minutes age;   // how long ago it was killed
+  const char* expected;       // the state the sweep must leave it in
+};
+
+class ApplicationKilled
+    : public ::testing::TestWithParam<std::tuple<std::string, KilledCase>> {};
+
+TEST_P(ApplicationKilled, DaemonDrivesTransferToTerminalStateAndBalancesAreConserved) {
+  auto [kind, c] = GetParam();
+  auto backend = TestBackend::Create(kind);
+  ASSERT_TRUE(backend->error().empty()) << backend->error();
+  Bank bank(backend->store(), backend->database());
+  bank.Open(2);
+  Snapshot before = bank.Take();
+
+  Value id = bank.Transfer("A0", "A1", 100, c.steps);
+  bank.Age(id, c.age);
+  SCOPED_TRACE(std::string("application killed after it ") + AppStepName(c.steps));
+
+  SweepOnce(backend->store(), backend->clock(), bank.Watch(), "daemon-1");
+
+  EXPECT_EQ(bank.State(id), c.expected);
+  bool terminal = std::string(c.expected) != "initial";
+  for (const auto& v : bank.Violations(before, terminal)) ADD_FAILURE() << v;
+  if (std::string(c.expected) == "done") {
+    EXPECT_EQ(bank.Balance("A0"), 900);
+    EXPECT_EQ(bank.Balance("A1"), 1100);
+  } else {
+    EXPECT_EQ(bank.Balance("A0"), 1000);
+    EXPECT_EQ(bank.Balance("A1"), 1000);
+  }
+  EXPECT_TRUE(bank.Markers("A0").empty());
+  EXPECT_TRUE(bank.Markers("A1").empty());
+}
+
+const KilledCase kKilledCases[] = {
+    // Stuck for a while: pending is resumed, applied is finished, initial waits.
+    {1, kStuck, "initial"},
+    {2, kStuck, "done"},
+    {3, kStuck, "done"},
+    {4, kStuck, "done"},
+    {5, kStuck, "done"},
+    {6, kStuck, "done"},
+    {7, kStuck, "done"},
+    {8, kStuck, "done"},
+    // Expired: initial is cancelled, pending rolled back, applied still finished.
+    {1, kExpired, "cancelled"},
+    {2, kExpired, "cancelled"},
+    {3, kExpired, "cancelled"},
+    {4, kExpired, "cancelled"},
+    {5, kExpired, "done"},
+    {6, kExpired, "done"},
+    {7, kExpired, "done"},
+    {8, kExpired, "done"},
+};
+
+INSTANTIATE_TEST_SUITE_P(
+    EveryStepBoundary, ApplicationKilled,
+    ::testing::Combine(::testing::Values("memory", "mongo"), ::testing::ValuesIn(kKilledCases)),
+    [](const auto& info) {
+      const KilledCase& c = std::get<1>(info.param);
+      return std::get<0>(info.param) + "_after_" + std::to_string(c.steps) + "_steps_" +
+             (c.age == kStuck ? "stuck" : "expired");
+    });
+
+// ---- The daemon killed between any two of its own steps --------------------------------
+
+struct DaemonKilledCase {
+  int app_steps;
+  std::chrono::minutes age;
+  const char* expected;
+};
+
+class DaemonKilled
+    : public ::testing::TestWithParam<std::tuple<std::string, DaemonKilledCase>> {};
+
+TEST_P(DaemonKilled, AtEveryWriteASecondDaemonCompletesTheSameDecision) {
+  auto [kind, c] = GetParam();
+  // A clean run tells how many writes the daemon makes; then crash after each of them.
+  int clean_writes = -1;
+  for (int crash_after = 0;; ++crash_after) {
+    auto backend = TestBackend::Create(kind);
+    ASSERT_TRUE(backend->error().empty()) << backend->error();
+    Bank bank(backend->store(), backend->database());
+    bank.Open(2);
+    Snapshot before = bank.Take();
+    Value id = bank.Transfer("A0", "A1", 100, c.app_steps);
+    bank.Age(id, c.age);
+
+    FaultStore dying(backend->store());
+    if (clean_writes >= 0) dying.CrashAfterWrites(crash_after);
+    SweepOnce(&dying, backend->clock(), bank.Watch(), "daemon-killed");
+    if (clean_writes < 0) {
+      clean_writes = dying.writes();
+      ASSERT_GT(clean_writes, 0);
+      EXPECT_EQ(bank.State(id), c.expected);
+      crash_after = -1;  // start the crash loop at 0
+      continue;
+    }
+    SCOPED_TRACE("daemon killed after " + std::to_string(crash_after) + " of " +
+                 std::to_string(clean_writes) + " writes");
+    // Time passes: the dead daemon's lease expires and the transaction looks stuck again.
+    bank.ExpireLeases();
+    backend->Advance(minutes(2));
+    bank.Age(id, c.age);
+    SweepOnce(backend->store(), backend->clock(), bank.Watch(), "daemon-successor");
+
+    EXPECT_EQ(bank.State(id), c.expected);
+    for (const auto& v : bank.Violations(before)) ADD_FAILURE() << v;
+    if (crash_after >= clean_writes) break;
+  }
+}
+
+const DaemonKilledCase kDaemonKilledCases[] = {
+    {1, kExpired, "cancelled"},  // cancel a stale initial
+    {2, kStuck, "done"},         // resume with nothing applied
+    {3, kStuck, "done"},         // resume after the debit
+    {4, kStuck, "done"},         // resume with both applied
+    {3, kExpired, "cancelled"},  // roll back after the debit
+    {4, kExpired, "cancelled"},  // roll back with both applied
+    {5, kStuck, "done"},         // finish applied
+    {6, kStuck, "done"},         // finish with one marker pulled
+};
+
+INSTANTIATE_TEST_SUITE_P(EveryDaemonWrite, DaemonKilled,
+                         ::testing::Combine(::testing::Values("memory", "mongo"),
+                                            ::testing::ValuesIn(kDaemonKilledCases)),
+                         [](const auto& info) {
+                           const DaemonKilledCase& c = std::get<1>(info.param);
+                           return std::get<0>(info.param) + "_app_" +
+                                  std::to_string(c.app_steps) + "_steps_" +
+                                  (c.age == kStuck ? "stuck" : "expired");
+                         });
+
+// ---- Single scenarios -----------------------------------------------------------------
+
+TEST_P(TransferRecovery, YoungTransactionsAndFinishedOnesAreNotTouched) {
+  bank_->Open(10);
+  for (int steps = 1; steps <= kAppStepCount; ++steps)
+    bank_->Transfer("A" + std::to_string(steps), "A0", 10, steps);
+  bank_->AgeAll(seconds(20));  // younger than every threshold
+  Snapshot before = bank_->Take();
+  std::vector<Document> txns_before;
+  for (int i = 1; i <= kAppStepCount; ++i) txns_before.push_back(*bank_->Txn(std::int32_t{i}));
+
+  WatchSummary s = Sweep();
+
+  EXPECT_EQ(s.resolved, 0);
+  EXPECT_EQ(s.failed, 0);
+  Snapshot after = bank_->Take();
+  for (const auto& [id, doc] : before.accounts) EXPECT_EQ(after.accounts[id], doc) << id;
+  for (int i = 1; i <= kAppStepCount; ++i)
+    EXPECT_EQ(*bank_->Txn(std::int32_t{i}), txns_before[i - 1]) << "transaction " << i;
+}
+
+TEST_P(TransferRecovery, TerminalTransactionsOutsideTheLateWriteWindowAreNotRead) {
+  bank_->Open(2);
+  Value done = bank_->Transfer("A0", "A1", 5, kAppStepCount);
+  bank_->Age(done, std::chrono::hours(2));
+  WatchSummary s = Sweep();
+  EXPECT_EQ(s.examined, 0) << "the candidate query must not return old terminal transactions";
+}
+
+TEST_P(TransferRecovery, PendingTransferToAMissingAccountIsRolledBackInsteadOfResumed) {
+  bank_->Open(2);
+  Snapshot before = bank_->Take();
+  Value id = bank_->Transfer("A0", "ghost", 100, 3);  // debited A0; "ghost" does not exist
+  EXPECT_EQ(bank_->Balance("A0"), 900);
+  bank_->Age(id, kStuck);
+
+  std::vector<TxnReport> reports;
+  Sweep("daemon-1", &reports);
+
+  EXPECT_EQ(bank_->State(id), "cancelled");
+  EXPECT_EQ(bank_->Balance("A0"), 1000);
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].result.action, Action::kRollback);
+  EXPECT_NE(reports[0].result.detail.find("participant not found"), std::string::npos)
+      << reports[0].result.detail;
+  ExpectInvariants(before);
+}
+
+TEST_P(TransferRecovery, MalformedTransactionsAreQuarantinedAndTheSweepGoesOn) {
+  bank_->Open(4);
+  Snapshot before = bank_->Take();
+  DateTime now;
+  ASSERT_TRUE(backend_->store()->ServerTime(&now).ok());
+  DateTime old{now.millis - minutes(5).count()};
+  const Namespace& txns = bank_->txns();
+  struct Bad {
+    Document doc;
+    const char* reason;
+  };
+  std::vector<Bad> bad = {
+      {{{"_id", "no-source"}, {"destination", "A1"}, {"value", 5}, {"state", "pending"},
+        {"lastModified", old}}, "'source' is missing"},
+      {{{"_id", "string-amount"}, {"source", "A0"}, {"destination", "A1"}, {"value", "5"},
+        {"state", "pending"}, {"lastModified", old}}, "'value' has type string"},
+      {{{"_id", "negative"}, {"source", "A0"}, {"destination", "A1"}, {"value", -5},
+        {"state", "pending"}, {"lastModified", old}}, "positive"},
+      {{{"_id", "self"}, {"source", "A0"}, {"destination", "A0"}, {"value", 5},
+        {"state", "pending"}, {"lastModified", old}}, "same participant"},
+      {{{"_id", "unknown-state"}, {"source", "A0"}, {"destination", "A1"}, {"value", 5},
+        {"state", "intital"}, {"lastModified", old}}, "unknown state 'intital'"},
+      {{{"_id", "no-time"}, {"source", "A0"}, {"destination", "A1"}, {"value", 5},
+        {"state", "pending"}}, "'lastModified' is missing"},
+      {{{"_id", "string-time"}, {"source", "A0"}, {"destination", "A1"}, {"value", 5},
+        {"state", "applied"}, {"lastModified", "yesterday"}}, "'lastModified' has type string"},
+  };
+  for (const auto& b : bad) ASSERT_TRUE(backend_->store()->InsertMany(txns, {b.doc}).ok());
+  Value good = bank_->Transfer("A2", "A3", 50, 3);
+  bank_->Age(good, kStuck);
+
+  WatchSummary s = Sweep();
+
+  EXPECT_EQ(s.quarantined, static_cast<std::int64_t>(bad.size()));
+  EXPECT_EQ(s.quarantined_total, static_cast<std::int64_t>(bad.size()));
+  EXPECT_EQ(bank_->State(good), "done") << "one bad document must not stop the sweep";
+  for (const auto& b : bad) {
+    auto t = bank_->Txn(*b.doc.Get("_id"));
+    ASSERT_TRUE(t);
+    const Value* reason = t->GetPath("recovery.quarantine.reason");
+    ASSERT_NE(reason, nullptr) << b.doc.Get("_id")->ToString();
+    EXPECT_NE(reason->as_string()->find(b.reason), std::string::npos) << *reason->as_string();
+  }
+  EXPECT_EQ(bank_->Balance("A0"), 1000);
+  EXPECT_EQ(bank_->Balance("A1"), 1000);
+
+  // A second sweep does not report them again as new, but still counts them.
+  WatchSummary again = Sweep();
+  EXPECT_EQ(again.quarantined, 0);
+  EXPECT_EQ(again.quarantined_total, static_cast<std::int64_t>(bad.size()));
+  EXPECT_EQ(again.examined, 0);
+}
+
+TEST_P(TransferRecovery, ALiveLeaseOfAnotherDaemonIsRespected) {
+  bank_->Open(2);
+  Value id = bank_->Transfer("A0", "A1", 100, 3);
+  bank_->Age(id, kStuck);
+  DateTime now;
+  ASSERT_TRUE(backend_->store()->ServerTime(&now).ok());
+  WriteResult r;
+  ASSERT_TRUE(backend_->store()
+                  ->UpdateOne(bank_->txns(), Filter().Eq("_id", id),
+                              Update().Set("recovery.lease",
+                                           Document{{"owner", "other-host:1:x"},
+                                                    {"expires", DateTime{now.millis + 60000}}}),
+                              &r)
+                  .ok());
+  WatchSummary s = Sweep();
+  EXPECT_EQ(s.busy, 1);
+  EXPECT_EQ(bank_->State(id), "pending");
+  EXPECT_EQ(bank_->Balance("A1"), 1000);
+
+  bank_->ExpireLeases();
+  Sweep();
+  EXPECT_EQ(bank_->State(id), "done");
+}
+
+TEST_P(TransferRecovery, AnApplicationThatMovedOnSinceTheReadWinsTheClaim) {
+  bank_->Open(2);
+  Value id = bank_->Transfer("A0", "A1", 100, 4);
+  bank_->Age(id, kStuck);
+  Transaction stale;
+  ASSERT_TRUE(
+      ParseTransfer(*bank_->Txn(id), bank_->profile(), bank_->txns(), "recovery", &stale).ok());
+  // The application wakes up and marks it applied before the daemon claims it.
+  ASSERT_TRUE(bank_->RunStep(id, AppStep::kMarkApplied).ok());
+
+  DateTime now;
+  ASSERT_TRUE(backend_->store()->ServerTime(&now).ok());
+  TransferProfile profile = bank_->profile();
+  LeaseOptions lease;
+  lease.owner = "daemon-1";
+  StateMachine machine(backend_->store(), backend_->clock(), bank_->txns(), &profile, "recovery",
+                       lease, [now] { return now; });
+  ExecuteResult r = machine.Execute(stale, Action::kRollback);
+  EXPECT_EQ(r.outcome, Outcome::kBusy);
+  EXPECT_EQ(bank_->State(id), "applied");
+  EXPECT_EQ(bank_->Balance("A1"), 1100);
+}
+
+TEST_P(TransferRecovery, LateWriteByAStalledApplicationIsUndoneOnTheNextSweep) {
+  bank_->Open(2);
+  Snapshot before = bank_->Take();
+  Value id = bank_->Transfer("A0", "A1", 100, 3);  // stalled after debiting A0
+  bank_->Age(id, kStuck);
+  Sweep();
+  ASSERT_EQ(bank_->State(id), "done");
+  EXPECT_EQ(bank_->Balance("A1"), 1100);
+
+  // The application wakes up and credits A1: the marker is gone, so its guard passes.
+  ASSERT_TRUE(bank_->RunStep(id, AppStep::kCreditDestination).ok());
+  EXPECT_EQ(bank_->Balance("A1"), 1200);
+  bank_->Age(id, kStuck);
+
+  WatchSummary s = Sweep();
+  EXPECT_EQ(s.late_writes_undone, 1);
+  EXPECT_EQ(bank_->Balance("A1"), 1100);
+  ExpectInvariants(before);
+}
+
+TEST_P(TransferRecovery, DryRunWritesNothingAndSaysWhatItWouldDo) {
+  bank_->Open(6);
+  Value resume = bank_->Transfer("A0", "A1", 10, 3);
+  Value rollback = bank_->Transfer("A2", "A3", 10, 3);
+  Value finish = bank_->Transfer("A4", "A5", 10, 5);
+  bank_->Age(resume, kStuck);
+  bank_->Age(rollback, kExpired);
+  bank_->Age(finish, kStuck);
+  Snapshot before = bank_->Take();
+  std::vector<Document> txns_before = {*bank_->Txn(resume), *bank_->Txn(rollback),
+                                       *bank_->Txn(finish)};
+
+  std::vector<TxnReport> reports;
+  Sweep("daemon-1", &reports, 1, /*dry_run=*/true);
+
+  std::map<std::string, Action> planned;
+  for (const auto& r : reports) {
+    EXPECT_EQ(r.result.outcome, Outcome::kPlanned);
+    planned[r.id.ToString()] = r.result.action;
+  }
+  EXPECT_EQ(planned[resume.ToString()], Action::kResume);
+  EXPECT_EQ(planned[rollback.ToString()], Action::kRollback);
+  EXPECT_EQ(planned[finish.ToString()], Action::kFinish);
+  Snapshot after = bank_->Take();
+  for (const auto& [k, d] : before.accounts) EXPECT_EQ(after.accounts[k], d);
+  EXPECT_EQ(*bank_->Txn(resume), txns_before[0]);
+  EXPECT_EQ(*bank_->Txn(rollback), txns_before[1]);
+  EXPECT_EQ(*bank_->Txn(finish), txns_before[2]);
+}
+
+TEST_P(TransferRecovery, TwoSweepsAtOnceOnAThousandStuckTransfersApplyNothingTwice) {
+  constexpr int kAccounts = 20, kTxns = 1000;
+  bank_->Open(kAccounts);
+  Snapshot before = bank_->Take();
+  std::vector<Value> ids;
+  for (int i = 0; i < kTxns; ++i) {
+    std::string from = "A" + std::to_string(i % kAccounts);
+    std::string to = "A" + std::to_string((i * 7 + 3) % kAccounts);
+    if (from == to) to = "A" + std::to_string((i + 1) % kAccounts);
+    int steps = 1 + i % kAppStepCount;  // every step boundary, evenly
+    ids.push_back(bank_->Transfer(from, to, 1 + i % 50, steps));
+  }
+  // Half are merely stuck, half are expired.
+  for (int i = 0; i < kTxns; ++i) bank_->Age(ids[i], i % 2 ? kStuck : kExpired);
+  // Initial transfers only time out after 30 minutes; make all of them expired so that
+  // every transaction must end terminal.
+  for (int i = 0; i < kTxns; i += kAppStepCount) bank_->Age(ids[i], kExpired);
+
+  WatchSummary a, b;
+  std::thread t1([&] { a = Sweep("daemon-a", nullptr, 4); });
+  std::thread t2([&] { b = Sweep("daemon-b", nullptr, 4); });
+  t1.join();
+  t2.join();
+  EXPECT_EQ(a.failed + b.failed, 0);
+  // Whatever one daemon found busy the other resolved; a third sweep finds nothing left.
+  bank_->ExpireLeases();
+  WatchSummary c = Sweep("daemon-c", nullptr, 4);
+  EXPECT_EQ(c.failed, 0);
+  ExpectInvariants(before);
+  // Every transfer not already done was resolved exactly once, by one of the daemons.
+  EXPECT_EQ(a.resolved + b.resolved + c.resolved, kTxns - kTxns / kAppStepCount);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, TransferRecovery, ::testing::Values("memory", "mongo"),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace txn_recovery::testing
