@@ -43,7 +43,10 @@ Status ParseDuration(std::string_view text, std::chrono::milliseconds* out) {
     return Status::InvalidArgument("'" + std::string(text) +
                                    "' has no valid unit (ms, s, m, h or d)");
   }
-  *out = std::chrono::milliseconds(n * factor);
+  long long ms;
+  if (__builtin_mul_overflow(n, factor, &ms))
+    return Status::InvalidArgument("'" + std::string(text) + "' is too long a duration");
+  *out = std::chrono::milliseconds(ms);
   return Status::Ok();
 }
 

@@ -1,10 +1,14 @@
 #include "bank.h"
 
-#include <gtest/gtest.h>
-
+#include <mutex>
 #include <set>
+#include <stdexcept>
 
 namespace txn_recovery::testing {
+
+void Must(const Status& s) {
+  if (!s.ok()) throw std::runtime_error(s.ToString());
+}
 
 const char* AppStepName(int steps_done) {
   static const char* kNames[] = {"nothing",
@@ -43,8 +47,8 @@ void Bank::Open(int n, std::int32_t balance) {
   docs.push_back(Document{{"_id", "bystander"},
                           {profile_.balance_field, std::int32_t{777}},
                           {profile_.marker_field, Array{}}});
-  ASSERT_TRUE(store_->InsertMany(accounts_, docs).ok());
-  ASSERT_TRUE(store_->InsertMany(other_, {Document{{"_id", 1}, {"note", "untouched"}}}).ok());
+  Must(store_->InsertMany(accounts_, docs));
+  Must(store_->InsertMany(other_, {Document{{"_id", 1}, {"note", "untouched"}}}));
 }
 
 Value Bank::Begin(const std::string& from, const std::string& to, std::int32_t amount) {
@@ -54,18 +58,18 @@ Value Bank::Begin(const std::string& from, const std::string& to, std::int32_t a
                {profile_.destination_field, to},
                {profile_.amount_field, amount},
                {profile_.state_field, profile_.states.Written(TxnState::kInitial)}};
-  EXPECT_TRUE(store_->InsertMany(txns_, {doc}).ok());
+  Must(store_->InsertMany(txns_, {doc}));
   WriteResult r;
-  EXPECT_TRUE(
+  Must(
       store_->UpdateOne(txns_, Filter().Eq("_id", id), Update().CurrentDate(profile_.time_field), &r)
-          .ok());
+          );
   return id;
 }
 
 Value Bank::Transfer(const std::string& from, const std::string& to, std::int32_t amount,
                      int steps) {
   Value id = Begin(from, to, amount);
-  for (int s = 1; s < steps; ++s) EXPECT_TRUE(RunStep(id, static_cast<AppStep>(s)).ok());
+  for (int s = 1; s < steps; ++s) Must(RunStep(id, static_cast<AppStep>(s)));
   return id;
 }
 
@@ -110,37 +114,37 @@ Status Bank::RunStep(const Value& id, AppStep step) {
 
 void Bank::Age(const Value& id, std::chrono::milliseconds age) {
   DateTime now;
-  ASSERT_TRUE(store_->ServerTime(&now).ok());
+  Must(store_->ServerTime(&now));
   WriteResult r;
-  ASSERT_TRUE(store_
+  Must(store_
                   ->UpdateOne(txns_, Filter().Eq("_id", id),
                               Update().Set(profile_.time_field, DateTime{now.millis - age.count()}),
                               &r)
-                  .ok());
+                  );
 }
 
 void Bank::AgeAll(std::chrono::milliseconds age) {
   DateTime now;
-  ASSERT_TRUE(store_->ServerTime(&now).ok());
+  Must(store_->ServerTime(&now));
   WriteResult r;
-  ASSERT_TRUE(store_
+  Must(store_
                   ->UpdateMany(txns_, Filter(),
                                Update().Set(profile_.time_field, DateTime{now.millis - age.count()}),
                                &r)
-                  .ok());
+                  );
 }
 
 void Bank::ExpireLeases() {
   WriteResult r;
-  ASSERT_TRUE(store_
+  Must(store_
                   ->UpdateMany(txns_, Filter().Exists("recovery.lease"),
                                Update().Set("recovery.lease.expires", DateTime{0}), &r)
-                  .ok());
+                  );
 }
 
 std::optional<Document> Bank::Txn(const Value& id) {
   std::optional<Document> t;
-  EXPECT_TRUE(store_->FindOne(txns_, Filter().Eq("_id", id), &t).ok());
+  Must(store_->FindOne(txns_, Filter().Eq("_id", id), &t));
   return t;
 }
 
@@ -153,14 +157,14 @@ std::string Bank::State(const Value& id) {
 
 std::int64_t Bank::Balance(const std::string& account) {
   std::optional<Document> a;
-  EXPECT_TRUE(store_->FindOne(accounts_, Filter().Eq("_id", account), &a).ok());
+  Must(store_->FindOne(accounts_, Filter().Eq("_id", account), &a));
   if (!a) return -1;
   return static_cast<std::int64_t>(*a->Get(profile_.balance_field)->as_double());
 }
 
 Array Bank::Markers(const std::string& account) {
   std::optional<Document> a;
-  EXPECT_TRUE(store_->FindOne(accounts_, Filter().Eq("_id", account), &a).ok());
+  Must(store_->FindOne(accounts_, Filter().Eq("_id", account), &a));
   if (!a || !a->Get(profile_.marker_field) || !a->Get(profile_.marker_field)->is_array())
     return {};
   return *a->Get(profile_.marker_field)->as_array();
@@ -170,11 +174,11 @@ namespace {
 std::vector<Document> All(Store* store, const Namespace& ns) {
   std::vector<Document> out;
   std::unique_ptr<Cursor> c;
-  EXPECT_TRUE(store->Find(ns, Filter(), FindOptions{}, &c).ok());
+  Must(store->Find(ns, Filter(), FindOptions{}, &c));
   if (!c) return out;
   Document d;
   for (bool has = true;;) {
-    EXPECT_TRUE(c->Next(&d, &has).ok());
+    Must(c->Next(&d, &has));
     if (!has) break;
     out.push_back(d);
   }

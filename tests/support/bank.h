@@ -13,6 +13,10 @@
 
 namespace txn_recovery::testing {
 
+// Throws std::runtime_error with the status when it is not OK. Scenario helpers use it so
+// that a failed setup step fails the test (gtest reports the exception) or the tool.
+void Must(const Status& s);
+
 // The application's steps for one transfer, in the seed's order.
 enum class AppStep {
   kInsertInitial,      // insert {state: initial, lastModified: now}

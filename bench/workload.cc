@@ -1,0 +1,124 @@
+// txn-recovery-workload: puts a bank into the state a crashing application leaves it in,
+// and shows it. Used by scripts/demo.sh and the benchmarks.
+//
+//   seed --database bank [--accounts N] [--per-step K]
+//       N accounts with 1000 each; K transfers killed after each of the application's
+//       8 steps, half of them stuck (2 minutes old), half expired (31 minutes old); one
+//       young pending transfer that must be left alone; one malformed transaction.
+//   show --database bank
+//       balances, markers, transactions by state, and the total.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <map>
+
+#include "support/bank.h"
+#include "txn_recovery/mongo_store.h"
+
+namespace {
+
+using namespace txn_recovery;
+using txn_recovery::testing::Bank;
+
+int Seed(Store* store, const std::string& db, int accounts, int per_step) {
+  Bank bank(store, db);
+  WriteResult r;
+  for (const Namespace& ns : {bank.txns(), bank.accounts(), Namespace{db, "audit"}})
+    testing::Must(store->DeleteMany(ns, Filter(), &r));
+  bank.Open(accounts);
+  int n = 0;
+  for (int steps = 1; steps <= testing::kAppStepCount; ++steps) {
+    for (int k = 0; k < per_step; ++k, ++n) {
+      std::string from = "A" + std::to_string(n % accounts);
+      std::string to = "A" + std::to_string((n + 1 + k) % accounts);
+      if (from == to) to = "A" + std::to_string((n + 1) % accounts);
+      Value id = bank.Transfer(from, to, 10 * (1 + n % 10), steps);
+      bank.Age(id, k % 2 ? std::chrono::minutes(31) : std::chrono::minutes(2));
+    }
+  }
+  Value young = bank.Transfer("A0", "A1", 5, 3);  // in flight right now: hands off
+  bank.Age(young, std::chrono::seconds(10));
+  DateTime now;
+  testing::Must(store->ServerTime(&now));
+  testing::Must(store->InsertMany(
+      bank.txns(), {Document{{"_id", "malformed-1"},
+                             {"source", "A0"},
+                             {"destination", "A1"},
+                             {"value", "one hundred"},
+                             {"state", "pending"},
+                             {"lastModified", DateTime{now.millis - 5 * 60 * 1000}}}}));
+  std::printf("seeded %s: %d accounts, %d stuck transfers, 1 young, 1 malformed\n", db.c_str(),
+              accounts, n);
+  return 0;
+}
+
+int Show(Store* store, const std::string& db) {
+  Bank bank(store, db);
+  testing::Snapshot s = bank.Take();
+  std::printf("%-10s %10s  %s\n", "account", "balance", "pendingTransactions");
+  for (const auto& [id, doc] : s.accounts) {
+    const Value* m = doc.Get("pendingTransactions");
+    std::printf("%-10s %10s  %s\n", id.c_str(), doc.Get("balance")->ToString().c_str(),
+                m ? m->ToString().c_str() : "-");
+  }
+  std::map<std::string, int> states;
+  std::map<std::string, int> resolutions;
+  std::unique_ptr<Cursor> c;
+  testing::Must(store->Find(bank.txns(), Filter(), FindOptions{}, &c));
+  Document d;
+  int quarantined = 0;
+  for (bool has = true;;) {
+    testing::Must(c->Next(&d, &has));
+    if (!has) break;
+    const Value* st = d.Get("state");
+    states[st ? (st->is_string() ? *st->as_string() : st->ToString()) : "<none>"]++;
+    if (const Value* a = d.GetPath("recovery.resolvedAction"); a && a->is_string())
+      resolutions[*a->as_string()]++;
+    if (d.GetPath("recovery.quarantine")) ++quarantined;
+  }
+  std::printf("total balance: %.0f (bystander account included)\n", s.total);
+  std::printf("transactions by state:");
+  for (const auto& [k, v] : states) std::printf(" %s=%d", k.c_str(), v);
+  std::printf("\nresolved by txn-recoveryd:");
+  for (const auto& [k, v] : resolutions) std::printf(" %s=%d", k.c_str(), v);
+  std::printf("\nquarantined: %d\n", quarantined);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"txn-recovery-workload: create and show stuck two-phase-commit transfers"};
+  app.require_subcommand(1);
+  std::string database = "bank";
+  int accounts = 6, per_step = 2;
+  auto* seed = app.add_subcommand("seed", "Create accounts and stuck transfers (resets DB)");
+  seed->add_option("--database", database);
+  seed->add_option("--accounts", accounts)->check(CLI::Range(2, 1000000));
+  seed->add_option("--per-step", per_step)->check(CLI::Range(1, 1000000));
+  auto* show = app.add_subcommand("show", "Print balances and transaction states");
+  show->add_option("--database", database);
+  CLI11_PARSE(app, argc, argv);
+
+  const char* uri = std::getenv("TXN_RECOVERYD_MONGODB_URI");
+  if (uri == nullptr || *uri == '\0') {
+    std::cerr << "set TXN_RECOVERYD_MONGODB_URI\n";
+    return 64;
+  }
+  MongoDriver driver;
+  MongoOptions options;
+  options.uri = uri;
+  std::unique_ptr<MongoStore> store;
+  if (Status s = MongoStore::Open(options, &store); !s.ok()) {
+    std::cerr << s.ToString() << "\n";
+    return 78;
+  }
+  try {
+    return *seed ? Seed(store.get(), database, accounts, per_step) : Show(store.get(), database);
+  } catch (const std::exception& e) {
+    std::cerr << "txn-recovery-workload: " << e.what() << "\n";
+    return 69;
+  }
+}
