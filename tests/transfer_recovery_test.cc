@@ -8,6 +8,7 @@
 #include "support/bank.h"
 #include "support/fault_store.h"
 #include "support/test_env.h"
+#include "txn_recovery/memory_store.h"
 #include "txn_recovery/sweeper.h"
 
 namespace txn_recovery::testing {
@@ -407,6 +408,19 @@ TEST_P(TransferRecovery, TwoSweepsAtOnceOnAThousandStuckTransfersApplyNothingTwi
   ExpectInvariants(before);
   // Every transfer not already done was resolved exactly once, by one of the daemons.
   EXPECT_EQ(a.resolved + b.resolved + c.resolved, kTxns - kTxns / kAppStepCount);
+}
+
+TEST(ServerClock, AHostClockADayAheadDoesNotExpireLiveTransactions) {
+  ManualClock server_clock;  // the database's clock
+  MemoryStore store(&server_clock);
+  Bank bank(&store, "test");
+  bank.Open(2);
+  Value id = bank.Transfer("A0", "A1", 100, 3);
+  bank.Age(id, seconds(5));
+  ManualClock host_clock(server_clock.WallMillis() + std::chrono::hours(24).count());
+  SweepOnce(&store, &host_clock, bank.Watch(), "daemon-1");
+  EXPECT_EQ(bank.State(id), "pending");
+  EXPECT_EQ(bank.Balance("A1"), 1000);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, TransferRecovery, ::testing::Values("memory", "mongo"),
