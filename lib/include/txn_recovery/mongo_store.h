@@ -51,8 +51,11 @@ class MongoStore final : public Store {
   Status Ping();
 
   Status ServerTime(DateTime* now) override;
+  // The cursor keeps a pooled client checked out until it is destroyed; destroy cursors
+  // before the store.
   Status Find(const Namespace& ns, const Filter& filter, const FindOptions& options,
               std::unique_ptr<Cursor>* cursor) override;
+  Status Count(const Namespace& ns, const Filter& filter, std::int64_t* count) override;
   Status UpdateOne(const Namespace& ns, const Filter& filter, const Update& update,
                    WriteResult* result) override;
   Status UpdateMany(const Namespace& ns, const Filter& filter, const Update& update,

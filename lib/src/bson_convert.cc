@@ -1,0 +1,264 @@
+// Conversions between the document model and BSON, and of the Filter/Update algebra to
+// MongoDB query and update documents.
+#include <cstring>
+#include <map>
+#include <string>
+
+#include "mongo_handles.h"
+
+namespace txn_recovery::mongo {
+namespace {
+
+int KeyLength(std::string_view key) { return static_cast<int>(key.size()); }
+
+const char* BsonTypeName(bson_type_t t) {
+  switch (t) {
+    case BSON_TYPE_DECIMAL128: return "decimal128";
+    case BSON_TYPE_BINARY: return "binData";
+    case BSON_TYPE_REGEX: return "regex";
+    case BSON_TYPE_TIMESTAMP: return "timestamp";
+    case BSON_TYPE_CODE: return "javascript";
+    case BSON_TYPE_CODEWSCOPE: return "javascriptWithScope";
+    case BSON_TYPE_SYMBOL: return "symbol";
+    case BSON_TYPE_UNDEFINED: return "undefined";
+    case BSON_TYPE_DBPOINTER: return "dbPointer";
+    case BSON_TYPE_MINKEY: return "minKey";
+    case BSON_TYPE_MAXKEY: return "maxKey";
+    default: return "unknown";
+  }
+}
+
+}  // namespace
+
+Status AppendValue(bson_t* out, std::string_view key, const Value& value) {
+  const char* k = key.data();
+  const int kl = KeyLength(key);
+  bool ok = true;
+  const auto& v = value.storage();
+  if (std::holds_alternative<Null>(v)) {
+    ok = bson_append_null(out, k, kl);
+  } else if (auto* b = std::get_if<bool>(&v)) {
+    ok = bson_append_bool(out, k, kl, *b);
+  } else if (auto* i = std::get_if<std::int32_t>(&v)) {
+    ok = bson_append_int32(out, k, kl, *i);
+  } else if (auto* l = std::get_if<std::int64_t>(&v)) {
+    ok = bson_append_int64(out, k, kl, *l);
+  } else if (auto* d = std::get_if<double>(&v)) {
+    ok = bson_append_double(out, k, kl, *d);
+  } else if (auto* s = std::get_if<std::string>(&v)) {
+    ok = bson_append_utf8(out, k, kl, s->data(), static_cast<int>(s->size()));
+  } else if (auto* o = std::get_if<ObjectId>(&v)) {
+    bson_oid_t oid;
+    bson_oid_init_from_data(&oid, o->bytes.data());
+    ok = bson_append_oid(out, k, kl, &oid);
+  } else if (auto* t = std::get_if<DateTime>(&v)) {
+    ok = bson_append_date_time(out, k, kl, t->millis);
+  } else if (auto* a = std::get_if<Array>(&v)) {
+    bson_t child;
+    ok = bson_append_array_begin(out, k, kl, &child);
+    for (std::size_t idx = 0; ok && idx < a->size(); ++idx) {
+      const char* idx_key;
+      char buf[16];
+      std::size_t len = bson_uint32_to_string(static_cast<std::uint32_t>(idx), &idx_key, buf,
+                                              sizeof buf);
+      if (Status s = AppendValue(&child, std::string_view(idx_key, len), (*a)[idx]); !s.ok())
+        return s;
+    }
+    ok = ok && bson_append_array_end(out, &child);
+  } else if (auto* doc = std::get_if<Document>(&v)) {
+    bson_t child;
+    ok = bson_append_document_begin(out, k, kl, &child);
+    for (const auto& [ck, cv] : *doc)
+      if (Status s = AppendValue(&child, ck, cv); !s.ok()) return s;
+    ok = ok && bson_append_document_end(out, &child);
+  } else {
+    return Status::InvalidArgument("cannot write a value of type " +
+                                   std::string(value.type_name()) + " at " + std::string(key));
+  }
+  if (!ok) return Status::InvalidArgument("document too large at " + std::string(key));
+  return Status::Ok();
+}
+
+Status ToBson(const Document& doc, bson_t* out) {
+  for (const auto& [k, v] : doc)
+    if (Status s = AppendValue(out, k, v); !s.ok()) return s;
+  return Status::Ok();
+}
+
+Value ValueFromIter(bson_iter_t* it) {
+  switch (bson_iter_type(it)) {
+    case BSON_TYPE_NULL: return Value(Null{});
+    case BSON_TYPE_BOOL: return Value(bson_iter_bool(it));
+    case BSON_TYPE_INT32: return Value(bson_iter_int32(it));
+    case BSON_TYPE_INT64: return Value(bson_iter_int64(it));
+    case BSON_TYPE_DOUBLE: return Value(bson_iter_double(it));
+    case BSON_TYPE_UTF8: {
+      std::uint32_t len = 0;
+      const char* s = bson_iter_utf8(it, &len);
+      return Value(std::string(s, len));
+    }
+    case BSON_TYPE_OID: {
+      ObjectId o;
+      std::memcpy(o.bytes.data(), bson_iter_oid(it)->bytes, 12);
+      return Value(o);
+    }
+    case BSON_TYPE_DATE_TIME: return Value(DateTime{bson_iter_date_time(it)});
+    case BSON_TYPE_ARRAY: {
+      Array a;
+      bson_iter_t child;
+      if (bson_iter_recurse(it, &child))
+        while (bson_iter_next(&child)) a.push_back(ValueFromIter(&child));
+      return Value(std::move(a));
+    }
+    case BSON_TYPE_DOCUMENT: {
+      Document d;
+      bson_iter_t child;
+      if (bson_iter_recurse(it, &child))
+        while (bson_iter_next(&child)) d.Set(bson_iter_key(&child), ValueFromIter(&child));
+      return Value(std::move(d));
+    }
+    default: return Value(OtherValue{BsonTypeName(bson_iter_type(it))});
+  }
+}
+
+Document FromBson(const bson_t* bson) {
+  Document d;
+  bson_iter_t it;
+  if (bson_iter_init(&it, bson))
+    while (bson_iter_next(&it)) d.Set(bson_iter_key(&it), ValueFromIter(&it));
+  return d;
+}
+
+namespace {
+
+// {path: {$op: value}} (or {path: value} for equality, which also means "contains" on
+// arrays, as the algebra requires).
+Status AppendPredicate(bson_t* out, const Predicate& p) {
+  bson_t cond;
+  const char* k = p.path.c_str();
+  switch (p.op) {
+    case Predicate::Op::kEq: return AppendValue(out, p.path, p.value);
+    case Predicate::Op::kNe:
+    case Predicate::Op::kLt:
+    case Predicate::Op::kGte: {
+      const char* op = p.op == Predicate::Op::kNe ? "$ne" : p.op == Predicate::Op::kLt ? "$lt"
+                                                                                        : "$gte";
+      bson_append_document_begin(out, k, -1, &cond);
+      if (Status s = AppendValue(&cond, op, p.value); !s.ok()) return s;
+      bson_append_document_end(out, &cond);
+      return Status::Ok();
+    }
+    case Predicate::Op::kIn:
+    case Predicate::Op::kNin: {
+      bson_append_document_begin(out, k, -1, &cond);
+      if (Status s = AppendValue(&cond, p.op == Predicate::Op::kIn ? "$in" : "$nin",
+                                 Value(Array(p.values)));
+          !s.ok())
+        return s;
+      bson_append_document_end(out, &cond);
+      return Status::Ok();
+    }
+    case Predicate::Op::kExists:
+    case Predicate::Op::kNotExists:
+      bson_append_document_begin(out, k, -1, &cond);
+      bson_append_bool(&cond, "$exists", -1, p.op == Predicate::Op::kExists);
+      bson_append_document_end(out, &cond);
+      return Status::Ok();
+    case Predicate::Op::kNotDateTime: {
+      bson_t not_doc;
+      bson_append_document_begin(out, k, -1, &cond);
+      bson_append_bool(&cond, "$exists", -1, true);
+      bson_append_document_begin(&cond, "$not", -1, &not_doc);
+      bson_append_utf8(&not_doc, "$type", -1, "date", -1);
+      bson_append_document_end(&cond, &not_doc);
+      bson_append_document_end(out, &cond);
+      return Status::Ok();
+    }
+  }
+  return Status::InvalidArgument("unknown predicate");
+}
+
+}  // namespace
+
+// Always {$and: [{pred}, ..., {$or: [...]}]}: two predicates on the same path (e.g. a time
+// range) would otherwise collide as duplicate keys of one document.
+Status FilterToBson(const Filter& filter, bson_t* out) {
+  if (filter.all().empty() && filter.any_of().empty()) return Status::Ok();
+  bson_t and_array;
+  bson_append_array_begin(out, "$and", -1, &and_array);
+  std::uint32_t idx = 0;
+  auto next_key = [&](char* buf, std::size_t size) {
+    const char* key;
+    bson_uint32_to_string(idx++, &key, buf, size);
+    return key;
+  };
+  char buf[16];
+  for (const auto& p : filter.all()) {
+    bson_t clause;
+    bson_append_document_begin(&and_array, next_key(buf, sizeof buf), -1, &clause);
+    if (Status s = AppendPredicate(&clause, p); !s.ok()) return s;
+    bson_append_document_end(&and_array, &clause);
+  }
+  if (!filter.any_of().empty()) {
+    bson_t clause, or_array;
+    bson_append_document_begin(&and_array, next_key(buf, sizeof buf), -1, &clause);
+    bson_append_array_begin(&clause, "$or", -1, &or_array);
+    std::uint32_t j = 0;
+    for (const auto& alt : filter.any_of()) {
+      const char* key;
+      char kb[16];
+      bson_uint32_to_string(j++, &key, kb, sizeof kb);
+      bson_t alt_doc;
+      bson_append_document_begin(&or_array, key, -1, &alt_doc);
+      if (Status s = FilterToBson(alt, &alt_doc); !s.ok()) return s;
+      bson_append_document_end(&or_array, &alt_doc);
+    }
+    bson_append_array_end(&clause, &or_array);
+    bson_append_document_end(&and_array, &clause);
+  }
+  bson_append_array_end(out, &and_array);
+  return Status::Ok();
+}
+
+Status UpdateToBson(const Update& update, bson_t* out) {
+  // Group by operator, keeping first-seen order of operators and paths.
+  std::vector<std::pair<const char*, std::vector<const UpdateOp*>>> groups;
+  auto group_for = [&](const char* op) -> std::vector<const UpdateOp*>& {
+    for (auto& g : groups)
+      if (std::strcmp(g.first, op) == 0) return g.second;
+    groups.emplace_back(op, std::vector<const UpdateOp*>{});
+    return groups.back().second;
+  };
+  for (const auto& op : update.ops()) {
+    const char* name = "$set";
+    switch (op.kind) {
+      case UpdateOp::Kind::kSet: name = "$set"; break;
+      case UpdateOp::Kind::kUnset: name = "$unset"; break;
+      case UpdateOp::Kind::kInc: name = "$inc"; break;
+      case UpdateOp::Kind::kPush: name = "$push"; break;
+      case UpdateOp::Kind::kPull: name = "$pull"; break;
+      case UpdateOp::Kind::kCurrentDate: name = "$currentDate"; break;
+    }
+    group_for(name).push_back(&op);
+  }
+  for (const auto& [name, ops] : groups) {
+    bson_t child;
+    bson_append_document_begin(out, name, -1, &child);
+    for (const UpdateOp* op : ops) {
+      if (op->kind == UpdateOp::Kind::kUnset) {
+        bson_append_utf8(&child, op->path.c_str(), -1, "", 0);
+      } else if (op->kind == UpdateOp::Kind::kCurrentDate) {
+        bson_t type_doc;
+        bson_append_document_begin(&child, op->path.c_str(), -1, &type_doc);
+        bson_append_utf8(&type_doc, "$type", -1, "date", -1);
+        bson_append_document_end(&child, &type_doc);
+      } else if (Status s = AppendValue(&child, op->path, op->value); !s.ok()) {
+        return s;
+      }
+    }
+    bson_append_document_end(out, &child);
+  }
+  return Status::Ok();
+}
+
+}  // namespace txn_recovery::mongo

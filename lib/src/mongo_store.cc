@@ -1,0 +1,412 @@
+#include "txn_recovery/mongo_store.h"
+
+#include <atomic>
+#include <mutex>
+
+#include "mongo_handles.h"
+
+namespace txn_recovery {
+
+// ---- Redaction -------------------------------------------------------------------------
+
+namespace {
+
+bool EndsAuthority(char c) {
+  return c == '/' || c == '?' || c == '#' || c == ' ' || c == '\t' || c == '\n' || c == '"' ||
+         c == '\'' || c == ',' || c == ';' || c == '>' || c == ')';
+}
+
+}  // namespace
+
+std::string RedactUri(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  std::size_t pos = 0;
+  bool saw_scheme = false;
+  while (pos < text.size()) {
+    std::size_t scheme = text.find("://", pos);
+    if (scheme == std::string_view::npos) break;
+    saw_scheme = true;
+    std::size_t auth_start = scheme + 3;
+    std::size_t auth_end = auth_start;
+    // The password may hold '@' or '/' only percent-encoded, so the authority ends at the
+    // first delimiter, and the credentials at the last '@' before it.
+    while (auth_end < text.size() && !EndsAuthority(text[auth_end])) ++auth_end;
+    std::string_view authority = text.substr(auth_start, auth_end - auth_start);
+    std::size_t at = authority.rfind('@');
+    out.append(text.substr(pos, auth_start - pos));
+    if (at != std::string_view::npos) {
+      std::string_view userinfo = authority.substr(0, at);
+      std::size_t colon = userinfo.find(':');
+      if (colon != std::string_view::npos) {
+        out.append(userinfo.substr(0, colon));
+        out.append(":***");
+      } else {
+        out.append(userinfo);
+      }
+      out.append(authority.substr(at));
+    } else {
+      out.append(authority);
+    }
+    pos = auth_end;
+  }
+  out.append(text.substr(pos));
+  if (!saw_scheme) {
+    // No scheme: "user:password@host" somewhere in free text.
+    std::size_t at = out.find('@');
+    while (at != std::string::npos) {
+      std::size_t start = out.find_last_of(" \t\n\"'=(", at);
+      start = start == std::string::npos ? 0 : start + 1;
+      std::size_t colon = out.find(':', start);
+      if (colon != std::string::npos && colon < at) {
+        out.replace(colon + 1, at - colon - 1, "***");
+        at = colon + 4;
+      }
+      at = out.find('@', at + 1);
+    }
+  }
+  return out;
+}
+
+// ---- Errors ------------------------------------------------------------------------------
+
+namespace mongo {
+
+Status StatusFromBsonError(const bson_error_t& error, std::string_view what) {
+  std::string msg = std::string(what) + " failed: " + RedactUri(error.message) + " (domain " +
+                    std::to_string(error.domain) + ", code " + std::to_string(error.code) + ")";
+  switch (error.domain) {
+    case MONGOC_ERROR_SERVER_SELECTION:
+    case MONGOC_ERROR_STREAM:
+      return Status::Unavailable(msg);
+    case MONGOC_ERROR_CLIENT:
+      if (error.code == MONGOC_ERROR_CLIENT_AUTHENTICATE) return Status::ServerError(msg);
+      return Status::Unavailable(msg);
+    case MONGOC_ERROR_SERVER:
+    case MONGOC_ERROR_WRITE_CONCERN:
+      switch (error.code) {
+        // Not primary, node recovering, shutting down, host unreachable: a replica set in
+        // the middle of an election. Worth retrying, not worth quarantining anything.
+        case 6: case 7: case 89: case 91: case 189: case 10107: case 11600: case 11602:
+        case 13435: case 13436:
+          return Status::Unavailable(msg);
+        default: return Status::ServerError(msg);
+      }
+    default: return Status::ServerError(msg);
+  }
+}
+
+}  // namespace mongo
+
+// ---- Driver lifetime and logging ------------------------------------------------------
+
+namespace {
+
+std::mutex g_sink_mu;
+DriverLogSink* g_sink = nullptr;  // guarded by g_sink_mu
+
+// A C callback: must never let an exception escape into libmongoc.
+extern "C" void LogTrampoline(mongoc_log_level_t level, const char* domain, const char* message,
+                              void* /*user_data*/) noexcept {
+  try {
+    std::lock_guard lock(g_sink_mu);
+    if (g_sink == nullptr || !*g_sink) return;
+    DriverLogLevel l = DriverLogLevel::kDebug;
+    switch (level) {
+      case MONGOC_LOG_LEVEL_ERROR: l = DriverLogLevel::kError; break;
+      case MONGOC_LOG_LEVEL_CRITICAL: l = DriverLogLevel::kCritical; break;
+      case MONGOC_LOG_LEVEL_WARNING: l = DriverLogLevel::kWarning; break;
+      case MONGOC_LOG_LEVEL_MESSAGE: l = DriverLogLevel::kMessage; break;
+      case MONGOC_LOG_LEVEL_INFO: l = DriverLogLevel::kInfo; break;
+      case MONGOC_LOG_LEVEL_DEBUG: l = DriverLogLevel::kDebug; break;
+      case MONGOC_LOG_LEVEL_TRACE: l = DriverLogLevel::kTrace; break;
+    }
+    (*g_sink)(l, domain ? domain : "", RedactUri(message ? message : ""));
+  } catch (...) {
+    // Dropping a log line is better than unwinding through C.
+  }
+}
+
+}  // namespace
+
+MongoDriver::MongoDriver(DriverLogSink sink) {
+  mongoc_init();
+  {
+    std::lock_guard lock(g_sink_mu);
+    g_sink = new DriverLogSink(std::move(sink));
+  }
+  mongoc_log_set_handler(&LogTrampoline, nullptr);
+}
+
+MongoDriver::~MongoDriver() {
+  mongoc_log_set_handler(nullptr, nullptr);
+  {
+    std::lock_guard lock(g_sink_mu);
+    delete g_sink;
+    g_sink = nullptr;
+  }
+  mongoc_cleanup();
+}
+
+// ---- Store ---------------------------------------------------------------------------
+
+struct MongoStore::Impl {
+  mongo::UriPtr uri;
+  mongo::PoolPtr pool;
+
+  mongo::PooledClient Client() { return mongo::PooledClient(pool.get()); }
+};
+
+namespace {
+
+using mongo::CollectionPtr;
+using mongo::PooledClient;
+using mongo::Reply;
+
+CollectionPtr GetCollection(const PooledClient& client, const Namespace& ns) {
+  return CollectionPtr(
+      mongoc_client_get_collection(client.get(), ns.database.c_str(), ns.collection.c_str()));
+}
+
+std::int64_t ReplyInt(bson_t* reply, const char* key) {
+  bson_iter_t it;
+  if (bson_iter_init_find(&it, reply, key) && BSON_ITER_HOLDS_NUMBER(&it))
+    return bson_iter_as_int64(&it);
+  return 0;
+}
+
+// Owns everything a server-side cursor needs, destroyed cursor first, client last.
+class MongoCursor final : public Cursor {
+ public:
+  MongoCursor(PooledClient client, CollectionPtr coll, mongo::CursorPtr cursor, std::string what)
+      : client_(std::move(client)),
+        coll_(std::move(coll)),
+        cursor_(std::move(cursor)),
+        what_(std::move(what)) {}
+  ~MongoCursor() override {
+    cursor_.reset();
+    coll_.reset();
+  }
+  Status Next(Document* doc, bool* has_doc) override {
+    const bson_t* b = nullptr;
+    if (mongoc_cursor_next(cursor_.get(), &b)) {
+      *doc = mongo::FromBson(b);
+      *has_doc = true;
+      return Status::Ok();
+    }
+    *has_doc = false;
+    bson_error_t error;
+    if (mongoc_cursor_error(cursor_.get(), &error))
+      return mongo::StatusFromBsonError(error, what_);
+    return Status::Ok();
+  }
+
+ private:
+  PooledClient client_;
+  CollectionPtr coll_;
+  mongo::CursorPtr cursor_;
+  std::string what_;
+};
+
+}  // namespace
+
+MongoStore::MongoStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+MongoStore::~MongoStore() = default;
+
+Status MongoStore::Open(const MongoOptions& options, std::unique_ptr<MongoStore>* store) {
+  bson_error_t error;
+  mongo::UriPtr uri(mongoc_uri_new_with_error(options.uri.c_str(), &error));
+  if (!uri)
+    return Status::InvalidArgument("invalid MongoDB URI " + RedactUri(options.uri) + ": " +
+                                   RedactUri(error.message));
+  mongoc_uri_set_option_as_int32(uri.get(), MONGOC_URI_SERVERSELECTIONTIMEOUTMS,
+                                 static_cast<std::int32_t>(options.server_selection_timeout.count()));
+  if (!options.app_name.empty()) mongoc_uri_set_appname(uri.get(), options.app_name.c_str());
+  auto impl = std::make_unique<Impl>();
+  impl->pool.reset(mongoc_client_pool_new(uri.get()));
+  if (!impl->pool) return Status::InvalidArgument("cannot create a client pool for " +
+                                                  RedactUri(options.uri));
+  mongoc_client_pool_set_error_api(impl->pool.get(), MONGOC_ERROR_API_VERSION_2);
+  mongoc_client_pool_max_size(impl->pool.get(),
+                              static_cast<std::uint32_t>(std::max(1, options.max_pool_size)));
+  impl->uri = std::move(uri);
+  store->reset(new MongoStore(std::move(impl)));
+  return Status::Ok();
+}
+
+Status MongoStore::Ping() {
+  PooledClient client = impl_->Client();
+  auto cmd = mongo::NewBson();
+  bson_append_int32(cmd.get(), "ping", -1, 1);
+  Reply reply;
+  bson_error_t error;
+  if (!mongoc_client_command_simple(client.get(), "admin", cmd.get(), nullptr, reply.get(),
+                                    &error))
+    return mongo::StatusFromBsonError(error, "ping");
+  return Status::Ok();
+}
+
+Status MongoStore::ServerTime(DateTime* now) {
+  PooledClient client = impl_->Client();
+  // isMaster rather than hello: mongod still answers it, and so does mongo-java-server,
+  // which does not implement hello. serverStatus is the fallback.
+  for (const char* command : {"isMaster", "serverStatus"}) {
+    auto cmd = mongo::NewBson();
+    bson_append_int32(cmd.get(), command, -1, 1);
+    Reply reply;
+    bson_error_t error;
+    if (!mongoc_client_command_simple(client.get(), "admin", cmd.get(), nullptr, reply.get(),
+                                      &error)) {
+      Status s = mongo::StatusFromBsonError(error, command);
+      if (s.IsUnavailable()) return s;
+      continue;
+    }
+    bson_iter_t it;
+    if (bson_iter_init_find(&it, reply.get(), "localTime") && BSON_ITER_HOLDS_DATE_TIME(&it)) {
+      *now = DateTime{bson_iter_date_time(&it)};
+      return Status::Ok();
+    }
+  }
+  return Status::ServerError("the server reports no localTime in isMaster or serverStatus");
+}
+
+Status MongoStore::Find(const Namespace& ns, const Filter& filter, const FindOptions& options,
+                        std::unique_ptr<Cursor>* cursor) {
+  auto query = mongo::NewBson();
+  if (Status s = mongo::FilterToBson(filter, query.get()); !s.ok()) return s;
+  auto opts = mongo::NewBson();
+  if (options.sort_ascending_by) {
+    bson_t sort;
+    bson_append_document_begin(opts.get(), "sort", -1, &sort);
+    bson_append_int32(&sort, options.sort_ascending_by->c_str(), -1, 1);
+    bson_append_document_end(opts.get(), &sort);
+  }
+  if (options.limit > 0) bson_append_int64(opts.get(), "limit", -1, options.limit);
+  if (options.batch_size > 0) bson_append_int32(opts.get(), "batchSize", -1, options.batch_size);
+  PooledClient client = impl_->Client();
+  CollectionPtr coll = GetCollection(client, ns);
+  mongo::CursorPtr c(mongoc_collection_find_with_opts(coll.get(), query.get(), opts.get(), nullptr));
+  *cursor = std::make_unique<MongoCursor>(std::move(client), std::move(coll), std::move(c),
+                                          "find on " + ns.ToString());
+  return Status::Ok();
+}
+
+Status MongoStore::Count(const Namespace& ns, const Filter& filter, std::int64_t* count) {
+  auto query = mongo::NewBson();
+  if (Status s = mongo::FilterToBson(filter, query.get()); !s.ok()) return s;
+  PooledClient client = impl_->Client();
+  CollectionPtr coll = GetCollection(client, ns);
+  Reply reply;
+  bson_error_t error;
+  std::int64_t n =
+      mongoc_collection_count_documents(coll.get(), query.get(), nullptr, nullptr, reply.get(),
+                                        &error);
+  if (n < 0) return mongo::StatusFromBsonError(error, "count on " + ns.ToString());
+  *count = n;
+  return Status::Ok();
+}
+
+namespace {
+
+using UpdateFn = bool (*)(mongoc_collection_t*, const bson_t*, const bson_t*, const bson_t*,
+                          bson_t*, bson_error_t*);
+
+Status RunUpdate(MongoStore::Impl* impl, UpdateFn fn, const char* what, const Namespace& ns,
+                 const Filter& filter, const Update& update, WriteResult* result) {
+  auto query = mongo::NewBson();
+  auto doc = mongo::NewBson();
+  if (Status s = mongo::FilterToBson(filter, query.get()); !s.ok()) return s;
+  if (Status s = mongo::UpdateToBson(update, doc.get()); !s.ok()) return s;
+  PooledClient client = impl->Client();
+  CollectionPtr coll = GetCollection(client, ns);
+  Reply reply;
+  bson_error_t error;
+  if (!fn(coll.get(), query.get(), doc.get(), nullptr, reply.get(), &error))
+    return mongo::StatusFromBsonError(error, std::string(what) + " on " + ns.ToString());
+  result->matched = ReplyInt(reply.get(), "matchedCount");
+  result->modified = ReplyInt(reply.get(), "modifiedCount");
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status MongoStore::UpdateOne(const Namespace& ns, const Filter& filter, const Update& update,
+                             WriteResult* result) {
+  return RunUpdate(impl_.get(), &mongoc_collection_update_one, "updateOne", ns, filter, update,
+                   result);
+}
+
+Status MongoStore::UpdateMany(const Namespace& ns, const Filter& filter, const Update& update,
+                              WriteResult* result) {
+  return RunUpdate(impl_.get(), &mongoc_collection_update_many, "updateMany", ns, filter,
+                   update, result);
+}
+
+Status MongoStore::FindOneAndUpdate(const Namespace& ns, const Filter& filter,
+                                    const Update& update, std::optional<Document>* after) {
+  auto query = mongo::NewBson();
+  auto doc = mongo::NewBson();
+  if (Status s = mongo::FilterToBson(filter, query.get()); !s.ok()) return s;
+  if (Status s = mongo::UpdateToBson(update, doc.get()); !s.ok()) return s;
+  mongo::FindAndModifyOptsPtr opts(mongoc_find_and_modify_opts_new());
+  mongoc_find_and_modify_opts_set_update(opts.get(), doc.get());
+  mongoc_find_and_modify_opts_set_flags(opts.get(), MONGOC_FIND_AND_MODIFY_RETURN_NEW);
+  PooledClient client = impl_->Client();
+  CollectionPtr coll = GetCollection(client, ns);
+  Reply reply;
+  bson_error_t error;
+  if (!mongoc_collection_find_and_modify_with_opts(coll.get(), query.get(), opts.get(),
+                                                   reply.get(), &error))
+    return mongo::StatusFromBsonError(error, "findAndModify on " + ns.ToString());
+  after->reset();
+  bson_iter_t it;
+  if (bson_iter_init_find(&it, reply.get(), "value") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
+    Value v = mongo::ValueFromIter(&it);
+    *after = std::move(*v.as_document());
+  }
+  return Status::Ok();
+}
+
+Status MongoStore::DeleteMany(const Namespace& ns, const Filter& filter, WriteResult* result) {
+  auto query = mongo::NewBson();
+  if (Status s = mongo::FilterToBson(filter, query.get()); !s.ok()) return s;
+  PooledClient client = impl_->Client();
+  CollectionPtr coll = GetCollection(client, ns);
+  Reply reply;
+  bson_error_t error;
+  if (!mongoc_collection_delete_many(coll.get(), query.get(), nullptr, reply.get(), &error))
+    return mongo::StatusFromBsonError(error, "deleteMany on " + ns.ToString());
+  result->matched = result->modified = ReplyInt(reply.get(), "deletedCount");
+  return Status::Ok();
+}
+
+Status MongoStore::InsertMany(const Namespace& ns, const std::vector<Document>& docs) {
+  if (docs.empty()) return Status::Ok();
+  std::vector<mongo::BsonPtr> owned;
+  // A plain array: a vector<const bson_t*> would drop bson_t's alignment attribute.
+  auto ptrs = std::make_unique<const bson_t*[]>(docs.size());
+  for (std::size_t i = 0; i < docs.size(); ++i) {
+    owned.push_back(mongo::NewBson());
+    if (Status s = mongo::ToBson(docs[i], owned.back().get()); !s.ok()) return s;
+    ptrs[i] = owned.back().get();
+  }
+  PooledClient client = impl_->Client();
+  CollectionPtr coll = GetCollection(client, ns);
+  Reply reply;
+  bson_error_t error;
+  if (!mongoc_collection_insert_many(coll.get(), ptrs.get(), docs.size(), nullptr, reply.get(),
+                                     &error))
+    return mongo::StatusFromBsonError(error, "insertMany on " + ns.ToString());
+  return Status::Ok();
+}
+
+Status MongoStore::DropDatabase(const std::string& database) {
+  PooledClient client = impl_->Client();
+  mongo::DatabasePtr db(mongoc_client_get_database(client.get(), database.c_str()));
+  bson_error_t error;
+  if (!mongoc_database_drop_with_opts(db.get(), nullptr, &error))
+    return mongo::StatusFromBsonError(error, "dropDatabase " + database);
+  return Status::Ok();
+}
+
+}  // namespace txn_recovery
