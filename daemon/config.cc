@@ -86,7 +86,7 @@ class Reader {
       bool ok = false;
       for (auto name : known) ok = ok || k.str() == name;
       if (!ok)
-        return Error(v.source(), prefix + std::string(k.str()),
+        return Error(k.source(), prefix + std::string(k.str()),
                      "unknown key (check the spelling against config/txn-recoveryd.toml)");
     }
     return Status::Ok();

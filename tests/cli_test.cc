@@ -127,7 +127,7 @@ TEST(Cli, AQuarantinedTransactionMakesTheSweepExit1AndNamesIt) {
                                                       {"source", "A0"},
                                                       {"destination", "A1"},
                                                       {"state", "pending"},
-                                                      {"lastModified", DateTime{now.millis}}}})
+                                                      {"lastModified", DateTime{now.millis - 300'000}}}})
                   .ok());
   std::string path = WriteConfig(ConfigFor(FindTestUri().uri_or_reason, backend->database()));
   ProcessResult r = Daemon("sweep -v --config " + path);

@@ -13,8 +13,10 @@ namespace {
 class ConfigFile : public ::testing::Test {
  protected:
   std::string Write(const std::string& text) {
-    path_ = ::testing::TempDir() + "txn_recoveryd_config_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".toml";
+    std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    for (char& c : name)
+      if (c == '/') c = '_';
+    path_ = ::testing::TempDir() + "txn_recoveryd_config_" + name + ".toml";
     std::ofstream(path_) << text;
     return path_;
   }

@@ -232,7 +232,7 @@ TEST_P(TransferRecovery, MalformedTransactionsAreQuarantinedAndTheSweepGoesOn) {
   Snapshot before = bank_->Take();
   DateTime now;
   ASSERT_TRUE(backend_->store()->ServerTime(&now).ok());
-  DateTime old{now.millis - minutes(5).count()};
+  DateTime old{now.millis - std::chrono::milliseconds(minutes(5)).count()};
   const Namespace& txns = bank_->txns();
   struct Bad {
     Document doc;

@@ -62,7 +62,10 @@ bool PredicateMatches(const Predicate& p, const Document& doc) {
       return std::none_of(p.values.begin(), p.values.end(),
                           [&](const Value& v) { return EqualsOrContains(field, v); });
     case Predicate::Op::kLt:
-      return AnyScalar(field, [&](const Value& v) { return CompareSameFamily(v, p.value) < 0; });
+      return AnyScalar(field, [&](const Value& v) {
+        auto c = CompareSameFamily(v, p.value);  // nullopt (other type family) never matches
+        return c.has_value() && *c < 0;
+      });
     case Predicate::Op::kGte:
       return AnyScalar(field, [&](const Value& v) {
         auto c = CompareSameFamily(v, p.value);
