@@ -78,7 +78,8 @@ int Show(Store* store, const std::string& db) {
       resolutions[*a->as_string()]++;
     if (d.GetPath("recovery.quarantine")) ++quarantined;
   }
-  std::printf("total balance: %.0f (bystander account included)\n", s.total);
+  std::printf("total balance: %.0f (every account opened with 1000, plus a bystander with 777)\n",
+              s.total);
   std::printf("transactions by state:");
   for (const auto& [k, v] : states) std::printf(" %s=%d", k.c_str(), v);
   std::printf("\nresolved by txn-recoveryd:");

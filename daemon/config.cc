@@ -1,10 +1,10 @@
 #include "config.h"
 
+#include <toml++/toml.h>
 #include <cstdlib>
 #include <fstream>
 #include <set>
 #include <sstream>
-#include <toml++/toml.h>
 
 namespace txn_recoveryd {
 
@@ -101,8 +101,7 @@ class Reader {
     }
     const auto* s = n->as_string();
     if (s == nullptr) return Error(n->source(), prefix + std::string(key), "must be a string");
-    if (s->get().empty())
-      return Error(n->source(), prefix + std::string(key), "must not be empty");
+    if (s->get().empty()) return Error(n->source(), prefix + std::string(key), "must not be empty");
     *out = s->get();
     return Status::Ok();
   }
@@ -180,12 +179,26 @@ Status ReadSecretFile(const std::string& path, std::string* out) {
 
 Status LoadWatch(const Reader& r, const toml::table& t, std::size_t index, WatchSpec* w) {
   const std::string prefix = "watch[" + std::to_string(index) + "].";
-  if (Status s = r.OnlyKnownKeys(
-          t, prefix,
-          {"name", "database", "collection", "profile", "participants", "resume_after",
-           "rollback_after", "initial_timeout", "late_write_window", "state_field", "time_field",
-           "source_field", "destination_field", "amount_field", "participant_key",
-           "balance_field", "marker_field", "require_funds", "lease_field", "states"});
+  if (Status s = r.OnlyKnownKeys(t, prefix, {"name",
+                                             "database",
+                                             "collection",
+                                             "profile",
+                                             "participants",
+                                             "resume_after",
+                                             "rollback_after",
+                                             "initial_timeout",
+                                             "late_write_window",
+                                             "state_field",
+                                             "time_field",
+                                             "source_field",
+                                             "destination_field",
+                                             "amount_field",
+                                             "participant_key",
+                                             "balance_field",
+                                             "marker_field",
+                                             "require_funds",
+                                             "lease_field",
+                                             "states"});
       !s.ok())
     return s;
   std::string profile = "transfer";

@@ -15,18 +15,25 @@ void SetupLogging(int verbosity) {
 }
 
 txn_recovery::DriverLogSink DriverLogToSpdlog() {
-  return [](txn_recovery::DriverLogLevel level, std::string_view domain,
-            std::string_view message) {
+  return [](txn_recovery::DriverLogLevel level, std::string_view domain, std::string_view message) {
     using L = txn_recovery::DriverLogLevel;
     spdlog::level::level_enum l = spdlog::level::debug;
     switch (level) {
       case L::kError:
-      case L::kCritical: l = spdlog::level::err; break;
-      case L::kWarning: l = spdlog::level::warn; break;
+      case L::kCritical:
+        l = spdlog::level::err;
+        break;
+      case L::kWarning:
+        l = spdlog::level::warn;
+        break;
       case L::kMessage:
-      case L::kInfo: l = spdlog::level::debug; break;  // the driver is chatty at info
+      case L::kInfo:
+        l = spdlog::level::debug;
+        break;  // the driver is chatty at info
       case L::kDebug:
-      case L::kTrace: l = spdlog::level::trace; break;
+      case L::kTrace:
+        l = spdlog::level::trace;
+        break;
     }
     spdlog::log(l, "mongoc[{}]: {}", domain, message);
   };

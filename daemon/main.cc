@@ -1,6 +1,6 @@
 // txn-recoveryd: drives stuck MongoDB two-phase-commit transactions to a terminal state.
-#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
 
 #include <iostream>
 
@@ -52,8 +52,7 @@ int main(int argc, char** argv) {
   sweep->add_flag("--dry-run", sweep_options.dry_run,
                   "Print what would be done to each transaction; write nothing");
   sweep->add_flag("--json", sweep_options.json, "Print the summary as one JSON document");
-  sweep->add_flag("-v,--verbose", verbosity,
-                  "One line per transaction; twice for debug logs");
+  sweep->add_flag("-v,--verbose", verbosity, "One line per transaction; twice for debug logs");
 
   try {
     app.parse(argc, argv);

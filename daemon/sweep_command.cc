@@ -1,7 +1,7 @@
 #include "sweep_command.h"
 
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include <vector>
 
@@ -18,7 +18,9 @@ using txn_recovery::WatchSummary;
 
 namespace {
 
-std::string IdText(const txn_recovery::Value& id) { return id.ToString(); }
+std::string IdText(const txn_recovery::Value& id) {
+  return id.ToString();
+}
 
 std::string StateText(const std::optional<txn_recovery::TxnState>& s) {
   return s ? std::string(txn_recovery::TxnStateName(*s)) : std::string("?");
@@ -126,8 +128,8 @@ int RunSweep(const Config& config, txn_recovery::Store* store, const SweepComman
       out << "watch " << watch.name << " (" << watch.ns.ToString() << ")"
           << (options.dry_run ? " [dry run]" : "") << ": ";
       if (!s.ok()) out << "ERROR " << s.ToString() << "; ";
-      out << "examined " << summary.examined << ", resolved " << summary.resolved
-          << ", busy " << summary.busy << ", failed " << summary.failed << ", quarantined "
+      out << "examined " << summary.examined << ", resolved " << summary.resolved << ", busy "
+          << summary.busy << ", failed " << summary.failed << ", quarantined "
           << summary.quarantined << " (" << summary.quarantined_total << " in total)"
           << ", late writes undone " << summary.late_writes_undone << "\n";
       for (const auto& [action, outcomes] : summary.counts) {

@@ -1,7 +1,7 @@
 // The txn-recoveryd executable as an operator runs it: exit codes, reports, redaction.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <sys/wait.h>
+#include <nlohmann/json.hpp>
 
 #include <cstdlib>
 #include <fstream>
@@ -35,8 +35,8 @@ std::string Quote(const std::string& s) {
 // only the configuration file counts.
 ProcessResult Daemon(const std::string& args) {
   std::string base = ::testing::TempDir() + "txn_recoveryd_cli_" + std::to_string(getpid());
-  std::string cmd = "env -u TXN_RECOVERYD_MONGODB_URI " + Quote(TXN_RECOVERYD_BINARY) + " " +
-                    args + " >" + base + ".out 2>" + base + ".err";
+  std::string cmd = "env -u TXN_RECOVERYD_MONGODB_URI " + Quote(TXN_RECOVERYD_BINARY) + " " + args +
+                    " >" + base + ".out 2>" + base + ".err";
   int status = std::system(cmd.c_str());
   ProcessResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -122,18 +122,18 @@ TEST(Cli, AQuarantinedTransactionMakesTheSweepExit1AndNamesIt) {
   bank.Open(2);
   DateTime now;
   ASSERT_TRUE(backend->store()->ServerTime(&now).ok());
-  ASSERT_TRUE(backend->store()
-                  ->InsertMany(bank.txns(), {Document{{"_id", "bad-42"},
-                                                      {"source", "A0"},
-                                                      {"destination", "A1"},
-                                                      {"state", "pending"},
-                                                      {"lastModified", DateTime{now.millis - 300'000}}}})
-                  .ok());
+  ASSERT_TRUE(
+      backend->store()
+          ->InsertMany(bank.txns(), {Document{{"_id", "bad-42"},
+                                              {"source", "A0"},
+                                              {"destination", "A1"},
+                                              {"state", "pending"},
+                                              {"lastModified", DateTime{now.millis - 300'000}}}})
+          .ok());
   std::string path = WriteConfig(ConfigFor(FindTestUri().uri_or_reason, backend->database()));
   ProcessResult r = Daemon("sweep -v --config " + path);
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("_id=\"bad-42\" quarantined: field 'value' is missing"),
-            std::string::npos)
+  EXPECT_NE(r.err.find("_id=\"bad-42\" quarantined: field 'value' is missing"), std::string::npos)
       << r.err;
   EXPECT_NE(r.out.find("quarantined 1 (1 in total)"), std::string::npos) << r.out;
   // Still reported on the next sweep: it needs an operator.

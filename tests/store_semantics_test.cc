@@ -37,7 +37,9 @@ TEST(Filter, NinMatchesAbsentFieldsAndAnyOfNeedsOneAlternative) {
 
 TEST(Update, IncKeepsTheStoredNumberTypeAndPromotesOnOverflow) {
   Document d{{"b", std::int32_t{1000}}, {"big", std::int32_t{2147483600}}};
-  ASSERT_TRUE(Update().Inc("b", std::int32_t{-100}).Inc("big", std::int32_t{100})
+  ASSERT_TRUE(Update()
+                  .Inc("b", std::int32_t{-100})
+                  .Inc("big", std::int32_t{100})
                   .ApplyTo(&d, DateTime{0})
                   .ok());
   EXPECT_TRUE(std::holds_alternative<std::int32_t>(d.Get("b")->storage()));
@@ -53,7 +55,10 @@ TEST(Update, RefusesWhatMongoDBRefuses) {
 
 TEST(Update, PushPullAndDottedPaths) {
   Document d;
-  ASSERT_TRUE(Update().Push("m", 7).Set("r.lease.owner", "me").CurrentDate("r.at")
+  ASSERT_TRUE(Update()
+                  .Push("m", 7)
+                  .Set("r.lease.owner", "me")
+                  .CurrentDate("r.at")
                   .ApplyTo(&d, DateTime{42})
                   .ok());
   EXPECT_EQ(*d.GetPath("r.lease.owner"), Value("me"));
@@ -69,8 +74,8 @@ TEST(MemoryStore, AFailedUpdateLeavesTheDocumentUnchanged) {
   Namespace ns{"db", "c"};
   ASSERT_TRUE(store.InsertMany(ns, {Document{{"_id", 1}, {"a", 1}, {"b", "x"}}}).ok());
   WriteResult r;
-  EXPECT_FALSE(store.UpdateOne(ns, Filter().Eq("_id", 1), Update().Inc("a", 1).Inc("b", 1), &r)
-                   .ok());
+  EXPECT_FALSE(
+      store.UpdateOne(ns, Filter().Eq("_id", 1), Update().Inc("a", 1).Inc("b", 1), &r).ok());
   EXPECT_EQ(store.Dump(ns)[0], (Document{{"_id", 1}, {"a", 1}, {"b", "x"}}));
 }
 

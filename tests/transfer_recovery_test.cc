@@ -44,13 +44,12 @@ class TransferRecovery : public ::testing::TestWithParam<std::string> {
 // ---- The application killed between any two of its steps -------------------------------
 
 struct KilledCase {
-  int steps;                  // application steps completed before it was killed
-  std::chrono::minutes age;   // how long ago it was killed
-  const char* expected;       // the state the sweep must leave it in
+  int steps;                 // application steps completed before it was killed
+  std::chrono::minutes age;  // how long ago it was killed
+  const char* expected;      // the state the sweep must leave it in
 };
 
-class ApplicationKilled
-    : public ::testing::TestWithParam<std::tuple<std::string, KilledCase>> {};
+class ApplicationKilled : public ::testing::TestWithParam<std::tuple<std::string, KilledCase>> {};
 
 TEST_P(ApplicationKilled, DaemonDrivesTransferToTerminalStateAndBalancesAreConserved) {
   auto [kind, c] = GetParam();
@@ -101,14 +100,14 @@ const KilledCase kKilledCases[] = {
     {8, kExpired, "done"},
 };
 
-INSTANTIATE_TEST_SUITE_P(
-    EveryStepBoundary, ApplicationKilled,
-    ::testing::Combine(::testing::Values("memory", "mongo"), ::testing::ValuesIn(kKilledCases)),
-    [](const auto& info) {
-      const KilledCase& c = std::get<1>(info.param);
-      return std::get<0>(info.param) + "_after_" + std::to_string(c.steps) + "_steps_" +
-             (c.age == kStuck ? "stuck" : "expired");
-    });
+INSTANTIATE_TEST_SUITE_P(EveryStepBoundary, ApplicationKilled,
+                         ::testing::Combine(::testing::Values("memory", "mongo"),
+                                            ::testing::ValuesIn(kKilledCases)),
+                         [](const auto& info) {
+                           const KilledCase& c = std::get<1>(info.param);
+                           return std::get<0>(info.param) + "_after_" + std::to_string(c.steps) +
+                                  "_steps_" + (c.age == kStuck ? "stuck" : "expired");
+                         });
 
 // ---- The daemon killed between any two of its own steps --------------------------------
 
@@ -118,8 +117,7 @@ struct DaemonKilledCase {
   const char* expected;
 };
 
-class DaemonKilled
-    : public ::testing::TestWithParam<std::tuple<std::string, DaemonKilledCase>> {};
+class DaemonKilled : public ::testing::TestWithParam<std::tuple<std::string, DaemonKilledCase>> {};
 
 TEST_P(DaemonKilled, AtEveryWriteASecondDaemonCompletesTheSameDecision) {
   auto [kind, c] = GetParam();
@@ -174,9 +172,8 @@ INSTANTIATE_TEST_SUITE_P(EveryDaemonWrite, DaemonKilled,
                                             ::testing::ValuesIn(kDaemonKilledCases)),
                          [](const auto& info) {
                            const DaemonKilledCase& c = std::get<1>(info.param);
-                           return std::get<0>(info.param) + "_app_" +
-                                  std::to_string(c.app_steps) + "_steps_" +
-                                  (c.age == kStuck ? "stuck" : "expired");
+                           return std::get<0>(info.param) + "_app_" + std::to_string(c.app_steps) +
+                                  "_steps_" + (c.age == kStuck ? "stuck" : "expired");
                          });
 
 // ---- Single scenarios -----------------------------------------------------------------
@@ -239,20 +236,53 @@ TEST_P(TransferRecovery, MalformedTransactionsAreQuarantinedAndTheSweepGoesOn) {
     const char* reason;
   };
   std::vector<Bad> bad = {
-      {{{"_id", "no-source"}, {"destination", "A1"}, {"value", 5}, {"state", "pending"},
-        {"lastModified", old}}, "'source' is missing"},
-      {{{"_id", "string-amount"}, {"source", "A0"}, {"destination", "A1"}, {"value", "5"},
-        {"state", "pending"}, {"lastModified", old}}, "'value' has type string"},
-      {{{"_id", "negative"}, {"source", "A0"}, {"destination", "A1"}, {"value", -5},
-        {"state", "pending"}, {"lastModified", old}}, "positive"},
-      {{{"_id", "self"}, {"source", "A0"}, {"destination", "A0"}, {"value", 5},
-        {"state", "pending"}, {"lastModified", old}}, "same participant"},
-      {{{"_id", "unknown-state"}, {"source", "A0"}, {"destination", "A1"}, {"value", 5},
-        {"state", "intital"}, {"lastModified", old}}, "unknown state 'intital'"},
-      {{{"_id", "no-time"}, {"source", "A0"}, {"destination", "A1"}, {"value", 5},
-        {"state", "pending"}}, "'lastModified' is missing"},
-      {{{"_id", "string-time"}, {"source", "A0"}, {"destination", "A1"}, {"value", 5},
-        {"state", "applied"}, {"lastModified", "yesterday"}}, "'lastModified' has type string"},
+      {{{"_id", "no-source"},
+        {"destination", "A1"},
+        {"value", 5},
+        {"state", "pending"},
+        {"lastModified", old}},
+       "'source' is missing"},
+      {{{"_id", "string-amount"},
+        {"source", "A0"},
+        {"destination", "A1"},
+        {"value", "5"},
+        {"state", "pending"},
+        {"lastModified", old}},
+       "'value' has type string"},
+      {{{"_id", "negative"},
+        {"source", "A0"},
+        {"destination", "A1"},
+        {"value", -5},
+        {"state", "pending"},
+        {"lastModified", old}},
+       "positive"},
+      {{{"_id", "self"},
+        {"source", "A0"},
+        {"destination", "A0"},
+        {"value", 5},
+        {"state", "pending"},
+        {"lastModified", old}},
+       "same participant"},
+      {{{"_id", "unknown-state"},
+        {"source", "A0"},
+        {"destination", "A1"},
+        {"value", 5},
+        {"state", "intital"},
+        {"lastModified", old}},
+       "unknown state 'intital'"},
+      {{{"_id", "no-time"},
+        {"source", "A0"},
+        {"destination", "A1"},
+        {"value", 5},
+        {"state", "pending"}},
+       "'lastModified' is missing"},
+      {{{"_id", "string-time"},
+        {"source", "A0"},
+        {"destination", "A1"},
+        {"value", 5},
+        {"state", "applied"},
+        {"lastModified", "yesterday"}},
+       "'lastModified' has type string"},
   };
   for (const auto& b : bad) ASSERT_TRUE(backend_->store()->InsertMany(txns, {b.doc}).ok());
   Value good = bank_->Transfer("A2", "A3", 50, 3);

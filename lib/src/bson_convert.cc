@@ -9,22 +9,36 @@
 namespace txn_recovery::mongo {
 namespace {
 
-int KeyLength(std::string_view key) { return static_cast<int>(key.size()); }
+int KeyLength(std::string_view key) {
+  return static_cast<int>(key.size());
+}
 
 const char* BsonTypeName(bson_type_t t) {
   switch (t) {
-    case BSON_TYPE_DECIMAL128: return "decimal128";
-    case BSON_TYPE_BINARY: return "binData";
-    case BSON_TYPE_REGEX: return "regex";
-    case BSON_TYPE_TIMESTAMP: return "timestamp";
-    case BSON_TYPE_CODE: return "javascript";
-    case BSON_TYPE_CODEWSCOPE: return "javascriptWithScope";
-    case BSON_TYPE_SYMBOL: return "symbol";
-    case BSON_TYPE_UNDEFINED: return "undefined";
-    case BSON_TYPE_DBPOINTER: return "dbPointer";
-    case BSON_TYPE_MINKEY: return "minKey";
-    case BSON_TYPE_MAXKEY: return "maxKey";
-    default: return "unknown";
+    case BSON_TYPE_DECIMAL128:
+      return "decimal128";
+    case BSON_TYPE_BINARY:
+      return "binData";
+    case BSON_TYPE_REGEX:
+      return "regex";
+    case BSON_TYPE_TIMESTAMP:
+      return "timestamp";
+    case BSON_TYPE_CODE:
+      return "javascript";
+    case BSON_TYPE_CODEWSCOPE:
+      return "javascriptWithScope";
+    case BSON_TYPE_SYMBOL:
+      return "symbol";
+    case BSON_TYPE_UNDEFINED:
+      return "undefined";
+    case BSON_TYPE_DBPOINTER:
+      return "dbPointer";
+    case BSON_TYPE_MINKEY:
+      return "minKey";
+    case BSON_TYPE_MAXKEY:
+      return "maxKey";
+    default:
+      return "unknown";
   }
 }
 
@@ -59,8 +73,8 @@ Status AppendValue(bson_t* out, std::string_view key, const Value& value) {
     for (std::size_t idx = 0; ok && idx < a->size(); ++idx) {
       const char* idx_key;
       char buf[16];
-      std::size_t len = bson_uint32_to_string(static_cast<std::uint32_t>(idx), &idx_key, buf,
-                                              sizeof buf);
+      std::size_t len =
+          bson_uint32_to_string(static_cast<std::uint32_t>(idx), &idx_key, buf, sizeof buf);
       if (Status s = AppendValue(&child, std::string_view(idx_key, len), (*a)[idx]); !s.ok())
         return s;
     }
@@ -87,11 +101,16 @@ Status ToBson(const Document& doc, bson_t* out) {
 
 Value ValueFromIter(bson_iter_t* it) {
   switch (bson_iter_type(it)) {
-    case BSON_TYPE_NULL: return Value(Null{});
-    case BSON_TYPE_BOOL: return Value(bson_iter_bool(it));
-    case BSON_TYPE_INT32: return Value(bson_iter_int32(it));
-    case BSON_TYPE_INT64: return Value(bson_iter_int64(it));
-    case BSON_TYPE_DOUBLE: return Value(bson_iter_double(it));
+    case BSON_TYPE_NULL:
+      return Value(Null{});
+    case BSON_TYPE_BOOL:
+      return Value(bson_iter_bool(it));
+    case BSON_TYPE_INT32:
+      return Value(bson_iter_int32(it));
+    case BSON_TYPE_INT64:
+      return Value(bson_iter_int64(it));
+    case BSON_TYPE_DOUBLE:
+      return Value(bson_iter_double(it));
     case BSON_TYPE_UTF8: {
       std::uint32_t len = 0;
       const char* s = bson_iter_utf8(it, &len);
@@ -102,7 +121,8 @@ Value ValueFromIter(bson_iter_t* it) {
       std::memcpy(o.bytes.data(), bson_iter_oid(it)->bytes, 12);
       return Value(o);
     }
-    case BSON_TYPE_DATE_TIME: return Value(DateTime{bson_iter_date_time(it)});
+    case BSON_TYPE_DATE_TIME:
+      return Value(DateTime{bson_iter_date_time(it)});
     case BSON_TYPE_ARRAY: {
       Array a;
       bson_iter_t child;
@@ -117,7 +137,8 @@ Value ValueFromIter(bson_iter_t* it) {
         while (bson_iter_next(&child)) d.Set(bson_iter_key(&child), ValueFromIter(&child));
       return Value(std::move(d));
     }
-    default: return Value(OtherValue{BsonTypeName(bson_iter_type(it))});
+    default:
+      return Value(OtherValue{BsonTypeName(bson_iter_type(it))});
   }
 }
 
@@ -137,12 +158,14 @@ Status AppendPredicate(bson_t* out, const Predicate& p) {
   bson_t cond;
   const char* k = p.path.c_str();
   switch (p.op) {
-    case Predicate::Op::kEq: return AppendValue(out, p.path, p.value);
+    case Predicate::Op::kEq:
+      return AppendValue(out, p.path, p.value);
     case Predicate::Op::kNe:
     case Predicate::Op::kLt:
     case Predicate::Op::kGte: {
-      const char* op = p.op == Predicate::Op::kNe ? "$ne" : p.op == Predicate::Op::kLt ? "$lt"
-                                                                                        : "$gte";
+      const char* op = p.op == Predicate::Op::kNe   ? "$ne"
+                       : p.op == Predicate::Op::kLt ? "$lt"
+                                                    : "$gte";
       bson_append_document_begin(out, k, -1, &cond);
       if (Status s = AppendValue(&cond, op, p.value); !s.ok()) return s;
       bson_append_document_end(out, &cond);
@@ -232,12 +255,24 @@ Status UpdateToBson(const Update& update, bson_t* out) {
   for (const auto& op : update.ops()) {
     const char* name = "$set";
     switch (op.kind) {
-      case UpdateOp::Kind::kSet: name = "$set"; break;
-      case UpdateOp::Kind::kUnset: name = "$unset"; break;
-      case UpdateOp::Kind::kInc: name = "$inc"; break;
-      case UpdateOp::Kind::kPush: name = "$push"; break;
-      case UpdateOp::Kind::kPull: name = "$pull"; break;
-      case UpdateOp::Kind::kCurrentDate: name = "$currentDate"; break;
+      case UpdateOp::Kind::kSet:
+        name = "$set";
+        break;
+      case UpdateOp::Kind::kUnset:
+        name = "$unset";
+        break;
+      case UpdateOp::Kind::kInc:
+        name = "$inc";
+        break;
+      case UpdateOp::Kind::kPush:
+        name = "$push";
+        break;
+      case UpdateOp::Kind::kPull:
+        name = "$pull";
+        break;
+      case UpdateOp::Kind::kCurrentDate:
+        name = "$currentDate";
+        break;
     }
     group_for(name).push_back(&op);
   }

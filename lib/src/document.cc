@@ -41,8 +41,7 @@ std::optional<ObjectId> ObjectId::FromHex(std::string_view hex) {
   return oid;
 }
 
-Document::Document(std::initializer_list<std::pair<std::string, Value>> fields)
-    : fields_(fields) {}
+Document::Document(std::initializer_list<std::pair<std::string, Value>> fields) : fields_(fields) {}
 
 const Value* Document::Get(std::string_view key) const noexcept {
   for (const auto& [k, v] : fields_)
@@ -127,17 +126,28 @@ std::optional<double> Value::as_double() const noexcept {
 
 std::string_view Value::type_name() const noexcept {
   switch (v_.index()) {
-    case 0: return "null";
-    case 1: return "bool";
-    case 2: return "int32";
-    case 3: return "int64";
-    case 4: return "double";
-    case 5: return "string";
-    case 6: return "objectId";
-    case 7: return "date";
-    case 8: return "array";
-    case 9: return "object";
-    default: return std::get<OtherValue>(v_).type_name;
+    case 0:
+      return "null";
+    case 1:
+      return "bool";
+    case 2:
+      return "int32";
+    case 3:
+      return "int64";
+    case 4:
+      return "double";
+    case 5:
+      return "string";
+    case 6:
+      return "objectId";
+    case 7:
+      return "date";
+    case 8:
+      return "array";
+    case 9:
+      return "object";
+    default:
+      return std::get<OtherValue>(v_).type_name;
   }
 }
 

@@ -22,8 +22,8 @@ struct Deleter {
 };
 
 using UriPtr = std::unique_ptr<mongoc_uri_t, Deleter<mongoc_uri_t, mongoc_uri_destroy>>;
-using PoolPtr =
-    std::unique_ptr<mongoc_client_pool_t, Deleter<mongoc_client_pool_t, mongoc_client_pool_destroy>>;
+using PoolPtr = std::unique_ptr<mongoc_client_pool_t,
+                                Deleter<mongoc_client_pool_t, mongoc_client_pool_destroy>>;
 using CollectionPtr =
     std::unique_ptr<mongoc_collection_t, Deleter<mongoc_collection_t, mongoc_collection_destroy>>;
 using DatabasePtr =
@@ -58,7 +58,9 @@ class BsonPtr {
  private:
   bson_t* b_ = nullptr;
 };
-inline BsonPtr NewBson() { return BsonPtr(bson_new()); }
+inline BsonPtr NewBson() {
+  return BsonPtr(bson_new());
+}
 
 // A bson_t reply that the driver initializes (even on error) and we must destroy.
 class Reply {

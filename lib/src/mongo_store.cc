@@ -87,12 +87,22 @@ Status StatusFromBsonError(const bson_error_t& error, std::string_view what) {
       switch (error.code) {
         // Not primary, node recovering, shutting down, host unreachable: a replica set in
         // the middle of an election. Worth retrying, not worth quarantining anything.
-        case 6: case 7: case 89: case 91: case 189: case 10107: case 11600: case 11602:
-        case 13435: case 13436:
+        case 6:
+        case 7:
+        case 89:
+        case 91:
+        case 189:
+        case 10107:
+        case 11600:
+        case 11602:
+        case 13435:
+        case 13436:
           return Status::Unavailable(msg);
-        default: return Status::ServerError(msg);
+        default:
+          return Status::ServerError(msg);
       }
-    default: return Status::ServerError(msg);
+    default:
+      return Status::ServerError(msg);
   }
 }
 
@@ -113,13 +123,27 @@ extern "C" void LogTrampoline(mongoc_log_level_t level, const char* domain, cons
     if (g_sink == nullptr || !*g_sink) return;
     DriverLogLevel l = DriverLogLevel::kDebug;
     switch (level) {
-      case MONGOC_LOG_LEVEL_ERROR: l = DriverLogLevel::kError; break;
-      case MONGOC_LOG_LEVEL_CRITICAL: l = DriverLogLevel::kCritical; break;
-      case MONGOC_LOG_LEVEL_WARNING: l = DriverLogLevel::kWarning; break;
-      case MONGOC_LOG_LEVEL_MESSAGE: l = DriverLogLevel::kMessage; break;
-      case MONGOC_LOG_LEVEL_INFO: l = DriverLogLevel::kInfo; break;
-      case MONGOC_LOG_LEVEL_DEBUG: l = DriverLogLevel::kDebug; break;
-      case MONGOC_LOG_LEVEL_TRACE: l = DriverLogLevel::kTrace; break;
+      case MONGOC_LOG_LEVEL_ERROR:
+        l = DriverLogLevel::kError;
+        break;
+      case MONGOC_LOG_LEVEL_CRITICAL:
+        l = DriverLogLevel::kCritical;
+        break;
+      case MONGOC_LOG_LEVEL_WARNING:
+        l = DriverLogLevel::kWarning;
+        break;
+      case MONGOC_LOG_LEVEL_MESSAGE:
+        l = DriverLogLevel::kMessage;
+        break;
+      case MONGOC_LOG_LEVEL_INFO:
+        l = DriverLogLevel::kInfo;
+        break;
+      case MONGOC_LOG_LEVEL_DEBUG:
+        l = DriverLogLevel::kDebug;
+        break;
+      case MONGOC_LOG_LEVEL_TRACE:
+        l = DriverLogLevel::kTrace;
+        break;
     }
     (*g_sink)(l, domain ? domain : "", RedactUri(message ? message : ""));
   } catch (...) {
@@ -196,8 +220,7 @@ class MongoCursor final : public Cursor {
     }
     *has_doc = false;
     bson_error_t error;
-    if (mongoc_cursor_error(cursor_.get(), &error))
-      return mongo::StatusFromBsonError(error, what_);
+    if (mongoc_cursor_error(cursor_.get(), &error)) return mongo::StatusFromBsonError(error, what_);
     return Status::Ok();
   }
 
@@ -219,13 +242,14 @@ Status MongoStore::Open(const MongoOptions& options, std::unique_ptr<MongoStore>
   if (!uri)
     return Status::InvalidArgument("invalid MongoDB URI " + RedactUri(options.uri) + ": " +
                                    RedactUri(error.message));
-  mongoc_uri_set_option_as_int32(uri.get(), MONGOC_URI_SERVERSELECTIONTIMEOUTMS,
-                                 static_cast<std::int32_t>(options.server_selection_timeout.count()));
+  mongoc_uri_set_option_as_int32(
+      uri.get(), MONGOC_URI_SERVERSELECTIONTIMEOUTMS,
+      static_cast<std::int32_t>(options.server_selection_timeout.count()));
   if (!options.app_name.empty()) mongoc_uri_set_appname(uri.get(), options.app_name.c_str());
   auto impl = std::make_unique<Impl>();
   impl->pool.reset(mongoc_client_pool_new(uri.get()));
-  if (!impl->pool) return Status::InvalidArgument("cannot create a client pool for " +
-                                                  RedactUri(options.uri));
+  if (!impl->pool)
+    return Status::InvalidArgument("cannot create a client pool for " + RedactUri(options.uri));
   mongoc_client_pool_set_error_api(impl->pool.get(), MONGOC_ERROR_API_VERSION_2);
   mongoc_client_pool_max_size(impl->pool.get(),
                               static_cast<std::uint32_t>(std::max(1, options.max_pool_size)));
@@ -240,8 +264,7 @@ Status MongoStore::Ping() {
   bson_append_int32(cmd.get(), "ping", -1, 1);
   Reply reply;
   bson_error_t error;
-  if (!mongoc_client_command_simple(client.get(), "admin", cmd.get(), nullptr, reply.get(),
-                                    &error))
+  if (!mongoc_client_command_simple(client.get(), "admin", cmd.get(), nullptr, reply.get(), &error))
     return mongo::StatusFromBsonError(error, "ping");
   return Status::Ok();
 }
@@ -285,7 +308,8 @@ Status MongoStore::Find(const Namespace& ns, const Filter& filter, const FindOpt
   if (options.batch_size > 0) bson_append_int32(opts.get(), "batchSize", -1, options.batch_size);
   PooledClient client = impl_->Client();
   CollectionPtr coll = GetCollection(client, ns);
-  mongo::CursorPtr c(mongoc_collection_find_with_opts(coll.get(), query.get(), opts.get(), nullptr));
+  mongo::CursorPtr c(
+      mongoc_collection_find_with_opts(coll.get(), query.get(), opts.get(), nullptr));
   *cursor = std::make_unique<MongoCursor>(std::move(client), std::move(coll), std::move(c),
                                           "find on " + ns.ToString());
   return Status::Ok();
@@ -298,9 +322,8 @@ Status MongoStore::Count(const Namespace& ns, const Filter& filter, std::int64_t
   CollectionPtr coll = GetCollection(client, ns);
   Reply reply;
   bson_error_t error;
-  std::int64_t n =
-      mongoc_collection_count_documents(coll.get(), query.get(), nullptr, nullptr, reply.get(),
-                                        &error);
+  std::int64_t n = mongoc_collection_count_documents(coll.get(), query.get(), nullptr, nullptr,
+                                                     reply.get(), &error);
   if (n < 0) return mongo::StatusFromBsonError(error, "count on " + ns.ToString());
   *count = n;
   return Status::Ok();
@@ -338,12 +361,12 @@ Status MongoStore::UpdateOne(const Namespace& ns, const Filter& filter, const Up
 
 Status MongoStore::UpdateMany(const Namespace& ns, const Filter& filter, const Update& update,
                               WriteResult* result) {
-  return RunUpdate(impl_.get(), &mongoc_collection_update_many, "updateMany", ns, filter,
-                   update, result);
+  return RunUpdate(impl_.get(), &mongoc_collection_update_many, "updateMany", ns, filter, update,
+                   result);
 }
 
-Status MongoStore::FindOneAndUpdate(const Namespace& ns, const Filter& filter,
-                                    const Update& update, std::optional<Document>* after) {
+Status MongoStore::FindOneAndUpdate(const Namespace& ns, const Filter& filter, const Update& update,
+                                    std::optional<Document>* after) {
   auto query = mongo::NewBson();
   auto doc = mongo::NewBson();
   if (Status s = mongo::FilterToBson(filter, query.get()); !s.ok()) return s;
@@ -355,8 +378,8 @@ Status MongoStore::FindOneAndUpdate(const Namespace& ns, const Filter& filter,
   CollectionPtr coll = GetCollection(client, ns);
   Reply reply;
   bson_error_t error;
-  if (!mongoc_collection_find_and_modify_with_opts(coll.get(), query.get(), opts.get(),
-                                                   reply.get(), &error))
+  if (!mongoc_collection_find_and_modify_with_opts(coll.get(), query.get(), opts.get(), reply.get(),
+                                                   &error))
     return mongo::StatusFromBsonError(error, "findAndModify on " + ns.ToString());
   after->reset();
   bson_iter_t it;

@@ -7,24 +7,36 @@ namespace txn_recovery {
 
 std::string_view TxnStateName(TxnState s) noexcept {
   switch (s) {
-    case TxnState::kInitial: return "initial";
-    case TxnState::kPending: return "pending";
-    case TxnState::kApplied: return "applied";
-    case TxnState::kDone: return "done";
-    case TxnState::kCanceling: return "canceling";
-    case TxnState::kCancelled: return "cancelled";
+    case TxnState::kInitial:
+      return "initial";
+    case TxnState::kPending:
+      return "pending";
+    case TxnState::kApplied:
+      return "applied";
+    case TxnState::kDone:
+      return "done";
+    case TxnState::kCanceling:
+      return "canceling";
+    case TxnState::kCancelled:
+      return "cancelled";
   }
   return "?";
 }
 
 const std::vector<std::string>& StateAliases::For(TxnState s) const noexcept {
   switch (s) {
-    case TxnState::kInitial: return initial;
-    case TxnState::kPending: return pending;
-    case TxnState::kApplied: return applied;
-    case TxnState::kDone: return done;
-    case TxnState::kCanceling: return canceling;
-    case TxnState::kCancelled: return cancelled;
+    case TxnState::kInitial:
+      return initial;
+    case TxnState::kPending:
+      return pending;
+    case TxnState::kApplied:
+      return applied;
+    case TxnState::kDone:
+      return done;
+    case TxnState::kCanceling:
+      return canceling;
+    case TxnState::kCancelled:
+      return cancelled;
   }
   return initial;
 }
@@ -53,8 +65,12 @@ std::optional<TxnState> StateAliases::Parse(std::string_view spelling) const noe
 std::vector<Value> StateAliases::NonTerminalSpellings() const {
   return Spellings(*this, false, true);
 }
-std::vector<Value> StateAliases::TerminalSpellings() const { return Spellings(*this, true, false); }
-std::vector<Value> StateAliases::AllSpellings() const { return Spellings(*this, true, true); }
+std::vector<Value> StateAliases::TerminalSpellings() const {
+  return Spellings(*this, true, false);
+}
+std::vector<Value> StateAliases::AllSpellings() const {
+  return Spellings(*this, true, true);
+}
 
 Status StateAliases::Validate() const {
   std::set<std::string> seen;
@@ -73,14 +89,10 @@ Status StateAliases::Validate() const {
 
 Status TransferProfile::Validate() const {
   const std::pair<const char*, const std::string*> names[] = {
-      {"state_field", &state_field},
-      {"time_field", &time_field},
-      {"source_field", &source_field},
-      {"destination_field", &destination_field},
-      {"amount_field", &amount_field},
-      {"participants", &participants_collection},
-      {"participant_key", &participant_key},
-      {"balance_field", &balance_field},
+      {"state_field", &state_field},         {"time_field", &time_field},
+      {"source_field", &source_field},       {"destination_field", &destination_field},
+      {"amount_field", &amount_field},       {"participants", &participants_collection},
+      {"participant_key", &participant_key}, {"balance_field", &balance_field},
       {"marker_field", &marker_field},
   };
   for (const auto& [key, value] : names) {
@@ -153,8 +165,8 @@ Status ParseTransfer(const Document& doc, const TransferProfile& p, const Namesp
   if (!amount->is_number()) return WrongType(p.amount_field, *amount, "number");
   double a = *amount->as_double();
   if (!std::isfinite(a) || a <= 0)
-    return Status::Malformed("field '" + p.amount_field + "' must be a positive finite number, is " +
-                             amount->ToString());
+    return Status::Malformed("field '" + p.amount_field +
+                             "' must be a positive finite number, is " + amount->ToString());
   // A self-transfer would push the marker on the first step and make the second look
   // already applied: money would vanish. Never act on it.
   if (*source == *destination)

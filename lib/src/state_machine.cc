@@ -4,26 +4,40 @@ namespace txn_recovery {
 
 std::string_view ActionName(Action a) noexcept {
   switch (a) {
-    case Action::kNone: return "none";
-    case Action::kCancel: return "cancel";
-    case Action::kResume: return "resume";
-    case Action::kRollback: return "rollback";
-    case Action::kFinish: return "finish";
-    case Action::kFinishRollback: return "finish-rollback";
-    case Action::kCheckLateWrites: return "check-late-writes";
-    case Action::kQuarantine: return "quarantine";
+    case Action::kNone:
+      return "none";
+    case Action::kCancel:
+      return "cancel";
+    case Action::kResume:
+      return "resume";
+    case Action::kRollback:
+      return "rollback";
+    case Action::kFinish:
+      return "finish";
+    case Action::kFinishRollback:
+      return "finish-rollback";
+    case Action::kCheckLateWrites:
+      return "check-late-writes";
+    case Action::kQuarantine:
+      return "quarantine";
   }
   return "?";
 }
 
 std::string_view OutcomeName(Outcome o) noexcept {
   switch (o) {
-    case Outcome::kUntouched: return "untouched";
-    case Outcome::kResolved: return "resolved";
-    case Outcome::kBusy: return "busy";
-    case Outcome::kFailed: return "failed";
-    case Outcome::kQuarantined: return "quarantined";
-    case Outcome::kPlanned: return "planned";
+    case Outcome::kUntouched:
+      return "untouched";
+    case Outcome::kResolved:
+      return "resolved";
+    case Outcome::kBusy:
+      return "busy";
+    case Outcome::kFailed:
+      return "failed";
+    case Outcome::kQuarantined:
+      return "quarantined";
+    case Outcome::kPlanned:
+      return "planned";
   }
   return "?";
 }
@@ -31,11 +45,13 @@ std::string_view OutcomeName(Outcome o) noexcept {
 Action Decide(const Transaction& txn, DateTime now, const Thresholds& t) {
   const std::chrono::milliseconds age(now.millis - txn.last_modified.millis);
   switch (txn.state) {
-    case TxnState::kInitial: return age >= t.initial_timeout ? Action::kCancel : Action::kNone;
+    case TxnState::kInitial:
+      return age >= t.initial_timeout ? Action::kCancel : Action::kNone;
     case TxnState::kPending:
       if (age >= t.rollback_after) return Action::kRollback;
       return age >= t.resume_after ? Action::kResume : Action::kNone;
-    case TxnState::kApplied: return age >= t.resume_after ? Action::kFinish : Action::kNone;
+    case TxnState::kApplied:
+      return age >= t.resume_after ? Action::kFinish : Action::kNone;
     case TxnState::kCanceling:
       return age >= t.resume_after ? Action::kFinishRollback : Action::kNone;
     case TxnState::kDone:
@@ -234,7 +250,8 @@ class StateMachine::Run {
 
   Status Perform(Action action) {
     switch (action) {
-      case Action::kCancel: return Transition(TxnState::kCancelled);
+      case Action::kCancel:
+        return Transition(TxnState::kCancelled);
       case Action::kResume: {
         for (const auto& step : txn_.steps) {
           std::string cannot_apply;
@@ -260,7 +277,8 @@ class StateMachine::Run {
         return Transition(TxnState::kDone);
       case Action::kNone:
       case Action::kCheckLateWrites:
-      case Action::kQuarantine: break;
+      case Action::kQuarantine:
+        break;
     }
     return Status::Ok();
   }
@@ -301,8 +319,8 @@ ExecuteResult StateMachine::Execute(const Transaction& txn, Action action) {
 
 Status StateMachine::Quarantine(const Value& id, std::string_view reason) {
   Update u;
-  u.Set(lease_field_ + ".quarantine", Document{{"reason", std::string(reason)},
-                                               {"by", lease_.owner}})
+  u.Set(lease_field_ + ".quarantine",
+        Document{{"reason", std::string(reason)}, {"by", lease_.owner}})
       .CurrentDate(lease_field_ + ".quarantinedAt");
   WriteResult r;
   return store_->UpdateOne(txn_ns_, Filter().Eq("_id", id), u, &r);

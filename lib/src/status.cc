@@ -9,14 +9,22 @@ const std::string& Status::message() const noexcept {
 
 std::string_view Status::CodeName(Code code) noexcept {
   switch (code) {
-    case Code::kOk: return "OK";
-    case Code::kNotFound: return "NotFound";
-    case Code::kInvalidArgument: return "InvalidArgument";
-    case Code::kMalformed: return "Malformed";
-    case Code::kConflict: return "Conflict";
-    case Code::kUnavailable: return "Unavailable";
-    case Code::kServerError: return "ServerError";
-    case Code::kAborted: return "Aborted";
+    case Code::kOk:
+      return "OK";
+    case Code::kNotFound:
+      return "NotFound";
+    case Code::kInvalidArgument:
+      return "InvalidArgument";
+    case Code::kMalformed:
+      return "Malformed";
+    case Code::kConflict:
+      return "Conflict";
+    case Code::kUnavailable:
+      return "Unavailable";
+    case Code::kServerError:
+      return "ServerError";
+    case Code::kAborted:
+      return "Aborted";
   }
   return "Unknown";
 }

@@ -53,8 +53,10 @@ bool AnyScalar(const Value* field, Pred pred) {
 bool PredicateMatches(const Predicate& p, const Document& doc) {
   const Value* field = doc.GetPath(p.path);
   switch (p.op) {
-    case Predicate::Op::kEq: return EqualsOrContains(field, p.value);
-    case Predicate::Op::kNe: return !EqualsOrContains(field, p.value);
+    case Predicate::Op::kEq:
+      return EqualsOrContains(field, p.value);
+    case Predicate::Op::kNe:
+      return !EqualsOrContains(field, p.value);
     case Predicate::Op::kIn:
       return std::any_of(p.values.begin(), p.values.end(),
                          [&](const Value& v) { return EqualsOrContains(field, v); });
@@ -71,36 +73,54 @@ bool PredicateMatches(const Predicate& p, const Document& doc) {
         auto c = CompareSameFamily(v, p.value);
         return c.has_value() && *c >= 0;
       });
-    case Predicate::Op::kExists: return field != nullptr;
-    case Predicate::Op::kNotExists: return field == nullptr;
-    case Predicate::Op::kNotDateTime: return field != nullptr && !field->is_datetime();
+    case Predicate::Op::kExists:
+      return field != nullptr;
+    case Predicate::Op::kNotExists:
+      return field == nullptr;
+    case Predicate::Op::kNotDateTime:
+      return field != nullptr && !field->is_datetime();
   }
   return false;
 }
 
 std::string_view OpName(Predicate::Op op) {
   switch (op) {
-    case Predicate::Op::kEq: return "$eq";
-    case Predicate::Op::kNe: return "$ne";
-    case Predicate::Op::kIn: return "$in";
-    case Predicate::Op::kNin: return "$nin";
-    case Predicate::Op::kLt: return "$lt";
-    case Predicate::Op::kGte: return "$gte";
-    case Predicate::Op::kExists: return "$exists";
-    case Predicate::Op::kNotExists: return "$notExists";
-    case Predicate::Op::kNotDateTime: return "$notDate";
+    case Predicate::Op::kEq:
+      return "$eq";
+    case Predicate::Op::kNe:
+      return "$ne";
+    case Predicate::Op::kIn:
+      return "$in";
+    case Predicate::Op::kNin:
+      return "$nin";
+    case Predicate::Op::kLt:
+      return "$lt";
+    case Predicate::Op::kGte:
+      return "$gte";
+    case Predicate::Op::kExists:
+      return "$exists";
+    case Predicate::Op::kNotExists:
+      return "$notExists";
+    case Predicate::Op::kNotDateTime:
+      return "$notDate";
   }
   return "?";
 }
 
 std::string_view KindName(UpdateOp::Kind k) {
   switch (k) {
-    case UpdateOp::Kind::kSet: return "$set";
-    case UpdateOp::Kind::kUnset: return "$unset";
-    case UpdateOp::Kind::kInc: return "$inc";
-    case UpdateOp::Kind::kPush: return "$push";
-    case UpdateOp::Kind::kPull: return "$pull";
-    case UpdateOp::Kind::kCurrentDate: return "$currentDate";
+    case UpdateOp::Kind::kSet:
+      return "$set";
+    case UpdateOp::Kind::kUnset:
+      return "$unset";
+    case UpdateOp::Kind::kInc:
+      return "$inc";
+    case UpdateOp::Kind::kPush:
+      return "$push";
+    case UpdateOp::Kind::kPull:
+      return "$pull";
+    case UpdateOp::Kind::kCurrentDate:
+      return "$currentDate";
   }
   return "?";
 }
@@ -224,7 +244,9 @@ Status Update::ApplyTo(Document* doc, DateTime now) const {
         if (!doc->SetPath(op.path, op.value))
           return Status::ServerError("cannot create field in non-document at " + op.path);
         break;
-      case UpdateOp::Kind::kUnset: doc->UnsetPath(op.path); break;
+      case UpdateOp::Kind::kUnset:
+        doc->UnsetPath(op.path);
+        break;
       case UpdateOp::Kind::kCurrentDate:
         if (!doc->SetPath(op.path, now))
           return Status::ServerError("cannot create field in non-document at " + op.path);

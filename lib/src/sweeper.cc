@@ -47,7 +47,9 @@ class WorkQueue {
   bool closed_ = false;
 };
 
-DateTime Minus(DateTime t, std::chrono::milliseconds d) { return DateTime{t.millis - d.count()}; }
+DateTime Minus(DateTime t, std::chrono::milliseconds d) {
+  return DateTime{t.millis - d.count()};
+}
 
 }  // namespace
 
@@ -80,11 +82,10 @@ Filter Sweeper::CandidateFilter(const WatchSpec& w, DateTime now) {
   alternatives.push_back(Filter()
                              .In(p.state_field, spellings({TxnState::kInitial}))
                              .Lt(p.time_field, Minus(now, t.initial_timeout)));
-  alternatives.push_back(
-      Filter()
-          .In(p.state_field,
-              spellings({TxnState::kPending, TxnState::kApplied, TxnState::kCanceling}))
-          .Lt(p.time_field, stale));
+  alternatives.push_back(Filter()
+                             .In(p.state_field, spellings({TxnState::kPending, TxnState::kApplied,
+                                                           TxnState::kCanceling}))
+                             .Lt(p.time_field, stale));
   if (t.late_write_window > t.resume_after) {
     alternatives.push_back(Filter()
                                .In(p.state_field, s.TerminalSpellings())
@@ -116,13 +117,13 @@ Status Sweeper::SweepWatch(const WatchSpec& watch,
   }
   const auto mono_start = clock_->MonotonicNow();
   auto server_now = [this, server_start, mono_start] {
-    auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
-        clock_->MonotonicNow() - mono_start);
+    auto elapsed =
+        std::chrono::duration_cast<std::chrono::milliseconds>(clock_->MonotonicNow() - mono_start);
     return DateTime{server_start.millis + elapsed.count()};
   };
 
-  StateMachine machine(store_, clock_, watch.ns, &watch.profile, watch.lease_field,
-                       options_.lease, server_now);
+  StateMachine machine(store_, clock_, watch.ns, &watch.profile, watch.lease_field, options_.lease,
+                       server_now);
 
   std::mutex report_mu;  // serializes on_txn and the summary counters
   auto report = [&](TxnReport&& r) {
@@ -131,11 +132,20 @@ Status Sweeper::SweepWatch(const WatchSpec& watch,
     summary->counts[e.action][e.outcome]++;
     summary->late_writes_undone += e.late_writes_undone;
     switch (e.outcome) {
-      case Outcome::kResolved: summary->resolved++; break;
-      case Outcome::kBusy: summary->busy++; break;
-      case Outcome::kFailed: summary->failed++; break;
-      case Outcome::kQuarantined: summary->quarantined++; break;
-      default: break;
+      case Outcome::kResolved:
+        summary->resolved++;
+        break;
+      case Outcome::kBusy:
+        summary->busy++;
+        break;
+      case Outcome::kFailed:
+        summary->failed++;
+        break;
+      case Outcome::kQuarantined:
+        summary->quarantined++;
+        break;
+      default:
+        break;
     }
     if (on_txn && (e.outcome != Outcome::kUntouched || e.action != Action::kNone)) on_txn(r);
   };
@@ -184,8 +194,8 @@ Status Sweeper::SweepWatch(const WatchSpec& watch,
   FindOptions find_options;
   find_options.batch_size = options_.batch_size;
   std::unique_ptr<Cursor> cursor;
-  Status status = store_->Find(watch.ns, CandidateFilter(watch, server_start), find_options,
-                               &cursor);
+  Status status =
+      store_->Find(watch.ns, CandidateFilter(watch, server_start), find_options, &cursor);
   if (status.ok()) {
     const int workers = std::max(1, options_.workers);
     WorkQueue queue(static_cast<std::size_t>(std::max<std::int32_t>(1, options_.batch_size)));

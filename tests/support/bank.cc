@@ -60,9 +60,8 @@ Value Bank::Begin(const std::string& from, const std::string& to, std::int32_t a
                {profile_.state_field, profile_.states.Written(TxnState::kInitial)}};
   Must(store_->InsertMany(txns_, {doc}));
   WriteResult r;
-  Must(
-      store_->UpdateOne(txns_, Filter().Eq("_id", id), Update().CurrentDate(profile_.time_field), &r)
-          );
+  Must(store_->UpdateOne(txns_, Filter().Eq("_id", id), Update().CurrentDate(profile_.time_field),
+                         &r));
   return id;
 }
 
@@ -90,24 +89,32 @@ Status Bank::RunStep(const Value& id, AppStep step) {
   auto apply = [&](const Value& who, const Value& delta) {
     Filter f;
     f.Eq(profile_.participant_key, who).Ne(profile_.marker_field, id);
-    return store_->UpdateOne(accounts_, f,
-                             Update().Inc(profile_.balance_field, delta).Push(profile_.marker_field, id),
-                             &r);
+    return store_->UpdateOne(
+        accounts_, f, Update().Inc(profile_.balance_field, delta).Push(profile_.marker_field, id),
+        &r);
   };
   auto pull = [&](const Value& who) {
-    return store_->UpdateOne(accounts_,
-                             Filter().Eq(profile_.participant_key, who).Eq(profile_.marker_field, id),
-                             Update().Pull(profile_.marker_field, id), &r);
+    return store_->UpdateOne(
+        accounts_, Filter().Eq(profile_.participant_key, who).Eq(profile_.marker_field, id),
+        Update().Pull(profile_.marker_field, id), &r);
   };
   switch (step) {
-    case AppStep::kInsertInitial: return Status::Ok();
-    case AppStep::kMarkPending: return cas(TxnState::kInitial, TxnState::kPending);
-    case AppStep::kDebitSource: return apply(source, *NegateNumber(amount));
-    case AppStep::kCreditDestination: return apply(dest, amount);
-    case AppStep::kMarkApplied: return cas(TxnState::kPending, TxnState::kApplied);
-    case AppStep::kPullSource: return pull(source);
-    case AppStep::kPullDestination: return pull(dest);
-    case AppStep::kMarkDone: return cas(TxnState::kApplied, TxnState::kDone);
+    case AppStep::kInsertInitial:
+      return Status::Ok();
+    case AppStep::kMarkPending:
+      return cas(TxnState::kInitial, TxnState::kPending);
+    case AppStep::kDebitSource:
+      return apply(source, *NegateNumber(amount));
+    case AppStep::kCreditDestination:
+      return apply(dest, amount);
+    case AppStep::kMarkApplied:
+      return cas(TxnState::kPending, TxnState::kApplied);
+    case AppStep::kPullSource:
+      return pull(source);
+    case AppStep::kPullDestination:
+      return pull(dest);
+    case AppStep::kMarkDone:
+      return cas(TxnState::kApplied, TxnState::kDone);
   }
   return Status::Ok();
 }
@@ -116,30 +123,23 @@ void Bank::Age(const Value& id, std::chrono::milliseconds age) {
   DateTime now;
   Must(store_->ServerTime(&now));
   WriteResult r;
-  Must(store_
-                  ->UpdateOne(txns_, Filter().Eq("_id", id),
-                              Update().Set(profile_.time_field, DateTime{now.millis - age.count()}),
-                              &r)
-                  );
+  Must(store_->UpdateOne(txns_, Filter().Eq("_id", id),
+                         Update().Set(profile_.time_field, DateTime{now.millis - age.count()}),
+                         &r));
 }
 
 void Bank::AgeAll(std::chrono::milliseconds age) {
   DateTime now;
   Must(store_->ServerTime(&now));
   WriteResult r;
-  Must(store_
-                  ->UpdateMany(txns_, Filter(),
-                               Update().Set(profile_.time_field, DateTime{now.millis - age.count()}),
-                               &r)
-                  );
+  Must(store_->UpdateMany(
+      txns_, Filter(), Update().Set(profile_.time_field, DateTime{now.millis - age.count()}), &r));
 }
 
 void Bank::ExpireLeases() {
   WriteResult r;
-  Must(store_
-                  ->UpdateMany(txns_, Filter().Exists("recovery.lease"),
-                               Update().Set("recovery.lease.expires", DateTime{0}), &r)
-                  );
+  Must(store_->UpdateMany(txns_, Filter().Exists("recovery.lease"),
+                          Update().Set("recovery.lease.expires", DateTime{0}), &r));
 }
 
 std::optional<Document> Bank::Txn(const Value& id) {
@@ -165,8 +165,7 @@ std::int64_t Bank::Balance(const std::string& account) {
 Array Bank::Markers(const std::string& account) {
   std::optional<Document> a;
   Must(store_->FindOne(accounts_, Filter().Eq("_id", account), &a));
-  if (!a || !a->Get(profile_.marker_field) || !a->Get(profile_.marker_field)->is_array())
-    return {};
+  if (!a || !a->Get(profile_.marker_field) || !a->Get(profile_.marker_field)->is_array()) return {};
   return *a->Get(profile_.marker_field)->as_array();
 }
 
@@ -212,8 +211,8 @@ std::vector<std::string> Bank::Violations(const Snapshot& before, bool all_termi
   } else {
     for (std::size_t i = 0; i < after.bystanders.size(); ++i)
       if (!(after.bystanders[i] == before.bystanders[i]))
-        v.push_back("nothing else touched: " + Value(before.bystanders[i]).ToString() +
-                    " became " + Value(after.bystanders[i]).ToString());
+        v.push_back("nothing else touched: " + Value(before.bystanders[i]).ToString() + " became " +
+                    Value(after.bystanders[i]).ToString());
   }
 
   // All-or-nothing: each account must equal its starting balance plus exactly the
@@ -250,7 +249,8 @@ std::vector<std::string> Bank::Violations(const Snapshot& before, bool all_termi
                   ", the done transfers say " + std::to_string(expected[id]));
     if (const Value* m = d.Get(profile_.marker_field); m && m->is_array()) {
       for (const Value& marker : *m->as_array()) {
-        if (terminal_ids.count(marker.ToString()) || (all_terminal && all_ids.count(marker.ToString())))
+        if (terminal_ids.count(marker.ToString()) ||
+            (all_terminal && all_ids.count(marker.ToString())))
           v.push_back("no leftovers: account " + id + " still carries the marker of " +
                       marker.ToString());
       }
@@ -259,9 +259,8 @@ std::vector<std::string> Bank::Violations(const Snapshot& before, bool all_termi
   return v;
 }
 
-WatchSummary SweepOnce(Store* store, Clock* clock, const WatchSpec& watch,
-                       const std::string& owner, std::vector<TxnReport>* reports, int workers,
-                       bool dry_run) {
+WatchSummary SweepOnce(Store* store, Clock* clock, const WatchSpec& watch, const std::string& owner,
+                       std::vector<TxnReport>* reports, int workers, bool dry_run) {
   SweepOptions o;
   o.lease.owner = owner;
   o.workers = workers;

@@ -53,8 +53,7 @@ class Bank {
   // Inserts a transfer in the initial state (the application's first step).
   Value Begin(const std::string& from, const std::string& to, std::int32_t amount);
   // Inserts a transfer and runs its first `steps` steps (kAppStepCount = all of them).
-  Value Transfer(const std::string& from, const std::string& to, std::int32_t amount,
-                 int steps);
+  Value Transfer(const std::string& from, const std::string& to, std::int32_t amount, int steps);
   // Runs one application step for `id` (a no-op where the seed's guard says so).
   Status RunStep(const Value& id, AppStep step);
 
@@ -82,8 +81,8 @@ class Bank {
 };
 
 // Runs one sweep of `watch` and returns its summary; reports are appended to *reports.
-WatchSummary SweepOnce(Store* store, Clock* clock, const WatchSpec& watch,
-                       const std::string& owner, std::vector<TxnReport>* reports = nullptr,
-                       int workers = 1, bool dry_run = false);
+WatchSummary SweepOnce(Store* store, Clock* clock, const WatchSpec& watch, const std::string& owner,
+                       std::vector<TxnReport>* reports = nullptr, int workers = 1,
+                       bool dry_run = false);
 
 }  // namespace txn_recovery::testing

@@ -32,8 +32,7 @@ class FaultStore final : public Store {
     if (crashed_) return Dead();
     return base_->Count(ns, f, n);
   }
-  Status UpdateOne(const Namespace& ns, const Filter& f, const Update& u,
-                   WriteResult* r) override {
+  Status UpdateOne(const Namespace& ns, const Filter& f, const Update& u, WriteResult* r) override {
     if (Status s = BeforeWrite(); !s.ok()) return s;
     return base_->UpdateOne(ns, f, u, r);
   }

@@ -84,9 +84,9 @@ struct ParticipantStep {
 struct Transaction {
   Value id;
   TxnState state = TxnState::kInitial;
-  Value state_as_read;                   // compare-and-set uses the exact spelling read
-  DateTime last_modified;                // the age reference
-  std::optional<Value> time_as_read;     // exact stored time value (nullopt: field absent)
+  Value state_as_read;                // compare-and-set uses the exact spelling read
+  DateTime last_modified;             // the age reference
+  std::optional<Value> time_as_read;  // exact stored time value (nullopt: field absent)
   std::vector<ParticipantStep> steps;
   // The lease sub-document's owner and expiry, if any.
   std::optional<std::string> lease_owner;

@@ -24,14 +24,14 @@ struct Thresholds {
 };
 
 enum class Action {
-  kNone,            // too young, terminal and outside the late-write window, or unknown
-  kCancel,          // initial, stale: nothing was applied; mark cancelled
-  kResume,          // pending: apply what is missing, mark applied, then finish
-  kRollback,        // pending, expired: mark canceling, undo what was applied, mark cancelled
-  kFinish,          // applied: remove markers, mark done
-  kFinishRollback,  // canceling: undo what is still applied, mark cancelled
-  kCheckLateWrites, // terminal and recent: undo any change applied after the fact
-  kQuarantine,      // the document does not fit its profile (never returned by Decide)
+  kNone,             // too young, terminal and outside the late-write window, or unknown
+  kCancel,           // initial, stale: nothing was applied; mark cancelled
+  kResume,           // pending: apply what is missing, mark applied, then finish
+  kRollback,         // pending, expired: mark canceling, undo what was applied, mark cancelled
+  kFinish,           // applied: remove markers, mark done
+  kFinishRollback,   // canceling: undo what is still applied, mark cancelled
+  kCheckLateWrites,  // terminal and recent: undo any change applied after the fact
+  kQuarantine,       // the document does not fit its profile (never returned by Decide)
 };
 std::string_view ActionName(Action a) noexcept;
 
@@ -75,8 +75,7 @@ class StateMachine {
   // `store` and `clock` must outlive the machine. `server_now` estimates the server's
   // current time (see ServerClock in sweeper.h).
   StateMachine(Store* store, Clock* clock, Namespace txn_ns, const TransferProfile* profile,
-               std::string lease_field, LeaseOptions lease,
-               std::function<DateTime()> server_now);
+               std::string lease_field, LeaseOptions lease, std::function<DateTime()> server_now);
 
   // Claims the transaction's lease, performs `action`, releases the lease. Every write is
   // conditional and repeatable: if the process dies at any point, running Execute again

@@ -143,8 +143,7 @@ class Store {
                       std::unique_ptr<Cursor>* cursor) = 0;
 
   // Convenience: the first matching document, if any.
-  virtual Status FindOne(const Namespace& ns, const Filter& filter,
-                         std::optional<Document>* doc);
+  virtual Status FindOne(const Namespace& ns, const Filter& filter, std::optional<Document>* doc);
 
   // The number of matching documents. The default counts through Find.
   virtual Status Count(const Namespace& ns, const Filter& filter, std::int64_t* count);
@@ -159,8 +158,8 @@ class Store {
 
   // Atomically updates at most one matching document and returns it as it is after the
   // update (nullopt if nothing matched).
-  virtual Status FindOneAndUpdate(const Namespace& ns, const Filter& filter,
-                                  const Update& update, std::optional<Document>* after) = 0;
+  virtual Status FindOneAndUpdate(const Namespace& ns, const Filter& filter, const Update& update,
+                                  std::optional<Document>* after) = 0;
 
   // Deletes every matching document.
   virtual Status DeleteMany(const Namespace& ns, const Filter& filter, WriteResult* result) = 0;

@@ -33,7 +33,7 @@ struct WatchSpec {
 struct SweepOptions {
   bool dry_run = false;  // decide and report; write nothing
   LeaseOptions lease;
-  int workers = 4;              // threads executing transactions
+  int workers = 4;                // threads executing transactions
   std::int32_t batch_size = 500;  // documents per cursor batch; bounds memory
   // Checked between transactions: once true the sweep stops taking new ones, finishes the
   // one each worker has in hand, and returns Aborted. May be null.
@@ -52,8 +52,8 @@ struct WatchSummary {
   std::int64_t examined = 0;  // documents the candidate query returned
   // counts[action][outcome]
   std::map<Action, std::map<Outcome, std::int64_t>> counts;
-  std::int64_t quarantined = 0;          // set aside by this sweep
-  std::int64_t quarantined_total = 0;    // carrying a quarantine reason after the sweep
+  std::int64_t quarantined = 0;        // set aside by this sweep
+  std::int64_t quarantined_total = 0;  // carrying a quarantine reason after the sweep
   std::int64_t late_writes_undone = 0;
   std::int64_t failed = 0;
   std::int64_t busy = 0;
