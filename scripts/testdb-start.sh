@@ -26,7 +26,8 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(dirname "$here")"
 src="$root/testdb"
 cache="$root/.cache/testdb"
-launcher_class=txnrecovery.testdb.Launcher
+# shellcheck source=scripts/testdb-lib.sh
+source "$here/testdb-lib.sh"
 
 port=0
 owner=""
@@ -68,19 +69,6 @@ tail_of() {
     text="$(tail -n 6 "$1" | sed -e '/^[[:space:]]*$/d' | paste -s -d '|' - | sed -e 's/|/ | /g')"
   fi
   echo "${text:-(empty)}"
-}
-
-# True if PID is a process that has not exited (a zombie counts as exited).
-pid_running() {
-  local stat
-  stat="$(cat "/proc/$1/stat" 2>/dev/null)" || return 1
-  stat="${stat##*) }"
-  [[ "${stat:0:1}" != Z && "${stat:0:1}" != X ]]
-}
-
-# True if PID is a running test server launcher (guards against a reused pid).
-is_launcher() {
-  pid_running "$1" && tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -qF "$launcher_class"
 }
 
 # True if something accepts TCP connections on 127.0.0.1:PORT.

@@ -7,7 +7,8 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(dirname "$here")"
-launcher_class=txnrecovery.testdb.Launcher
+# shellcheck source=scripts/testdb-lib.sh
+source "$here/testdb-lib.sh"
 state_dir="$root/.cache/testdb/run"
 
 usage() {
@@ -34,17 +35,6 @@ if [[ -z "${TESTDB_STATE_LOCKED:-}" ]]; then
   exec 9>"$state_dir/testdb.lock"
   flock 9
 fi
-
-pid_running() {
-  local stat
-  stat="$(cat "/proc/$1/stat" 2>/dev/null)" || return 1
-  stat="${stat##*) }"
-  [[ "${stat:0:1}" != Z && "${stat:0:1}" != X ]]
-}
-
-is_launcher() {
-  pid_running "$1" && tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -qF "$launcher_class"
-}
 
 # Waits up to $2 tenths of a second for pid $1 to exit.
 wait_exit() {
