@@ -1,10 +1,12 @@
 #include "config.h"
 
 #include <toml++/toml.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <set>
 #include <sstream>
+#include "txn_recovery/mongo_store.h"
 
 namespace txn_recoveryd {
 
@@ -270,7 +272,9 @@ Status LoadConfig(const std::string& path, const EnvLookup& env, Config* config)
     return r.Error(e.source(), "(syntax)", std::string(e.description()));
   }
 
-  if (Status s = r.OnlyKnownKeys(root, "", {"mongodb", "sweep", "watch"}); !s.ok()) return s;
+  if (Status s = r.OnlyKnownKeys(root, "", {"mongodb", "sweep", "daemon", "log", "http", "watch"});
+      !s.ok())
+    return s;
 
   // [mongodb]
   std::string uri_file;
@@ -294,6 +298,15 @@ Status LoadConfig(const std::string& path, const EnvLookup& env, Config* config)
     if (Status s = ReadSecretFile(uri_file, &c.mongodb.uri); !s.ok())
       return r.Error("mongodb.uri_file", s.message());
     c.mongodb.uri_source = "uri_file " + uri_file;
+  }
+  // systemd's LoadCredential=mongodb-uri:... puts the secret where only this service reads it.
+  if (auto dir = env("CREDENTIALS_DIRECTORY"); dir && !dir->empty()) {
+    std::string cred = *dir + "/mongodb-uri";
+    if (std::ifstream(cred).good()) {
+      if (Status s = ReadSecretFile(cred, &c.mongodb.uri); !s.ok())
+        return r.Error("mongodb.uri", "systemd credential: " + s.message());
+      c.mongodb.uri_source = "systemd credential " + cred;
+    }
   }
   if (auto v = env("TXN_RECOVERYD_MONGODB_URI"); v && !v->empty()) {
     c.mongodb.uri = *v;
@@ -322,6 +335,74 @@ Status LoadConfig(const std::string& path, const EnvLookup& env, Config* config)
                      "must be at least 15s (the daemon stops writing 10s before it expires)");
   }
 
+  // [daemon]
+  if (const toml::node* n = root.get("daemon")) {
+    const toml::table* t = n->as_table();
+    if (t == nullptr) return r.Error(n->source(), "daemon", "must be a table");
+    Status s;
+    if (!(s = r.OnlyKnownKeys(
+              *t, "daemon.",
+              {"interval", "jitter", "backoff_initial", "backoff_max", "drain_deadline"}))
+             .ok() ||
+        !(s = r.Duration(*t, "daemon.", "interval", &c.daemon.interval)).ok() ||
+        !(s = r.Duration(*t, "daemon.", "backoff_initial", &c.daemon.backoff_initial)).ok() ||
+        !(s = r.Duration(*t, "daemon.", "backoff_max", &c.daemon.backoff_max)).ok() ||
+        !(s = r.Duration(*t, "daemon.", "drain_deadline", &c.daemon.drain_deadline)).ok())
+      return s;
+    if (const toml::node* j = t->get("jitter")) {
+      std::optional<double> v = j->value<double>();
+      if (!v || *v < 0 || *v > 0.9)
+        return r.Error(j->source(), "daemon.jitter", "must be a number from 0 to 0.9");
+      c.daemon.jitter = *v;
+    }
+    if (c.daemon.backoff_max < c.daemon.backoff_initial)
+      return r.Error(t->source(), "daemon.backoff_max", "must not be below backoff_initial");
+  }
+
+  // [log]
+  std::string log_format;
+  if (const toml::node* n = root.get("log")) {
+    const toml::table* t = n->as_table();
+    if (t == nullptr) return r.Error(n->source(), "log", "must be a table");
+    Status s;
+    if (!(s = r.OnlyKnownKeys(*t, "log.", {"format", "level"})).ok() ||
+        !(s = r.String(*t, "log.", "format", &log_format)).ok() ||
+        !(s = r.String(*t, "log.", "level", &c.log.level)).ok())
+      return s;
+    if (!log_format.empty() && log_format != "text" && log_format != "json" &&
+        log_format != "journal")
+      return r.Error(t->get("format")->source(), "log.format",
+                     "must be \"text\", \"json\" or \"journal\"");
+    if (c.log.level != "trace" && c.log.level != "debug" && c.log.level != "info" &&
+        c.log.level != "warn" && c.log.level != "error")
+      return r.Error(t->get("level")->source(), "log.level",
+                     "must be trace, debug, info, warn or error");
+  }
+  if (auto v = env("TXN_RECOVERYD_LOG_FORMAT"); v && !v->empty()) {
+    if (*v != "text" && *v != "json" && *v != "journal")
+      return Status::InvalidArgument(
+          "environment TXN_RECOVERYD_LOG_FORMAT: must be text, json "
+          "or journal, not '" +
+          *v + "'");
+    log_format = *v;
+  }
+  // Under systemd with stderr connected to the journal, speak its language by default.
+  if (log_format.empty()) log_format = env("JOURNAL_STREAM") ? "journal" : "text";
+  c.log.format = log_format == "json"      ? LogFormat::kJson
+                 : log_format == "journal" ? LogFormat::kJournal
+                                           : LogFormat::kText;
+
+  // [http]
+  if (const toml::node* n = root.get("http")) {
+    const toml::table* t = n->as_table();
+    if (t == nullptr) return r.Error(n->source(), "http", "must be a table");
+    Status s;
+    if (!(s = r.OnlyKnownKeys(*t, "http.", {"listen"})).ok() ||
+        !(s = r.String(*t, "http.", "listen", &c.http.listen)).ok())
+      return s;
+  }
+  if (auto v = env("TXN_RECOVERYD_HTTP_LISTEN"); v) c.http.listen = *v;
+
   // [[watch]]
   const toml::node* wn = root.get("watch");
   if (wn == nullptr) return r.Error("watch", "no [[watch]] entry: nothing to recover");
@@ -340,6 +421,64 @@ Status LoadConfig(const std::string& path, const EnvLookup& env, Config* config)
   }
   *config = std::move(c);
   return Status::Ok();
+}
+
+std::string DescribeConfig(const Config& c) {
+  auto q = [](const std::string& s) {
+    std::string out = "\"";
+    for (char ch : s) {
+      if (ch == '"' || ch == '\\') out += '\\';
+      out += ch;
+    }
+    return out + "\"";
+  };
+  auto list = [&](const std::vector<std::string>& v) {
+    std::string out = "[";
+    for (std::size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + q(v[i]);
+    return out + "]";
+  };
+  std::ostringstream os;
+  os << "# effective configuration of " << c.path << "\n";
+  os << "[mongodb]\nuri = " << q(txn_recovery::RedactUri(c.mongodb.uri)) << "  # from "
+     << c.mongodb.uri_source
+     << "\nserver_selection_timeout = " << q(FormatDuration(c.mongodb.server_selection_timeout))
+     << "\n\n";
+  os << "[sweep]\nworkers = " << c.sweep.workers << "\nbatch_size = " << c.sweep.batch_size
+     << "\nlease = " << q(FormatDuration(c.sweep.lease_duration)) << "\n\n";
+  os << "[daemon]\ninterval = " << q(FormatDuration(c.daemon.interval))
+     << "\njitter = " << c.daemon.jitter
+     << "\nbackoff_initial = " << q(FormatDuration(c.daemon.backoff_initial))
+     << "\nbackoff_max = " << q(FormatDuration(c.daemon.backoff_max))
+     << "\ndrain_deadline = " << q(FormatDuration(c.daemon.drain_deadline)) << "\n\n";
+  os << "[log]\nformat = "
+     << q(c.log.format == LogFormat::kJson      ? "json"
+          : c.log.format == LogFormat::kJournal ? "journal"
+                                                : "text")
+     << "\nlevel = " << q(c.log.level) << "\n\n";
+  os << "[http]\nlisten = " << q(c.http.listen) << "\n";
+  for (const auto& w : c.watches) {
+    const auto& p = w.profile;
+    const auto& t = w.thresholds;
+    os << "\n[[watch]]\nname = " << q(w.name) << "\ndatabase = " << q(w.ns.database)
+       << "\ncollection = " << q(w.ns.collection)
+       << "\nprofile = \"transfer\"\nparticipants = " << q(p.participants_collection)
+       << "\nresume_after = " << q(FormatDuration(t.resume_after))
+       << "\nrollback_after = " << q(FormatDuration(t.rollback_after))
+       << "\ninitial_timeout = " << q(FormatDuration(t.initial_timeout))
+       << "\nlate_write_window = " << q(FormatDuration(t.late_write_window))
+       << "\nstate_field = " << q(p.state_field) << "\ntime_field = " << q(p.time_field)
+       << "\nsource_field = " << q(p.source_field)
+       << "\ndestination_field = " << q(p.destination_field)
+       << "\namount_field = " << q(p.amount_field) << "\nparticipant_key = " << q(p.participant_key)
+       << "\nbalance_field = " << q(p.balance_field) << "\nmarker_field = " << q(p.marker_field)
+       << "\nrequire_funds = " << (p.require_funds ? "true" : "false")
+       << "\nlease_field = " << q(w.lease_field)
+       << "\n[watch.states]\ninitial = " << list(p.states.initial)
+       << "\npending = " << list(p.states.pending) << "\napplied = " << list(p.states.applied)
+       << "\ndone = " << list(p.states.done) << "\ncanceling = " << list(p.states.canceling)
+       << "\ncancelled = " << list(p.states.cancelled) << "\n";
+  }
+  return os.str();
 }
 
 }  // namespace txn_recoveryd

@@ -27,10 +27,38 @@ struct SweepConfig {
   std::chrono::milliseconds lease_duration{std::chrono::seconds(60)};
 };
 
+// The long-running mode (`txn-recoveryd run`).
+struct DaemonConfig {
+  std::chrono::milliseconds interval{std::chrono::seconds(10)};
+  // Each wait is interval * (1 +/- jitter), so that hosts do not sweep in lockstep.
+  double jitter = 0.2;
+  // While the database is unreachable: wait backoff_initial, doubling up to backoff_max
+  // (seed 003's schedule).
+  std::chrono::milliseconds backoff_initial{100};
+  std::chrono::milliseconds backoff_max{std::chrono::seconds(30)};
+  // After SIGTERM: how long the transactions in hand may take before the process exits
+  // anyway (everything it leaves is safe to repeat; its leases simply expire).
+  std::chrono::milliseconds drain_deadline{std::chrono::seconds(8)};
+};
+
+enum class LogFormat { kText, kJson, kJournal };
+
+struct LogConfig {
+  LogFormat format = LogFormat::kText;
+  std::string level = "info";  // trace, debug, info, warn, error
+};
+
+struct HttpConfig {
+  std::string listen;  // "host:port"; empty = no HTTP listener
+};
+
 struct Config {
   std::string path;  // the file it was loaded from
   MongoConfig mongodb;
   SweepConfig sweep;
+  DaemonConfig daemon;
+  LogConfig log;
+  HttpConfig http;
   std::vector<txn_recovery::WatchSpec> watches;
 };
 
@@ -41,6 +69,9 @@ EnvLookup ProcessEnv();
 // Loads and validates `path`. InvalidArgument with "FILE:LINE:COL: KEY: problem" on any
 // error; never a partial result.
 txn_recovery::Status LoadConfig(const std::string& path, const EnvLookup& env, Config* config);
+
+// The configuration with secrets redacted, as TOML (check-config).
+std::string DescribeConfig(const Config& config);
 
 // "250ms", "30s", "5m", "2h", "1d" (one number, one unit). InvalidArgument otherwise.
 txn_recovery::Status ParseDuration(std::string_view text, std::chrono::milliseconds* out);

@@ -1,16 +1,149 @@
 #include "logging.h"
 
-#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>
+#include <sys/uio.h>
+#include <systemd/sd-journal.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <mutex>
+#include <nlohmann/json.hpp>
 
 namespace txn_recoveryd {
+namespace {
 
-void SetupLogging(int verbosity) {
-  auto logger = spdlog::stderr_color_mt("txn-recoveryd");
-  logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e%z %^%l%$ %v");
-  logger->set_level(verbosity >= 2   ? spdlog::level::debug
-                    : verbosity == 1 ? spdlog::level::info
-                                     : spdlog::level::warn);
+thread_local LogFields::List t_fields;
+
+int SyslogPriority(spdlog::level::level_enum l) {
+  switch (l) {
+    case spdlog::level::critical:
+      return 2;
+    case spdlog::level::err:
+      return 3;
+    case spdlog::level::warn:
+      return 4;
+    case spdlog::level::info:
+      return 6;
+    default:
+      return 7;
+  }
+}
+
+std::string Timestamp(spdlog::log_clock::time_point tp) {
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(tp.time_since_epoch()).count();
+  std::time_t secs = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                static_cast<int>(ms % 1000));
+  return buf;
+}
+
+std::string FieldsAsText() {
+  std::string out;
+  for (const auto& [k, v] : t_fields) out += " " + k + "=" + v;
+  return out;
+}
+
+void WriteLine(FILE* f, const std::string& line) {
+  std::fwrite(line.data(), 1, line.size(), f);
+  std::fflush(f);
+}
+
+class TextSink final : public spdlog::sinks::base_sink<std::mutex> {
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    std::string line = Timestamp(msg.time) + " " +
+                       std::string(spdlog::level::to_string_view(msg.level).data()) + " " +
+                       std::string(msg.payload.data(), msg.payload.size()) + FieldsAsText() + "\n";
+    WriteLine(stderr, line);
+  }
+  void flush_() override { std::fflush(stderr); }
+};
+
+class JsonSink final : public spdlog::sinks::base_sink<std::mutex> {
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    nlohmann::json j;
+    j["ts"] = Timestamp(msg.time);
+    j["level"] = std::string(spdlog::level::to_string_view(msg.level).data());
+    j["msg"] = std::string(msg.payload.data(), msg.payload.size());
+    for (const auto& [k, v] : t_fields) j[k] = v;
+    // Replace invalid UTF-8 rather than throwing from a log call.
+    WriteLine(stdout, j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+  }
+  void flush_() override { std::fflush(stdout); }
+};
+
+class JournalSink final : public spdlog::sinks::base_sink<std::mutex> {
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    std::string text(msg.payload.data(), msg.payload.size());
+    int prio = SyslogPriority(msg.level);
+    std::vector<std::string> entries;
+    entries.push_back("MESSAGE=" + text);
+    entries.push_back("PRIORITY=" + std::to_string(prio));
+    entries.push_back("SYSLOG_IDENTIFIER=txn-recoveryd");
+    for (const auto& [k, v] : t_fields) {
+      std::string key;
+      for (char c : k) key += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      entries.push_back(key + "=" + v);
+    }
+    std::vector<iovec> iov;
+    for (auto& e : entries) iov.push_back({e.data(), e.size()});
+    if (sd_journal_sendv(iov.data(), static_cast<int>(iov.size())) < 0) {
+      // No journal socket (a container, a test): journald-style priority prefixes.
+      WriteLine(stderr, "<" + std::to_string(prio) + ">" + text + FieldsAsText() + "\n");
+    }
+  }
+  void flush_() override {}
+};
+
+spdlog::level::level_enum ParseLevel(std::string_view level) {
+  if (level == "trace") return spdlog::level::trace;
+  if (level == "debug") return spdlog::level::debug;
+  if (level == "warn") return spdlog::level::warn;
+  if (level == "error") return spdlog::level::err;
+  return spdlog::level::info;
+}
+
+}  // namespace
+
+LogFields::LogFields(std::initializer_list<std::pair<std::string_view, std::string>> fields)
+    : added_(fields.size()) {
+  for (const auto& [k, v] : fields) t_fields.emplace_back(std::string(k), v);
+}
+
+LogFields::~LogFields() {
+  t_fields.resize(t_fields.size() - added_);
+}
+
+const LogFields::List& LogFields::Current() {
+  return t_fields;
+}
+
+void SetupLogging(LogFormat format, std::string_view level) {
+  spdlog::sink_ptr sink;
+  switch (format) {
+    case LogFormat::kText:
+      sink = std::make_shared<TextSink>();
+      break;
+    case LogFormat::kJson:
+      sink = std::make_shared<JsonSink>();
+      break;
+    case LogFormat::kJournal:
+      sink = std::make_shared<JournalSink>();
+      break;
+  }
+  auto logger = std::make_shared<spdlog::logger>("txn-recoveryd", sink);
+  logger->set_level(ParseLevel(level));
+  logger->flush_on(spdlog::level::trace);
   spdlog::set_default_logger(logger);
 }
 
@@ -35,7 +168,8 @@ txn_recovery::DriverLogSink DriverLogToSpdlog() {
         l = spdlog::level::trace;
         break;
     }
-    spdlog::log(l, "mongoc[{}]: {}", domain, message);
+    LogFields f({{"component", "mongoc"}, {"domain", std::string(domain)}});
+    spdlog::log(l, "{}", message);
   };
 }
 

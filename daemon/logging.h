@@ -1,13 +1,43 @@
-// Logging for the daemon: spdlog on stderr, with libmongoc's own messages routed through
-// the same logger. Nothing logged may contain a password: URIs go through RedactUri.
+// Logging for the daemon: spdlog with one of three sinks, chosen by configuration:
+//   text    — human-readable lines on stderr (an operator's terminal);
+//   json    — one JSON object per line on stdout (containers, log shippers);
+//   journal — native journald entries with structured fields (systemd), falling back to
+//             "<N>"-prefixed lines on stderr where the journal socket is unavailable.
+// Structured fields (the watch, the transaction _id) are attached with a LogFields scope
+// on the logging thread and rendered by each sink in its own way. libmongoc's messages go
+// through the same logger. Nothing logged may contain a password: URIs go through
+// RedactUri before they reach a log call.
 #pragma once
 
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "config.h"
 #include "txn_recovery/mongo_store.h"
 
 namespace txn_recoveryd {
 
-// verbosity: 0 = warnings and errors, 1 = info, 2 = debug (driver messages included).
-void SetupLogging(int verbosity);
+// Installs the default logger. Safe to call again (reload): the logger is replaced.
+void SetupLogging(LogFormat format, std::string_view level);
+
+// Fields attached to every message logged by this thread while the object lives.
+// Nestable. Field names are lower_snake_case; the journal sink upper-cases them.
+class LogFields {
+ public:
+  LogFields(std::initializer_list<std::pair<std::string_view, std::string>> fields);
+  ~LogFields();
+  LogFields(const LogFields&) = delete;
+  LogFields& operator=(const LogFields&) = delete;
+
+  using List = std::vector<std::pair<std::string, std::string>>;
+  static const List& Current();  // this thread's fields, outermost first
+
+ private:
+  std::size_t added_;
+};
 
 // The sink to hand to txn_recovery::MongoDriver: forwards driver messages to spdlog.
 txn_recovery::DriverLogSink DriverLogToSpdlog();

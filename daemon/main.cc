@@ -65,7 +65,7 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
 
-  SetupLogging(verbosity);
+  SetupLogging(LogFormat::kText, verbosity >= 2 ? "debug" : verbosity == 1 ? "info" : "warn");
   txn_recovery::MongoDriver driver(DriverLogToSpdlog());
 
   if (*sweep) {

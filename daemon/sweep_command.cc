@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "exit_codes.h"
+#include "logging.h"
 #include "txn_recovery/clock.h"
 #include "txn_recovery/sweeper.h"
 
@@ -46,6 +47,30 @@ Line ToLine(const TxnReport& r) {
 
 }  // namespace
 
+void LogTransaction(const TxnReport& r) {
+  LogFields f({{"watch", r.watch},
+               {"txn_id", r.id.ToString()},
+               {"action", std::string(txn_recovery::ActionName(r.result.action))}});
+  switch (r.result.outcome) {
+    case Outcome::kFailed:
+      spdlog::warn("failed: {}", r.result.detail);
+      break;
+    case Outcome::kQuarantined:
+      spdlog::warn("quarantined: {}", r.result.detail);
+      break;
+    case Outcome::kResolved:
+      spdlog::info("resolved: {} -> {}{}{}", StateText(r.state_before),
+                   txn_recovery::TxnStateName(r.result.final_state),
+                   r.result.detail.empty() ? "" : ": ", r.result.detail);
+      break;
+    case Outcome::kBusy:
+      spdlog::debug("busy: {}", r.result.detail);
+      break;
+    default:
+      break;
+  }
+}
+
 int RunSweep(const Config& config, txn_recovery::Store* store, const SweepCommandOptions& options,
              std::ostream& out) {
   txn_recovery::SweepOptions so;
@@ -63,11 +88,7 @@ int RunSweep(const Config& config, txn_recovery::Store* store, const SweepComman
     std::vector<Line> lines;
     auto on_txn = [&](const TxnReport& r) {
       Line l = ToLine(r);
-      if (r.result.outcome == Outcome::kFailed) {
-        spdlog::warn("watch={} _id={} action={} failed: {}", l.watch, l.id, l.action, l.detail);
-      } else if (r.result.outcome == Outcome::kQuarantined) {
-        spdlog::warn("watch={} _id={} quarantined: {}", l.watch, l.id, l.detail);
-      }
+      LogTransaction(r);
       if (!options.verbose) return;
       if (options.json) {
         lines.push_back(std::move(l));
@@ -82,7 +103,8 @@ int RunSweep(const Config& config, txn_recovery::Store* store, const SweepComman
     spdlog::debug("sweeping watch {} ({})", watch.name, watch.ns.ToString());
     txn_recovery::Status s = sweeper.SweepWatch(watch, on_txn, &summary);
     if (!s.ok()) {
-      spdlog::error("watch={} sweep failed: {}", watch.name, s.ToString());
+      LogFields f({{"watch", watch.name}});
+      spdlog::error("sweep failed: {}", s.ToString());
       if (s.IsUnavailable()) unreachable = true;
       incomplete = true;
     }

@@ -6,6 +6,7 @@
 
 #include "config.h"
 #include "txn_recovery/store.h"
+#include "txn_recovery/sweeper.h"
 
 namespace txn_recoveryd {
 
@@ -14,6 +15,9 @@ struct SweepCommandOptions {
   bool json = false;
   bool verbose = false;  // one line (or JSON entry) per transaction
 };
+
+// Logs one transaction's outcome with the watch and _id as structured fields.
+void LogTransaction(const txn_recovery::TxnReport& report);
 
 // Sweeps every watch of `config` through `store` and writes the report to `out`.
 // Returns the process exit code (exit_codes.h).

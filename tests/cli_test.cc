@@ -133,7 +133,8 @@ TEST(Cli, AQuarantinedTransactionMakesTheSweepExit1AndNamesIt) {
   std::string path = WriteConfig(ConfigFor(FindTestUri().uri_or_reason, backend->database()));
   ProcessResult r = Daemon("sweep -v --config " + path);
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("_id=\"bad-42\" quarantined: field 'value' is missing"), std::string::npos)
+  EXPECT_NE(r.err.find("quarantined: field 'value' is missing watch=bank txn_id=\"bad-42\""),
+            std::string::npos)
       << r.err;
   EXPECT_NE(r.out.find("quarantined 1 (1 in total)"), std::string::npos) << r.out;
   // Still reported on the next sweep: it needs an operator.

@@ -102,6 +102,41 @@ Filter Sweeper::CandidateFilter(const WatchSpec& w, DateTime now) {
   return f;
 }
 
+Status Sweeper::Inspect(const WatchSpec& watch, StuckReport* report) {
+  *report = StuckReport{};
+  DateTime now;
+  if (Status s = store_->ServerTime(&now); !s.ok()) return s;
+  const TransferProfile& p = watch.profile;
+  const DateTime stale = Minus(now, watch.thresholds.resume_after);
+  const std::string quarantine = watch.lease_field + ".quarantine";
+  for (TxnState st : {TxnState::kInitial, TxnState::kPending, TxnState::kApplied,
+                      TxnState::kCanceling}) {
+    std::vector<Value> names(p.states.For(st).begin(), p.states.For(st).end());
+    Filter f;
+    f.NotExists(quarantine).In(p.state_field, std::move(names)).Lt(p.time_field, stale);
+    std::int64_t n = 0;
+    if (Status s = store_->Count(watch.ns, f, &n); !s.ok()) return s;
+    if (n > 0) report->stuck[st] = n;
+  }
+  Filter oldest;
+  oldest.NotExists(quarantine)
+      .In(p.state_field, p.states.NonTerminalSpellings())
+      .Lt(p.time_field, stale);
+  FindOptions first;
+  first.sort_ascending_by = p.time_field;
+  first.limit = 1;
+  std::unique_ptr<Cursor> cursor;
+  if (Status s = store_->Find(watch.ns, oldest, first, &cursor); !s.ok()) return s;
+  Document d;
+  bool has = false;
+  if (Status s = cursor->Next(&d, &has); !s.ok()) return s;
+  if (has) {
+    if (const Value* t = d.GetPath(p.time_field); t && t->is_datetime())
+      report->oldest_age = std::chrono::milliseconds(now.millis - t->as_datetime()->millis);
+  }
+  return store_->Count(watch.ns, Filter().Exists(quarantine), &report->quarantined);
+}
+
 Status Sweeper::SweepWatch(const WatchSpec& watch,
                            const std::function<void(const TxnReport&)>& on_txn,
                            WatchSummary* summary) {

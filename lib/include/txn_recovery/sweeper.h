@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "txn_recovery/clock.h"
@@ -61,6 +62,14 @@ struct WatchSummary {
   Status status;  // the watch-level error (database unreachable, ...), OK otherwise
 };
 
+// What is stuck in one watch right now: non-terminal transactions older than resume_after,
+// by state, and the age of the oldest. Quarantined ones are counted apart.
+struct StuckReport {
+  std::map<TxnState, std::int64_t> stuck;
+  std::optional<std::chrono::milliseconds> oldest_age;
+  std::int64_t quarantined = 0;
+};
+
 // Thread-safety: a Sweeper may be used by one thread at a time; it runs its own workers.
 class Sweeper {
  public:
@@ -72,6 +81,9 @@ class Sweeper {
   // Returns the watch-level status (also stored in summary->status).
   Status SweepWatch(const WatchSpec& watch, const std::function<void(const TxnReport&)>& on_txn,
                     WatchSummary* summary);
+
+  // Counts what is stuck (a few count queries and one sorted find with limit 1; reads only).
+  Status Inspect(const WatchSpec& watch, StuckReport* report);
 
   // The query that selects candidates at server time `now` (exposed for tests and
   // `inspect`): stale non-terminal states, recent terminal ones (late writes), and every
