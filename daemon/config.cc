@@ -321,15 +321,19 @@ Status LoadConfig(const std::string& path, const EnvLookup& env, Config* config)
   if (const toml::node* n = root.get("sweep")) {
     const toml::table* t = n->as_table();
     if (t == nullptr) return r.Error(n->source(), "sweep", "must be a table");
-    long long workers = c.sweep.workers, batch = c.sweep.batch_size;
+    long long workers = c.sweep.workers, batch = c.sweep.batch_size,
+              max_failures = c.sweep.max_failures;
     Status s;
-    if (!(s = r.OnlyKnownKeys(*t, "sweep.", {"workers", "batch_size", "lease"})).ok() ||
+    if (!(s = r.OnlyKnownKeys(*t, "sweep.", {"workers", "batch_size", "lease", "max_failures"}))
+             .ok() ||
+        !(s = r.Int(*t, "sweep.", "max_failures", 1, 1000, &max_failures)).ok() ||
         !(s = r.Int(*t, "sweep.", "workers", 1, 256, &workers)).ok() ||
         !(s = r.Int(*t, "sweep.", "batch_size", 1, 100'000, &batch)).ok() ||
         !(s = r.Duration(*t, "sweep.", "lease", &c.sweep.lease_duration)).ok())
       return s;
     c.sweep.workers = static_cast<int>(workers);
     c.sweep.batch_size = static_cast<std::int32_t>(batch);
+    c.sweep.max_failures = static_cast<int>(max_failures);
     if (c.sweep.lease_duration < std::chrono::seconds(15))
       return r.Error(t->get("lease")->source(), "sweep.lease",
                      "must be at least 15s (the daemon stops writing 10s before it expires)");
@@ -444,7 +448,8 @@ std::string DescribeConfig(const Config& c) {
      << "\nserver_selection_timeout = " << q(FormatDuration(c.mongodb.server_selection_timeout))
      << "\n\n";
   os << "[sweep]\nworkers = " << c.sweep.workers << "\nbatch_size = " << c.sweep.batch_size
-     << "\nlease = " << q(FormatDuration(c.sweep.lease_duration)) << "\n\n";
+     << "\nlease = " << q(FormatDuration(c.sweep.lease_duration))
+     << "\nmax_failures = " << c.sweep.max_failures << "\n\n";
   os << "[daemon]\ninterval = " << q(FormatDuration(c.daemon.interval))
      << "\njitter = " << c.daemon.jitter
      << "\nbackoff_initial = " << q(FormatDuration(c.daemon.backoff_initial))

@@ -25,6 +25,7 @@ struct SweepConfig {
   int workers = 4;
   std::int32_t batch_size = 500;
   std::chrono::milliseconds lease_duration{std::chrono::seconds(60)};
+  int max_failures = 5;
 };
 
 // The long-running mode (`txn-recoveryd run`).

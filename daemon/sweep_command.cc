@@ -79,6 +79,7 @@ int RunSweep(const Config& config, txn_recovery::Store* store, const SweepComman
   so.batch_size = config.sweep.batch_size;
   so.lease.owner = txn_recovery::MakeOwnerId();
   so.lease.duration = config.sweep.lease_duration;
+  so.max_failures = config.sweep.max_failures;
   txn_recovery::Sweeper sweeper(store, txn_recovery::Clock::Real(), so);
 
   nlohmann::json json_watches = nlohmann::json::array();

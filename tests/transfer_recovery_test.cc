@@ -310,6 +310,41 @@ TEST_P(TransferRecovery, MalformedTransactionsAreQuarantinedAndTheSweepGoesOn) {
   EXPECT_EQ(again.examined, 0);
 }
 
+TEST_P(TransferRecovery, ATransactionThatFailsEverySweepIsQuarantinedAfterFiveAndTouchesNothing) {
+  bank_->Open(4);
+  // A participant whose balance an old bug stored as a string: $inc can never apply.
+  WriteResult w;
+  ASSERT_TRUE(backend_->store()
+                  ->UpdateOne(bank_->accounts(), Filter().Eq("_id", "A1"),
+                              Update().Set("balance", "1000"), &w)
+                  .ok());
+  Snapshot before = bank_->Take();
+  Value broken = bank_->Transfer("A0", "A1", 100, 3);  // debited A0; the credit fails
+  Value fine = bank_->Transfer("A2", "A3", 100, 3);
+  bank_->Age(broken, kStuck);
+  bank_->Age(fine, kStuck);
+
+  for (int sweep = 1; sweep <= 4; ++sweep) {
+    WatchSummary s = Sweep();
+    EXPECT_EQ(s.failed, 1) << "sweep " << sweep;
+    bank_->Age(broken, kStuck);
+  }
+  EXPECT_EQ(bank_->State(fine), "done") << "one failing transaction must not stop the others";
+  std::vector<TxnReport> reports;
+  WatchSummary fifth = Sweep("daemon-1", &reports);
+  EXPECT_EQ(fifth.failed, 0);
+  EXPECT_EQ(fifth.quarantined, 1);
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_NE(reports[0].result.detail.find("failed 5 times in a row"), std::string::npos)
+      << reports[0].result.detail;
+  auto t = bank_->Txn(broken);
+  ASSERT_TRUE(t && t->GetPath("recovery.quarantine.reason"));
+  EXPECT_EQ(bank_->State(broken), "pending") << "kept as it was, for an operator";
+  EXPECT_EQ(bank_->Balance("A0"), 900) << "the debit stays until an operator decides";
+  EXPECT_EQ(*bank_->Take().accounts["\"A1\""].Get("balance"), Value("1000"));
+  EXPECT_EQ(Sweep().examined, 0) << "a quarantined transaction is not read again";
+}
+
 TEST_P(TransferRecovery, ALiveLeaseOfAnotherDaemonIsRespected) {
   bank_->Open(2);
   Value id = bank_->Transfer("A0", "A1", 100, 3);

@@ -317,6 +317,21 @@ ExecuteResult StateMachine::Execute(const Transaction& txn, Action action) {
   return Run(this, txn).Go(action);
 }
 
+Status StateMachine::RecordFailure(const Value& id, std::string_view error,
+                                   std::int64_t* failures) {
+  std::optional<Document> after;
+  Update u;
+  u.Inc(lease_field_ + ".failures", std::int32_t{1})
+      .Set(lease_field_ + ".lastError", std::string(error));
+  if (Status s = store_->FindOneAndUpdate(txn_ns_, Filter().Eq("_id", id), u, &after); !s.ok())
+    return s;
+  *failures = 0;
+  if (after)
+    if (const Value* n = after->GetPath(lease_field_ + ".failures"); n && n->is_number())
+      *failures = static_cast<std::int64_t>(*n->as_double());
+  return Status::Ok();
+}
+
 Status StateMachine::Quarantine(const Value& id, std::string_view reason) {
   Update u;
   u.Set(lease_field_ + ".quarantine",

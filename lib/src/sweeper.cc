@@ -64,6 +64,20 @@ std::string MakeOwnerId() {
          suffix;
 }
 
+// Every failure is counted on the document; at max_failures it is set aside with the
+// last error instead of failing every sweep forever.
+void Sweeper::CountFailure(StateMachine& machine, TxnReport* r) {
+  std::int64_t failures = 0;
+  if (!machine.RecordFailure(r->id, r->result.status.ToString(), &failures).ok()) return;
+  if (failures < options_.max_failures) return;
+  std::string reason = "failed " + std::to_string(failures) +
+                       " times in a row; last error: " + r->result.status.ToString();
+  if (machine.Quarantine(r->id, reason).ok()) {
+    r->result.outcome = Outcome::kQuarantined;
+    r->result.detail = reason;
+  }
+}
+
 Sweeper::Sweeper(Store* store, Clock* clock, SweepOptions options)
     : store_(store), clock_(clock), options_(std::move(options)) {}
 
@@ -109,8 +123,8 @@ Status Sweeper::Inspect(const WatchSpec& watch, StuckReport* report) {
   const TransferProfile& p = watch.profile;
   const DateTime stale = Minus(now, watch.thresholds.resume_after);
   const std::string quarantine = watch.lease_field + ".quarantine";
-  for (TxnState st : {TxnState::kInitial, TxnState::kPending, TxnState::kApplied,
-                      TxnState::kCanceling}) {
+  for (TxnState st :
+       {TxnState::kInitial, TxnState::kPending, TxnState::kApplied, TxnState::kCanceling}) {
     std::vector<Value> names(p.states.For(st).begin(), p.states.For(st).end());
     Filter f;
     f.NotExists(quarantine).In(p.state_field, std::move(names)).Lt(p.time_field, stale);
@@ -221,6 +235,9 @@ Status Sweeper::SweepWatch(const WatchSpec& watch,
     }
     r.result = machine.Execute(txn, action);
     if (r.result.outcome == Outcome::kUntouched && r.result.late_writes_undone == 0) return;
+    if (r.result.outcome == Outcome::kFailed && !r.result.status.IsUnavailable() &&
+        !r.result.status.IsAborted())
+      CountFailure(machine, &r);
     report(std::move(r));
   };
 

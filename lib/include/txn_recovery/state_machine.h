@@ -82,6 +82,10 @@ class StateMachine {
   // (here or on another host, after the lease expires) completes the same action.
   ExecuteResult Execute(const Transaction& txn, Action action);
 
+  // Counts a failed attempt on the document (`<lease_field>.failures`, `.lastError`) and
+  // returns the count after it.
+  Status RecordFailure(const Value& id, std::string_view error, std::int64_t* failures);
+
   // Records the reason on the document (`<lease_field>.quarantine`), so the sweep skips it
   // until an operator clears the field.
   Status Quarantine(const Value& id, std::string_view reason);

@@ -36,6 +36,10 @@ struct SweepOptions {
   LeaseOptions lease;
   int workers = 4;                // threads executing transactions
   std::int32_t batch_size = 500;  // documents per cursor batch; bounds memory
+  // A transaction whose action fails this many sweeps in a row (for reasons other than
+  // the database being unreachable) is quarantined with its last error, so that one
+  // broken document cannot fail every sweep forever.
+  int max_failures = 5;
   // Checked between transactions: once true the sweep stops taking new ones, finishes the
   // one each worker has in hand, and returns Aborted. May be null.
   const std::atomic<bool>* stop = nullptr;
@@ -91,6 +95,8 @@ class Sweeper {
   static Filter CandidateFilter(const WatchSpec& watch, DateTime now);
 
  private:
+  void CountFailure(StateMachine& machine, TxnReport* report);
+
   Store* store_;
   Clock* clock_;
   SweepOptions options_;
