@@ -2,16 +2,18 @@
 
 #include <toml++/toml.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include "txn_recovery/mongo_store.h"
 
 namespace txn_recoveryd {
 
+using txn_recovery::Profile;
 using txn_recovery::Status;
-using txn_recovery::TransferProfile;
 using txn_recovery::WatchSpec;
 
 EnvLookup ProcessEnv() {
@@ -72,8 +74,9 @@ class Reader {
   Status Error(const toml::source_region& where, const std::string& key,
                const std::string& problem) const {
     std::ostringstream os;
-    os << path_ << ":" << where.begin.line << ":" << where.begin.column << ": " << key << ": "
-       << problem;
+    // Values injected from the environment carry the variable's name as their "file".
+    os << (where.path && !where.path->empty() ? *where.path : path_) << ":" << where.begin.line
+       << ":" << where.begin.column << ": " << key << ": " << problem;
     return Status::InvalidArgument(os.str());
   }
   Status Error(const std::string& key, const std::string& problem) const {
@@ -179,72 +182,167 @@ Status ReadSecretFile(const std::string& path, std::string* out) {
   return Status::Ok();
 }
 
+// The keys every watch may have, whatever its profile.
+constexpr std::string_view kCommonWatchKeys[] = {
+    "name",         "database",       "collection",      "profile",
+    "resume_after", "rollback_after", "initial_timeout", "late_write_window",
+    "state_field",  "time_field",     "lease_field",     "states",
+    "missing_time", "owner_field",    "applications",    "include_unowned"};
+
+// The keys of each protocol.
+struct ProtocolKeys {
+  std::string_view profile;
+  std::vector<std::string_view> keys;
+};
+const std::vector<ProtocolKeys>& AllProtocolKeys() {
+  static const std::vector<ProtocolKeys> kKeys = {
+      {"transfer",
+       {"participants", "source_field", "destination_field", "amount_field", "participant_key",
+        "balance_field", "marker_field", "require_funds"}},
+  };
+  return kKeys;
+}
+
+// Every key of `t` must be a common key or one of `profile`'s; a key of another profile is
+// named as such, since it would otherwise be silently ignored.
+Status CheckWatchKeys(const Reader& r, const toml::table& t, const std::string& prefix,
+                      std::string_view profile) {
+  for (const auto& [k, v] : t) {
+    std::string_view key = k.str();
+    bool known = false;
+    for (auto c : kCommonWatchKeys) known = known || key == c;
+    std::string_view other;
+    for (const auto& pk : AllProtocolKeys())
+      for (auto name : pk.keys)
+        if (key == name) {
+          if (pk.profile == profile) {
+            known = true;
+          } else if (other.empty()) {
+            other = pk.profile;
+          }
+        }
+    if (known) continue;
+    if (!other.empty())
+      return r.Error(k.source(), prefix + std::string(key),
+                     "is a key of profile '" + std::string(other) + "', not of '" +
+                         std::string(profile) + "'");
+    return r.Error(k.source(), prefix + std::string(key),
+                   "unknown key (check the spelling against config/txn-recoveryd.toml)");
+  }
+  return Status::Ok();
+}
+
+Status LoadTransferKeys(const Reader& r, const toml::table& t, const std::string& prefix,
+                        txn_recovery::TransferProfile* p) {
+  Status s;
+  if (!(s = r.String(t, prefix, "participants", &p->participants_collection)).ok() ||
+      !(s = r.String(t, prefix, "source_field", &p->source_field)).ok() ||
+      !(s = r.String(t, prefix, "destination_field", &p->destination_field)).ok() ||
+      !(s = r.String(t, prefix, "amount_field", &p->amount_field)).ok() ||
+      !(s = r.String(t, prefix, "participant_key", &p->participant_key)).ok() ||
+      !(s = r.String(t, prefix, "balance_field", &p->balance_field)).ok() ||
+      !(s = r.String(t, prefix, "marker_field", &p->marker_field)).ok() ||
+      !(s = r.Bool(t, prefix, "require_funds", &p->require_funds)).ok())
+    return s;
+  return Status::Ok();
+}
+
+// The keys of [watch.states]: each state of the life cycle under the names the seeds give
+// it. Two keys of one state in one table are refused.
+struct StateKeys {
+  txn_recovery::TxnState state;
+  std::vector<std::string_view> keys;
+};
+const std::vector<StateKeys>& AllStateKeys() {
+  using txn_recovery::TxnState;
+  static const std::vector<StateKeys> kKeys = {
+      {TxnState::kInitial, {"initial", "new"}},
+      {TxnState::kPending, {"pending", "started"}},
+      {TxnState::kApplied, {"applied", "committed", "finishing"}},
+      {TxnState::kDone, {"done"}},
+      {TxnState::kCanceling, {"canceling", "cancelling", "rollback"}},
+      {TxnState::kCancelled, {"cancelled", "canceled"}},
+  };
+  return kKeys;
+}
+
+Status LoadStates(const Reader& r, const toml::node& node, const std::string& prefix,
+                  const txn_recovery::Profile& profile, txn_recovery::StateAliases* states) {
+  const toml::table* st = node.as_table();
+  if (st == nullptr) return r.Error(node.source(), prefix + "states", "must be a table");
+  const std::string sp = prefix + "states.";
+  for (const auto& [k, v] : *st) {
+    bool known = false;
+    for (const auto& sk : AllStateKeys())
+      for (auto key : sk.keys) known = known || k.str() == key;
+    if (!known)
+      return r.Error(k.source(), sp + std::string(k.str()),
+                     "unknown state (one of initial|new, pending|started, "
+                     "applied|committed|finishing, done, canceling|cancelling|rollback, "
+                     "cancelled|canceled)");
+  }
+  for (const auto& sk : AllStateKeys()) {
+    std::string_view given;
+    for (auto key : sk.keys) {
+      if (st->get(key) == nullptr) continue;
+      if (!given.empty())
+        return r.Error(st->get(key)->source(), sp + std::string(key),
+                       "names the same state as '" + std::string(given) + "'");
+      given = key;
+      auto& list = states->For(sk.state);
+      const toml::array* arr = st->get(key)->as_array();
+      bool may_be_empty = false;
+      for (auto o : profile.OptionalStates()) may_be_empty = may_be_empty || o == sk.state;
+      if (may_be_empty && arr != nullptr && arr->empty()) {
+        list.clear();  // this profile may do without the state
+        continue;
+      }
+      if (Status s = r.StringList(*st, sp, key, &list); !s.ok()) return s;
+    }
+  }
+  return Status::Ok();
+}
+
 Status LoadWatch(const Reader& r, const toml::table& t, std::size_t index, WatchSpec* w) {
   const std::string prefix = "watch[" + std::to_string(index) + "].";
-  if (Status s = r.OnlyKnownKeys(t, prefix, {"name",
-                                             "database",
-                                             "collection",
-                                             "profile",
-                                             "participants",
-                                             "resume_after",
-                                             "rollback_after",
-                                             "initial_timeout",
-                                             "late_write_window",
-                                             "state_field",
-                                             "time_field",
-                                             "source_field",
-                                             "destination_field",
-                                             "amount_field",
-                                             "participant_key",
-                                             "balance_field",
-                                             "marker_field",
-                                             "require_funds",
-                                             "lease_field",
-                                             "states"});
-      !s.ok())
-    return s;
-  std::string profile = "transfer";
-  w->ns.collection = "transactions";
-  TransferProfile& p = w->profile;
   Status s;
+  // The profile first: it decides the defaults and which other keys are allowed.
+  std::string kind = "transfer";
+  if (!(s = r.String(t, prefix, "profile", &kind)).ok()) return s;
+  std::optional<txn_recovery::Profile> profile = txn_recovery::Profile::Named(kind);
+  if (!profile)
+    return r.Error(t.get("profile")->source(), prefix + "profile",
+                   "unknown profile '" + kind + "' (this version supports: transfer)");
+  if (!(s = CheckWatchKeys(r, t, prefix, kind)).ok()) return s;
+  w->profile = std::move(*profile);
+  Profile& p = w->profile;
+  w->ns.collection = "transactions";
+  std::string missing_time;
   if (!(s = r.String(t, prefix, "name", &w->name, true)).ok() ||
       !(s = r.String(t, prefix, "database", &w->ns.database, true)).ok() ||
       !(s = r.String(t, prefix, "collection", &w->ns.collection)).ok() ||
-      !(s = r.String(t, prefix, "profile", &profile)).ok() ||
-      !(s = r.String(t, prefix, "participants", &p.participants_collection)).ok() ||
       !(s = r.Duration(t, prefix, "resume_after", &w->thresholds.resume_after)).ok() ||
       !(s = r.Duration(t, prefix, "rollback_after", &w->thresholds.rollback_after)).ok() ||
       !(s = r.Duration(t, prefix, "initial_timeout", &w->thresholds.initial_timeout)).ok() ||
       !(s = r.Duration(t, prefix, "late_write_window", &w->thresholds.late_write_window)).ok() ||
       !(s = r.String(t, prefix, "state_field", &p.state_field)).ok() ||
       !(s = r.String(t, prefix, "time_field", &p.time_field)).ok() ||
-      !(s = r.String(t, prefix, "source_field", &p.source_field)).ok() ||
-      !(s = r.String(t, prefix, "destination_field", &p.destination_field)).ok() ||
-      !(s = r.String(t, prefix, "amount_field", &p.amount_field)).ok() ||
-      !(s = r.String(t, prefix, "participant_key", &p.participant_key)).ok() ||
-      !(s = r.String(t, prefix, "balance_field", &p.balance_field)).ok() ||
-      !(s = r.String(t, prefix, "marker_field", &p.marker_field)).ok() ||
-      !(s = r.Bool(t, prefix, "require_funds", &p.require_funds)).ok() ||
+      !(s = r.String(t, prefix, "missing_time", &missing_time)).ok() ||
+      !(s = r.String(t, prefix, "owner_field", &p.owner.field)).ok() ||
+      !(s = r.StringList(t, prefix, "applications", &p.owner.applications)).ok() ||
+      !(s = r.Bool(t, prefix, "include_unowned", &p.owner.include_unowned)).ok() ||
       !(s = r.String(t, prefix, "lease_field", &w->lease_field)).ok())
     return s;
-  if (profile != "transfer")
-    return r.Error(t.get("profile")->source(), prefix + "profile",
-                   "unknown profile '" + profile + "' (this version supports: transfer)");
-  if (const toml::node* states = t.get("states")) {
-    const toml::table* st = states->as_table();
-    if (st == nullptr) return r.Error(states->source(), prefix + "states", "must be a table");
-    const std::string sp = prefix + "states.";
-    if (!(s = r.OnlyKnownKeys(*st, sp,
-                              {"initial", "pending", "applied", "done", "canceling", "cancelled"}))
-             .ok() ||
-        !(s = r.StringList(*st, sp, "initial", &p.states.initial)).ok() ||
-        !(s = r.StringList(*st, sp, "pending", &p.states.pending)).ok() ||
-        !(s = r.StringList(*st, sp, "applied", &p.states.applied)).ok() ||
-        !(s = r.StringList(*st, sp, "done", &p.states.done)).ok() ||
-        !(s = r.StringList(*st, sp, "canceling", &p.states.canceling)).ok() ||
-        !(s = r.StringList(*st, sp, "cancelled", &p.states.cancelled)).ok())
-      return s;
+  if (missing_time == "object_id") {
+    p.missing_time = txn_recovery::MissingTime::kObjectIdTime;
+  } else if (!missing_time.empty() && missing_time != "quarantine") {
+    return r.Error(t.get("missing_time")->source(), prefix + "missing_time",
+                   "must be \"quarantine\" or \"object_id\"");
   }
+  if (auto* transfer = p.transfer())
+    if (!(s = LoadTransferKeys(r, t, prefix, transfer)).ok()) return s;
+  if (const toml::node* states = t.get("states"))
+    if (!(s = LoadStates(r, *states, prefix, p, &p.states)).ok()) return s;
   if (Status v = p.Validate(); !v.ok()) return r.Error(t.source(), prefix, v.message());
   if (w->lease_field.empty() || w->lease_field[0] == '$' ||
       w->lease_field.find('.') != std::string::npos)
@@ -259,6 +357,46 @@ Status LoadWatch(const Reader& r, const toml::table& t, std::size_t index, Watch
 
 }  // namespace
 
+// TXN_RECOVERYD_<SECTION>_<KEY> for every scalar key outside [[watch]] (a container's
+// configuration comes from its environment). The value is read as a TOML value ("4",
+// "0.5", "true") or else as a string ("10s", "info"), then validated like the file's, with
+// errors naming the variable. The URI, log format and listen address have their own
+// variables with their own rules, below.
+static Status OverlayEnvironment(const EnvLookup& env, toml::table* root) {
+  static const std::map<std::string, std::vector<std::string>> kKeys = {
+      {"mongodb", {"server_selection_timeout", "socket_timeout"}},
+      {"sweep", {"workers", "batch_size", "lease", "max_failures"}},
+      {"daemon", {"interval", "jitter", "backoff_initial", "backoff_max", "drain_deadline"}},
+      {"log", {"level"}},
+  };
+  for (const auto& [section, keys] : kKeys) {
+    for (const auto& key : keys) {
+      std::string name = "TXN_RECOVERYD_" + section + "_" + key;
+      for (char& ch : name) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+      std::optional<std::string> v = env(name);
+      if (!v || v->empty()) continue;
+      toml::table parsed;
+      try {
+        parsed = toml::parse("v = " + *v, "environment " + name);
+      } catch (const toml::parse_error&) {
+        std::string quoted = "v = '";
+        for (char ch : *v)
+          if (ch != '\'' && ch != '\n') quoted += ch;
+        parsed = toml::parse(quoted + "'", "environment " + name);
+      }
+      toml::node* existing = root->get(section);
+      if (existing == nullptr) {
+        root->insert_or_assign(section, toml::table{});
+        existing = root->get(section);
+      }
+      toml::table* t = existing->as_table();
+      if (t == nullptr) continue;  // the file's own error is reported later
+      t->insert_or_assign(key, std::move(*parsed.get("v")));
+    }
+  }
+  return Status::Ok();
+}
+
 Status LoadConfig(const std::string& path, const EnvLookup& env, Config* config) {
   Config c;
   c.path = path;
@@ -272,6 +410,7 @@ Status LoadConfig(const std::string& path, const EnvLookup& env, Config* config)
     return r.Error(e.source(), "(syntax)", std::string(e.description()));
   }
 
+  if (Status s = OverlayEnvironment(env, &root); !s.ok()) return s;
   if (Status s = r.OnlyKnownKeys(root, "", {"mongodb", "sweep", "daemon", "log", "http", "watch"});
       !s.ok())
     return s;
@@ -282,13 +421,15 @@ Status LoadConfig(const std::string& path, const EnvLookup& env, Config* config)
     const toml::table* m = n->as_table();
     if (m == nullptr) return r.Error(n->source(), "mongodb", "must be a table");
     Status s;
-    if (!(s = r.OnlyKnownKeys(*m, "mongodb.", {"uri", "uri_file", "server_selection_timeout"}))
+    if (!(s = r.OnlyKnownKeys(*m, "mongodb.",
+                              {"uri", "uri_file", "server_selection_timeout", "socket_timeout"}))
              .ok() ||
         !(s = r.String(*m, "mongodb.", "uri", &c.mongodb.uri)).ok() ||
         !(s = r.String(*m, "mongodb.", "uri_file", &uri_file)).ok() ||
         !(s = r.Duration(*m, "mongodb.", "server_selection_timeout",
                          &c.mongodb.server_selection_timeout))
-             .ok())
+             .ok() ||
+        !(s = r.Duration(*m, "mongodb.", "socket_timeout", &c.mongodb.socket_timeout)).ok())
       return s;
     if (!c.mongodb.uri.empty() && !uri_file.empty())
       return r.Error(m->source(), "mongodb", "set either uri or uri_file, not both");
@@ -427,6 +568,15 @@ Status LoadConfig(const std::string& path, const EnvLookup& env, Config* config)
   return Status::Ok();
 }
 
+txn_recovery::MongoOptions MongoOptionsFor(const Config& config) {
+  txn_recovery::MongoOptions mo;
+  mo.uri = config.mongodb.uri;
+  mo.server_selection_timeout = config.mongodb.server_selection_timeout;
+  mo.socket_timeout = config.mongodb.socket_timeout;
+  mo.max_pool_size = config.sweep.workers + 2;
+  return mo;
+}
+
 std::string DescribeConfig(const Config& c) {
   auto q = [](const std::string& s) {
     std::string out = "\"";
@@ -446,7 +596,7 @@ std::string DescribeConfig(const Config& c) {
   os << "[mongodb]\nuri = " << q(txn_recovery::RedactUri(c.mongodb.uri)) << "  # from "
      << c.mongodb.uri_source
      << "\nserver_selection_timeout = " << q(FormatDuration(c.mongodb.server_selection_timeout))
-     << "\n\n";
+     << "\nsocket_timeout = " << q(FormatDuration(c.mongodb.socket_timeout)) << "\n\n";
   os << "[sweep]\nworkers = " << c.sweep.workers << "\nbatch_size = " << c.sweep.batch_size
      << "\nlease = " << q(FormatDuration(c.sweep.lease_duration))
      << "\nmax_failures = " << c.sweep.max_failures << "\n\n";
@@ -465,23 +615,38 @@ std::string DescribeConfig(const Config& c) {
     const auto& p = w.profile;
     const auto& t = w.thresholds;
     os << "\n[[watch]]\nname = " << q(w.name) << "\ndatabase = " << q(w.ns.database)
-       << "\ncollection = " << q(w.ns.collection)
-       << "\nprofile = \"transfer\"\nparticipants = " << q(p.participants_collection)
+       << "\ncollection = " << q(w.ns.collection) << "\nprofile = " << q(std::string(p.kind()))
        << "\nresume_after = " << q(FormatDuration(t.resume_after))
        << "\nrollback_after = " << q(FormatDuration(t.rollback_after))
        << "\ninitial_timeout = " << q(FormatDuration(t.initial_timeout))
        << "\nlate_write_window = " << q(FormatDuration(t.late_write_window))
        << "\nstate_field = " << q(p.state_field) << "\ntime_field = " << q(p.time_field)
-       << "\nsource_field = " << q(p.source_field)
-       << "\ndestination_field = " << q(p.destination_field)
-       << "\namount_field = " << q(p.amount_field) << "\nparticipant_key = " << q(p.participant_key)
-       << "\nbalance_field = " << q(p.balance_field) << "\nmarker_field = " << q(p.marker_field)
-       << "\nrequire_funds = " << (p.require_funds ? "true" : "false")
-       << "\nlease_field = " << q(w.lease_field)
-       << "\n[watch.states]\ninitial = " << list(p.states.initial)
-       << "\npending = " << list(p.states.pending) << "\napplied = " << list(p.states.applied)
-       << "\ndone = " << list(p.states.done) << "\ncanceling = " << list(p.states.canceling)
-       << "\ncancelled = " << list(p.states.cancelled) << "\n";
+       << "\nmissing_time = "
+       << q(p.missing_time == txn_recovery::MissingTime::kObjectIdTime ? "object_id" : "quarantine")
+       << "\nowner_field = " << q(p.owner.field);
+    if (!p.owner.applications.empty()) os << "\napplications = " << list(p.owner.applications);
+    os << "\ninclude_unowned = " << (p.owner.include_unowned ? "true" : "false");
+    if (const auto* tp = p.transfer()) {
+      os << "\nparticipants = " << q(tp->participants_collection)
+         << "\nsource_field = " << q(tp->source_field)
+         << "\ndestination_field = " << q(tp->destination_field)
+         << "\namount_field = " << q(tp->amount_field)
+         << "\nparticipant_key = " << q(tp->participant_key)
+         << "\nbalance_field = " << q(tp->balance_field)
+         << "\nmarker_field = " << q(tp->marker_field)
+         << "\nrequire_funds = " << (tp->require_funds ? "true" : "false");
+    }
+    os << "\nlease_field = " << q(w.lease_field) << "\n[watch.states]";
+    const std::pair<const char*, txn_recovery::TxnState> roles[] = {
+        {"initial", txn_recovery::TxnState::kInitial},
+        {"pending", txn_recovery::TxnState::kPending},
+        {"applied", txn_recovery::TxnState::kApplied},
+        {"done", txn_recovery::TxnState::kDone},
+        {"canceling", txn_recovery::TxnState::kCanceling},
+        {"cancelled", txn_recovery::TxnState::kCancelled}};
+    for (const auto& [key, state] : roles)
+      if (!p.states.For(state).empty()) os << "\n" << key << " = " << list(p.states.For(state));
+    os << "\n";
   }
   return os.str();
 }

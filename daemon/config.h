@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "txn_recovery/mongo_store.h"
 #include "txn_recovery/status.h"
 #include "txn_recovery/sweeper.h"
 
@@ -19,6 +20,8 @@ struct MongoConfig {
   std::string uri;         // may hold a password: print only through RedactUri
   std::string uri_source;  // where the URI came from ("file", "uri_file /path", "env ...")
   std::chrono::milliseconds server_selection_timeout{5000};
+  // How long one operation may wait for a reply from a connected server.
+  std::chrono::milliseconds socket_timeout{30000};
 };
 
 struct SweepConfig {
@@ -70,6 +73,10 @@ EnvLookup ProcessEnv();
 // Loads and validates `path`. InvalidArgument with "FILE:LINE:COL: KEY: problem" on any
 // error; never a partial result.
 txn_recovery::Status LoadConfig(const std::string& path, const EnvLookup& env, Config* config);
+
+// How to open the database for `config`: URI, timeouts, and a pool with a client for each
+// sweep worker plus the scheduler's own calls.
+txn_recovery::MongoOptions MongoOptionsFor(const Config& config);
 
 // The configuration with secrets redacted, as TOML (check-config).
 std::string DescribeConfig(const Config& config);

@@ -6,12 +6,14 @@
 #include <systemd/sd-journal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <unordered_map>
 
 namespace txn_recoveryd {
 namespace {
@@ -105,6 +107,66 @@ class JournalSink final : public spdlog::sinks::base_sink<std::mutex> {
   void flush_() override {}
 };
 
+std::atomic<std::uint64_t> g_suppressed{0};
+
+// Drops a warning or error identical to one logged less than `window` ago (same level,
+// text and fields), so that an outage retried every 100 ms is one line a minute, not
+// thousands. The next copy after the window says how many were dropped. Messages naming
+// different transactions differ in their fields and are never merged.
+class RateLimitedSink final : public spdlog::sinks::base_sink<std::mutex> {
+ public:
+  RateLimitedSink(spdlog::sink_ptr inner, std::chrono::milliseconds window)
+      : inner_(std::move(inner)), window_(window) {}
+
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    if (msg.level < spdlog::level::warn || window_.count() <= 0) {
+      inner_->log(msg);
+      return;
+    }
+    std::string key = std::to_string(static_cast<int>(msg.level)) + '\x1f' +
+                      std::string(msg.payload.data(), msg.payload.size()) + FieldsAsText();
+    auto now = std::chrono::steady_clock::now();
+    auto it = seen_.find(key);
+    if (it != seen_.end() && now - it->second.last < window_) {
+      ++it->second.suppressed;
+      ++g_suppressed;
+      return;
+    }
+    std::uint64_t dropped = it == seen_.end() ? 0 : it->second.suppressed;
+    if (seen_.size() >= kMaxKeys) Prune(now);
+    seen_[key] = Entry{now, 0};
+    if (dropped == 0) {
+      inner_->log(msg);
+      return;
+    }
+    std::string text(msg.payload.data(), msg.payload.size());
+    text += " (repeated " + std::to_string(dropped) + " more time" + (dropped == 1 ? "" : "s") +
+            " since it was last logged)";
+    spdlog::details::log_msg copy(msg);
+    copy.payload = text;
+    inner_->log(copy);
+  }
+  void flush_() override { inner_->flush(); }
+
+ private:
+  struct Entry {
+    std::chrono::steady_clock::time_point last;
+    std::uint64_t suppressed = 0;
+  };
+  static constexpr std::size_t kMaxKeys = 4096;
+
+  void Prune(std::chrono::steady_clock::time_point now) {
+    for (auto i = seen_.begin(); i != seen_.end();)
+      i = now - i->second.last >= window_ ? seen_.erase(i) : std::next(i);
+    if (seen_.size() >= kMaxKeys) seen_.clear();  // a flood of distinct messages
+  }
+
+  spdlog::sink_ptr inner_;
+  std::chrono::milliseconds window_;
+  std::unordered_map<std::string, Entry> seen_;
+};
+
 spdlog::level::level_enum ParseLevel(std::string_view level) {
   if (level == "trace") return spdlog::level::trace;
   if (level == "debug") return spdlog::level::debug;
@@ -128,7 +190,8 @@ const LogFields::List& LogFields::Current() {
   return t_fields;
 }
 
-void SetupLogging(LogFormat format, std::string_view level) {
+void SetupLogging(LogFormat format, std::string_view level,
+                  std::chrono::milliseconds repeat_window) {
   spdlog::sink_ptr sink;
   switch (format) {
     case LogFormat::kText:
@@ -141,10 +204,15 @@ void SetupLogging(LogFormat format, std::string_view level) {
       sink = std::make_shared<JournalSink>();
       break;
   }
+  sink = std::make_shared<RateLimitedSink>(sink, repeat_window);
   auto logger = std::make_shared<spdlog::logger>("txn-recoveryd", sink);
   logger->set_level(ParseLevel(level));
   logger->flush_on(spdlog::level::trace);
   spdlog::set_default_logger(logger);
+}
+
+std::uint64_t SuppressedLogMessages() {
+  return g_suppressed.load();
 }
 
 txn_recovery::DriverLogSink DriverLogToSpdlog() {

@@ -9,6 +9,8 @@
 // RedactUri before they reach a log call.
 #pragma once
 
+#include <chrono>
+#include <cstdint>
 #include <initializer_list>
 #include <string>
 #include <string_view>
@@ -20,8 +22,15 @@
 
 namespace txn_recoveryd {
 
-// Installs the default logger. Safe to call again (reload): the logger is replaced.
-void SetupLogging(LogFormat format, std::string_view level);
+// Installs the default logger. Call it before other threads log: replacing the logger
+// while another thread logs is not safe (change the level of the running logger instead).
+// Warnings and errors identical to one logged less than `repeat_window` ago are dropped
+// and counted (0 = never drop).
+void SetupLogging(LogFormat format, std::string_view level,
+                  std::chrono::milliseconds repeat_window = std::chrono::seconds(60));
+
+// How many log messages the repeat window has dropped since the process started.
+std::uint64_t SuppressedLogMessages();
 
 // Fields attached to every message logged by this thread while the object lives.
 // Nestable. Field names are lower_snake_case; the journal sink upper-cases them.

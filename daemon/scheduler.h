@@ -13,13 +13,22 @@ namespace txn_recoveryd {
 
 struct RunOptions {
   std::string config_path;
-  // Command-line overrides (highest precedence); empty = not given.
+  // Command-line overrides (highest precedence); empty = not given. Re-applied on every
+  // reload, so SIGHUP never undoes what the command line said.
   std::string log_format;
+  std::string log_level;
   std::string http_listen;
 };
 
-// Runs until SIGTERM/SIGINT. Returns the process exit code: 0 after a clean drain, 78 for
-// a bad configuration at start, 69 if the HTTP listener cannot be bound.
+// Applies the command-line overrides of `options` to a loaded configuration.
+// InvalidArgument (naming the option) for a value that does not parse.
+txn_recovery::Status ApplyOverrides(const RunOptions& options, Config* config);
+
+// Runs until SIGTERM/SIGINT. Must be called from main() before any other thread exists
+// (it blocks the handled signals process-wide so that only its own thread receives them).
+// Returns the process exit code: 0 after a clean drain (also when the drain deadline
+// forced the exit), 78 for a bad configuration at start, 69 if the HTTP listener cannot be
+// bound at start. Never returns because the database is unreachable.
 int RunDaemon(const RunOptions& options, const EnvLookup& env);
 
 }  // namespace txn_recoveryd

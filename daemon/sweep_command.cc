@@ -126,6 +126,7 @@ int RunSweep(const Config& config, txn_recovery::Store* store, const SweepComman
           {"name", watch.name},
           {"namespace", watch.ns.ToString()},
           {"status", s.ok() ? "ok" : s.ToString()},
+          {"paused", summary.paused},
           {"examined", summary.examined},
           {"resolved", summary.resolved},
           {"busy", summary.busy},
@@ -150,6 +151,10 @@ int RunSweep(const Config& config, txn_recovery::Store* store, const SweepComman
     } else {
       out << "watch " << watch.name << " (" << watch.ns.ToString() << ")"
           << (options.dry_run ? " [dry run]" : "") << ": ";
+      if (summary.paused) {
+        out << "PAUSED: nothing done (txn-recoveryd resume turns the switch off)\n";
+        continue;
+      }
       if (!s.ok()) out << "ERROR " << s.ToString() << "; ";
       out << "examined " << summary.examined << ", resolved " << summary.resolved << ", busy "
           << summary.busy << ", failed " << summary.failed << ", quarantined "

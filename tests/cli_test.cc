@@ -141,5 +141,53 @@ TEST(Cli, AQuarantinedTransactionMakesTheSweepExit1AndNamesIt) {
   EXPECT_EQ(Daemon("sweep --config " + path).exit_code, 1);
 }
 
+TEST(Cli, CheckConfigPrintsTheEffectiveConfigurationWithThePasswordRedacted) {
+  std::string path = WriteConfig(
+      "[mongodb]\nuri = \"mongodb://app:hunter2-pw@db.example:27017/?authSource=admin\"\n"
+      "[daemon]\ninterval = \"30s\"\n[[watch]]\nname = \"bank\"\ndatabase = \"bank\"\n");
+  ProcessResult r = Daemon("check-config --config " + path);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ((r.out + r.err).find("hunter2-pw"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("app:***@db.example"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("interval = \"30s\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("name = \"bank\""), std::string::npos) << r.out;
+
+  std::string bad = WriteConfig("[mongodb]\nuri = \"mongodb://h\"\n[daemon]\ninterval = 5\n");
+  ProcessResult b = Daemon("check-config --config " + bad);
+  EXPECT_EQ(b.exit_code, 78);
+  EXPECT_NE(b.err.find(bad + ":4:"), std::string::npos) << b.err;
+}
+
+TEST(Cli, PauseStopsEverySweepUntilResumeAndInspectShowsIt) {
+  auto backend = TestBackend::Create("mongo");
+  ASSERT_TRUE(backend->error().empty()) << backend->error();
+  Bank bank(backend->store(), backend->database());
+  bank.Open(2);
+  Value id = bank.Transfer("A0", "A1", 100, 3);
+  bank.Age(id, std::chrono::minutes(2));
+  std::string path = WriteConfig(ConfigFor(FindTestUri().uri_or_reason, backend->database()));
+
+  ProcessResult p = Daemon("pause --config " + path);
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  EXPECT_NE(p.out.find("watch bank: paused"), std::string::npos) << p.out;
+  ProcessResult s = Daemon("sweep --config " + path);
+  EXPECT_EQ(s.exit_code, 0) << s.err;
+  EXPECT_NE(s.out.find("PAUSED"), std::string::npos) << s.out;
+  EXPECT_EQ(bank.State(id), "pending") << "a paused watch is not acted on";
+
+  ProcessResult i = Daemon("inspect --json --config " + path);
+  ASSERT_EQ(i.exit_code, 0) << i.err;
+  auto doc = nlohmann::json::parse(i.out);
+  EXPECT_EQ(doc["watches"][0]["paused"], true);
+  EXPECT_EQ(doc["watches"][0]["stuck"]["pending"], 1);
+
+  ASSERT_EQ(Daemon("resume --config " + path).exit_code, 0);
+  EXPECT_EQ(Daemon("sweep --config " + path).exit_code, 0);
+  EXPECT_EQ(bank.State(id), "done");
+  ProcessResult t = Daemon("inspect --config " + path);
+  EXPECT_EQ(t.exit_code, 0);
+  EXPECT_NE(t.out.find("stuck (older than 1m): none"), std::string::npos) << t.out;
+}
+
 }  // namespace
 }  // namespace txn_recovery::testing

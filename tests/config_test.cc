@@ -46,9 +46,10 @@ TEST_F(ConfigFile, MinimalFileGetsTheSeedDefaults) {
   ASSERT_EQ(c.watches.size(), 1u);
   const auto& w = c.watches[0];
   EXPECT_EQ(w.ns.ToString(), "bank.transactions");
-  EXPECT_EQ(w.profile.participants_collection, "accounts");
-  EXPECT_EQ(w.profile.amount_field, "value");
-  EXPECT_EQ(w.profile.marker_field, "pendingTransactions");
+  ASSERT_NE(w.profile.transfer(), nullptr);
+  EXPECT_EQ(w.profile.transfer()->participants_collection, "accounts");
+  EXPECT_EQ(w.profile.transfer()->amount_field, "value");
+  EXPECT_EQ(w.profile.transfer()->marker_field, "pendingTransactions");
   EXPECT_EQ(w.thresholds.resume_after, std::chrono::minutes(1));
   EXPECT_EQ(w.thresholds.rollback_after, std::chrono::minutes(30));
   EXPECT_EQ(c.mongodb.uri, "mongodb://db.example:27017");
@@ -62,6 +63,41 @@ TEST_F(ConfigFile, TheExampleConfigurationLoads) {
   EXPECT_EQ(c.watches.at(0).name, "bank");
 }
 
+TEST_F(ConfigFile, TheSchemaBookWatchOfTheExampleIsSeed001) {
+  Config c;
+  ASSERT_TRUE(
+      LoadConfig(std::string(TXN_RECOVERY_SOURCE_DIR) + "/config/txn-recoveryd.toml", Env(), &c)
+          .ok());
+  const txn_recovery::WatchSpec* w = nullptr;
+  for (const auto& watch : c.watches)
+    if (watch.name == "schema-book") w = &watch;
+  ASSERT_NE(w, nullptr);
+  const auto& p = w->profile;
+  ASSERT_NE(p.transfer(), nullptr);
+  EXPECT_EQ(p.transfer()->participant_key, "name");
+  EXPECT_EQ(p.transfer()->amount_field, "amount");
+  EXPECT_TRUE(p.transfer()->require_funds);
+  EXPECT_EQ(p.missing_time, txn_recovery::MissingTime::kObjectIdTime);
+  EXPECT_EQ(p.owner.applications, std::vector<std::string>{"A1"});
+  EXPECT_TRUE(p.owner.include_unowned);
+  EXPECT_EQ(p.states.Written(txn_recovery::TxnState::kApplied), "committed");
+  EXPECT_EQ(p.states.Written(txn_recovery::TxnState::kCancelled), "canceled");
+  EXPECT_EQ(p.states.Parse("cancel"), txn_recovery::TxnState::kCancelled);
+}
+
+TEST_F(ConfigFile, DescribeConfigShowsTheOwnerFilterAndMissingTime) {
+  Config c;
+  ASSERT_TRUE(LoadConfig(Write(std::string(kMinimal) +
+                               "missing_time = \"object_id\"\napplications = [\"A1\", "
+                               "\"A2\"]\n"),
+                         Env(), &c)
+                  .ok());
+  std::string text = DescribeConfig(c);
+  EXPECT_NE(text.find("missing_time = \"object_id\""), std::string::npos) << text;
+  EXPECT_NE(text.find("applications = [\"A1\", \"A2\"]"), std::string::npos) << text;
+  EXPECT_NE(text.find("profile = \"transfer\""), std::string::npos) << text;
+}
+
 TEST_F(ConfigFile, EnvironmentOverridesTheFile) {
   Config c;
   ASSERT_TRUE(
@@ -69,6 +105,28 @@ TEST_F(ConfigFile, EnvironmentOverridesTheFile) {
           .ok());
   EXPECT_EQ(c.mongodb.uri, "mongodb://env:1");
   EXPECT_NE(c.mongodb.uri_source.find("TXN_RECOVERYD_MONGODB_URI"), std::string::npos);
+}
+
+TEST_F(ConfigFile, EveryScalarKeyCanComeFromTheEnvironmentAndBeatsTheFile) {
+  std::string path = Write(std::string(kMinimal) + "[daemon]\ninterval = \"10s\"\n");
+  Config c;
+  ASSERT_TRUE(LoadConfig(path,
+                         Env({{"TXN_RECOVERYD_DAEMON_INTERVAL", "45s"},
+                              {"TXN_RECOVERYD_DAEMON_JITTER", "0.5"},
+                              {"TXN_RECOVERYD_SWEEP_WORKERS", "7"},
+                              {"TXN_RECOVERYD_LOG_LEVEL", "debug"}}),
+                         &c)
+                  .ok());
+  EXPECT_EQ(c.daemon.interval, std::chrono::seconds(45));
+  EXPECT_DOUBLE_EQ(c.daemon.jitter, 0.5);
+  EXPECT_EQ(c.sweep.workers, 7);
+  EXPECT_EQ(c.log.level, "debug");
+
+  txn_recovery::Status bad = LoadConfig(path, Env({{"TXN_RECOVERYD_SWEEP_WORKERS", "many"}}), &c);
+  EXPECT_FALSE(bad.ok());
+  EXPECT_NE(bad.message().find("environment TXN_RECOVERYD_SWEEP_WORKERS:1:"), std::string::npos)
+      << bad.message();
+  EXPECT_NE(bad.message().find("sweep.workers"), std::string::npos) << bad.message();
 }
 
 TEST_F(ConfigFile, UriFileIsReadAndTrimmed) {
@@ -131,6 +189,14 @@ INSTANTIATE_TEST_SUITE_P(
                 "[mongodb]\nuri = \"mongodb://h\"\n[[watch]]\nname = \"w\"\ndatabase = \"d\"\n"
                 "profile = \"bitcoin\"\n",
                 "watch[0].profile: unknown profile 'bitcoin'"},
+        BadCase{"missing_time_guess",
+                "[mongodb]\nuri = \"mongodb://h\"\n[[watch]]\nname = \"w\"\ndatabase = \"d\"\n"
+                "missing_time = \"guess\"\n",
+                ":6:16: watch[0].missing_time: must be \"quarantine\" or \"object_id\""},
+        BadCase{"empty_application",
+                "[mongodb]\nuri = \"mongodb://h\"\n[[watch]]\nname = \"w\"\ndatabase = \"d\"\n"
+                "applications = [\"\"]\n",
+                "watch[0].applications: must hold non-empty strings only"},
         BadCase{"state_spelling_twice",
                 "[mongodb]\nuri = \"mongodb://h\"\n[[watch]]\nname = \"w\"\ndatabase = \"d\"\n"
                 "[watch.states]\ndone = [\"cancelled\"]\n",

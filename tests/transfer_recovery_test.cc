@@ -345,6 +345,45 @@ TEST_P(TransferRecovery, ATransactionThatFailsEverySweepIsQuarantinedAfterFiveAn
   EXPECT_EQ(Sweep().examined, 0) << "a quarantined transaction is not read again";
 }
 
+TEST_P(TransferRecovery, ThePauseSwitchStopsEveryInstanceUntilResumed) {
+  bank_->Open(2);
+  Value id = bank_->Transfer("A0", "A1", 100, 3);
+  bank_->Age(id, kStuck);
+  WatchSpec watch = bank_->Watch();
+  ASSERT_TRUE(Sweeper::SetPaused(backend_->store(), watch, true, "operator").ok());
+  ASSERT_TRUE(Sweeper::SetPaused(backend_->store(), watch, true, "operator").ok());  // twice
+
+  WatchSummary s = Sweep();
+  EXPECT_TRUE(s.paused);
+  EXPECT_EQ(bank_->State(id), "pending");
+
+  ASSERT_TRUE(Sweeper::SetPaused(backend_->store(), watch, false, "operator").ok());
+  s = Sweep();
+  EXPECT_FALSE(s.paused);
+  EXPECT_EQ(bank_->State(id), "done");
+}
+
+TEST_P(TransferRecovery, InspectCountsStuckTransactionsPerStateAndTheOldest) {
+  bank_->Open(6);
+  Value a = bank_->Transfer("A0", "A1", 1, 3);
+  Value b = bank_->Transfer("A2", "A3", 1, 3);
+  Value c = bank_->Transfer("A4", "A5", 1, 5);
+  Value young = bank_->Transfer("A0", "A5", 1, 3);
+  bank_->Age(a, minutes(3));
+  bank_->Age(b, minutes(7));
+  bank_->Age(c, minutes(2));
+  bank_->Age(young, seconds(5));
+  SweepOptions o;
+  Sweeper sweeper(backend_->store(), backend_->clock(), o);
+  StuckReport r;
+  ASSERT_TRUE(sweeper.Inspect(bank_->Watch(), &r).ok());
+  EXPECT_EQ(r.stuck[TxnState::kPending], 2);
+  EXPECT_EQ(r.stuck[TxnState::kApplied], 1);
+  ASSERT_TRUE(r.oldest_age);
+  EXPECT_NEAR(static_cast<double>(r.oldest_age->count()), 7 * 60 * 1000, 5000);
+  EXPECT_EQ(r.quarantined, 0);
+}
+
 TEST_P(TransferRecovery, ALiveLeaseOfAnotherDaemonIsRespected) {
   bank_->Open(2);
   Value id = bank_->Transfer("A0", "A1", 100, 3);
@@ -374,14 +413,13 @@ TEST_P(TransferRecovery, AnApplicationThatMovedOnSinceTheReadWinsTheClaim) {
   Value id = bank_->Transfer("A0", "A1", 100, 4);
   bank_->Age(id, kStuck);
   Transaction stale;
-  ASSERT_TRUE(
-      ParseTransfer(*bank_->Txn(id), bank_->profile(), bank_->txns(), "recovery", &stale).ok());
+  ASSERT_TRUE(bank_->profile().Parse(*bank_->Txn(id), bank_->txns(), "recovery", &stale).ok());
   // The application wakes up and marks it applied before the daemon claims it.
   ASSERT_TRUE(bank_->RunStep(id, AppStep::kMarkApplied).ok());
 
   DateTime now;
   ASSERT_TRUE(backend_->store()->ServerTime(&now).ok());
-  TransferProfile profile = bank_->profile();
+  Profile profile = bank_->profile();
   LeaseOptions lease;
   lease.owner = "daemon-1";
   StateMachine machine(backend_->store(), backend_->clock(), bank_->txns(), &profile, "recovery",

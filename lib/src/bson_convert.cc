@@ -187,12 +187,14 @@ Status AppendPredicate(bson_t* out, const Predicate& p) {
       bson_append_bool(&cond, "$exists", -1, p.op == Predicate::Op::kExists);
       bson_append_document_end(out, &cond);
       return Status::Ok();
-    case Predicate::Op::kNotDateTime: {
+    case Predicate::Op::kNotDateTime:
+    case Predicate::Op::kNotObjectId: {
       bson_t not_doc;
       bson_append_document_begin(out, k, -1, &cond);
       bson_append_bool(&cond, "$exists", -1, true);
       bson_append_document_begin(&cond, "$not", -1, &not_doc);
-      bson_append_utf8(&not_doc, "$type", -1, "date", -1);
+      bson_append_utf8(&not_doc, "$type", -1,
+                       p.op == Predicate::Op::kNotDateTime ? "date" : "objectId", -1);
       bson_append_document_end(&cond, &not_doc);
       bson_append_document_end(out, &cond);
       return Status::Ok();

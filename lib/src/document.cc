@@ -13,6 +13,19 @@ std::int64_t ObjectId::CreationMillis() const noexcept {
   return static_cast<std::int64_t>(secs) * 1000;
 }
 
+ObjectId ObjectId::AtTime(std::int64_t millis) noexcept {
+  std::int64_t secs = millis / 1000;
+  if (secs < 0) secs = 0;
+  if (secs > 0xFFFFFFFFLL) secs = 0xFFFFFFFFLL;
+  ObjectId oid;
+  const auto s = static_cast<std::uint32_t>(secs);
+  oid.bytes[0] = static_cast<std::uint8_t>(s >> 24);
+  oid.bytes[1] = static_cast<std::uint8_t>(s >> 16);
+  oid.bytes[2] = static_cast<std::uint8_t>(s >> 8);
+  oid.bytes[3] = static_cast<std::uint8_t>(s);
+  return oid;
+}
+
 std::string ObjectId::Hex() const {
   static constexpr char kDigits[] = "0123456789abcdef";
   std::string out;

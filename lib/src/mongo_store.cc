@@ -18,6 +18,34 @@ bool EndsAuthority(char c) {
 
 }  // namespace
 
+// Hosts with a port that is not a number ("app:hunter2" when the '@' was forgotten) may
+// be credentials: the "port" is hidden.
+static std::string RedactHostList(std::string_view hosts) {
+  std::string out;
+  std::size_t start = 0;
+  while (start <= hosts.size()) {
+    std::size_t end = hosts.find(',', start);
+    if (end == std::string_view::npos) end = hosts.size();
+    std::string_view host = hosts.substr(start, end - start);
+    std::size_t colon = host.rfind(':');
+    std::size_t bracket = host.rfind(']');
+    bool suspicious = false;
+    if (colon != std::string_view::npos && (bracket == std::string_view::npos || colon > bracket)) {
+      std::string_view port = host.substr(colon + 1);
+      suspicious = port.empty() || port.find_first_not_of("0123456789") != std::string_view::npos;
+    }
+    if (start > 0) out += ',';
+    if (suspicious) {
+      out.append(host.substr(0, colon));
+      out.append(":***");
+    } else {
+      out.append(host);
+    }
+    start = end + 1;
+  }
+  return out;
+}
+
 std::string RedactUri(std::string_view text) {
   std::string out;
   out.reserve(text.size());
@@ -46,7 +74,7 @@ std::string RedactUri(std::string_view text) {
       }
       out.append(authority.substr(at));
     } else {
-      out.append(authority);
+      out.append(RedactHostList(authority));
     }
     pos = auth_end;
   }
@@ -245,6 +273,13 @@ Status MongoStore::Open(const MongoOptions& options, std::unique_ptr<MongoStore>
   mongoc_uri_set_option_as_int32(
       uri.get(), MONGOC_URI_SERVERSELECTIONTIMEOUTMS,
       static_cast<std::int32_t>(options.server_selection_timeout.count()));
+  // Without a socket timeout a connection to a server that stopped answering (a network
+  // partition without a reset) blocks its call for libmongoc's default of five minutes,
+  // long past the watchdog. A timeout written in the URI wins.
+  if (!mongoc_uri_has_option(uri.get(), MONGOC_URI_SOCKETTIMEOUTMS) &&
+      options.socket_timeout.count() > 0)
+    mongoc_uri_set_option_as_int32(uri.get(), MONGOC_URI_SOCKETTIMEOUTMS,
+                                   static_cast<std::int32_t>(options.socket_timeout.count()));
   if (!options.app_name.empty()) mongoc_uri_set_appname(uri.get(), options.app_name.c_str());
   auto impl = std::make_unique<Impl>();
   impl->pool.reset(mongoc_client_pool_new(uri.get()));

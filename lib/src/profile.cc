@@ -1,7 +1,10 @@
+// What every profile shares: state spellings, the owner filter, the transaction document's
+// own fields (id, state, time, lease), and the dispatch to the protocol-specific part.
 #include "txn_recovery/profile.h"
 
-#include <cmath>
 #include <set>
+
+#include "profile_parsing.h"
 
 namespace txn_recovery {
 
@@ -23,7 +26,16 @@ std::string_view TxnStateName(TxnState s) noexcept {
   return "?";
 }
 
+namespace {
+constexpr TxnState kAllStates[] = {TxnState::kInitial, TxnState::kPending,   TxnState::kApplied,
+                                   TxnState::kDone,    TxnState::kCanceling, TxnState::kCancelled};
+}  // namespace
+
 const std::vector<std::string>& StateAliases::For(TxnState s) const noexcept {
+  return const_cast<StateAliases*>(this)->For(s);
+}
+
+std::vector<std::string>& StateAliases::For(TxnState s) noexcept {
   switch (s) {
     case TxnState::kInitial:
       return initial;
@@ -41,19 +53,13 @@ const std::vector<std::string>& StateAliases::For(TxnState s) const noexcept {
   return initial;
 }
 
-namespace {
-constexpr TxnState kAllStates[] = {TxnState::kInitial, TxnState::kPending,   TxnState::kApplied,
-                                   TxnState::kDone,    TxnState::kCanceling, TxnState::kCancelled};
-
-std::vector<Value> Spellings(const StateAliases& a, bool terminal, bool non_terminal) {
-  std::vector<Value> out;
-  for (TxnState s : kAllStates) {
-    if (IsTerminal(s) ? !terminal : !non_terminal) continue;
-    for (const auto& name : a.For(s)) out.emplace_back(name);
-  }
-  return out;
+const std::string& StateAliases::Written(TxnState s) const noexcept {
+  static const std::string kNone;
+  if (!For(s).empty()) return For(s).front();
+  // A profile without a cancelled spelling (tagged-insert) ends its rollbacks in `done`.
+  if (s == TxnState::kCancelled && !done.empty()) return done.front();
+  return kNone;
 }
-}  // namespace
 
 std::optional<TxnState> StateAliases::Parse(std::string_view spelling) const noexcept {
   for (TxnState s : kAllStates)
@@ -62,20 +68,31 @@ std::optional<TxnState> StateAliases::Parse(std::string_view spelling) const noe
   return std::nullopt;
 }
 
-std::vector<Value> StateAliases::NonTerminalSpellings() const {
-  return Spellings(*this, false, true);
-}
-std::vector<Value> StateAliases::TerminalSpellings() const {
-  return Spellings(*this, true, false);
-}
-std::vector<Value> StateAliases::AllSpellings() const {
-  return Spellings(*this, true, true);
+std::vector<Value> StateAliases::SpellingsOf(std::initializer_list<TxnState> states) const {
+  std::vector<Value> out;
+  for (TxnState s : states)
+    for (const auto& name : For(s)) out.emplace_back(name);
+  return out;
 }
 
-Status StateAliases::Validate() const {
+std::vector<Value> StateAliases::NonTerminalSpellings() const {
+  return SpellingsOf(
+      {TxnState::kInitial, TxnState::kPending, TxnState::kApplied, TxnState::kCanceling});
+}
+std::vector<Value> StateAliases::TerminalSpellings() const {
+  return SpellingsOf({TxnState::kDone, TxnState::kCancelled});
+}
+std::vector<Value> StateAliases::AllSpellings() const {
+  return SpellingsOf({TxnState::kInitial, TxnState::kPending, TxnState::kApplied, TxnState::kDone,
+                      TxnState::kCanceling, TxnState::kCancelled});
+}
+
+Status StateAliases::Validate(std::initializer_list<TxnState> may_be_empty) const {
   std::set<std::string> seen;
   for (TxnState s : kAllStates) {
-    if (For(s).empty())
+    bool optional = false;
+    for (TxnState o : may_be_empty) optional = optional || o == s;
+    if (For(s).empty() && !optional)
       return Status::InvalidArgument("state '" + std::string(TxnStateName(s)) +
                                      "' has no spelling");
     for (const auto& name : For(s)) {
@@ -87,25 +104,70 @@ Status StateAliases::Validate() const {
   return Status::Ok();
 }
 
-Status TransferProfile::Validate() const {
-  const std::pair<const char*, const std::string*> names[] = {
-      {"state_field", &state_field},         {"time_field", &time_field},
-      {"source_field", &source_field},       {"destination_field", &destination_field},
-      {"amount_field", &amount_field},       {"participants", &participants_collection},
-      {"participant_key", &participant_key}, {"balance_field", &balance_field},
-      {"marker_field", &marker_field},
-  };
-  for (const auto& [key, value] : names) {
-    if (value->empty()) return Status::InvalidArgument(std::string(key) + " is empty");
-    if ((*value)[0] == '$')
-      return Status::InvalidArgument(std::string(key) + " must not start with '$'");
-  }
-  if (balance_field == marker_field)
-    return Status::InvalidArgument("balance_field and marker_field must differ");
-  return states.Validate();
+Filter OwnerFilter::Condition() const {
+  Filter f;
+  if (!active()) return f;
+  std::vector<Value> owners(applications.begin(), applications.end());
+  // {field: {$in: [..., null]}} also matches documents without the field.
+  if (include_unowned) owners.emplace_back(Null{});
+  f.In(field, std::move(owners));
+  return f;
 }
 
-namespace {
+Profile Profile::Transfer() {
+  return Profile{};
+}
+
+std::optional<Profile> Profile::Named(std::string_view kind) {
+  if (kind == "transfer") return Transfer();
+  return std::nullopt;
+}
+
+std::string_view Profile::kind() const noexcept {
+  return std::visit([](const auto& p) { return ProtocolTraits<std::decay_t<decltype(p)>>::kName; },
+                    protocol);
+}
+
+std::vector<TxnState> Profile::OptionalStates() const {
+  return std::visit(
+      [](const auto& p) { return ProtocolTraits<std::decay_t<decltype(p)>>::OptionalStates(); },
+      protocol);
+}
+
+Status Profile::Validate() const {
+  const std::pair<const char*, const std::string*> names[] = {
+      {"state_field", &state_field}, {"time_field", &time_field}, {"owner_field", &owner.field}};
+  for (const auto& [key, value] : names)
+    if (Status s = CheckFieldName(key, *value); !s.ok()) return s;
+  if (state_field == time_field)
+    return Status::InvalidArgument("state_field and time_field must differ");
+  for (const auto& app : owner.applications)
+    if (app.empty()) return Status::InvalidArgument("applications holds an empty name");
+  std::vector<TxnState> optional = OptionalStates();
+  Status s = Status::Ok();
+  switch (optional.size()) {  // Validate takes an initializer_list
+    case 0:
+      s = states.Validate();
+      break;
+    case 1:
+      s = states.Validate({optional[0]});
+      break;
+    default:
+      s = states.Validate({optional[0], optional[1]});
+      break;
+  }
+  if (!s.ok()) return s;
+  return std::visit([](const auto& p) { return p.Validate(); }, protocol);
+}
+
+Status CheckFieldName(std::string_view key, const std::string& value) {
+  if (value.empty()) return Status::InvalidArgument(std::string(key) + " is empty");
+  if (value[0] == '$')
+    return Status::InvalidArgument(std::string(key) + " must not start with '$'");
+  if (value.front() == '.' || value.back() == '.' || value.find("..") != std::string::npos)
+    return Status::InvalidArgument(std::string(key) + " '" + value + "' is not a field path");
+  return Status::Ok();
+}
 
 Status Missing(std::string_view field) {
   return Status::Malformed("field '" + std::string(field) + "' is missing");
@@ -120,31 +182,35 @@ bool IsUsableId(const Value& v) {
   return v.is_string() || v.is_object_id() || v.is_number();
 }
 
-}  // namespace
-
-Status ParseTransfer(const Document& doc, const TransferProfile& p, const Namespace& txn_ns,
-                     std::string_view lease_field, Transaction* txn) {
+Status Profile::Parse(const Document& doc, const Namespace& txn_ns, std::string_view lease_field,
+                      Transaction* txn) const {
+  *txn = Transaction{};
   const Value* id = doc.Get("_id");
   if (id == nullptr) return Missing("_id");
   if (!IsUsableId(*id)) return WrongType("_id", *id, "string, number or objectId");
   txn->id = *id;
 
-  const Value* state = doc.GetPath(p.state_field);
-  if (state == nullptr) return Missing(p.state_field);
-  if (!state->is_string()) return WrongType(p.state_field, *state, "string");
-  auto parsed = p.states.Parse(*state->as_string());
+  const Value* state = doc.GetPath(state_field);
+  if (state == nullptr) return Missing(state_field);
+  if (!state->is_string()) return WrongType(state_field, *state, "string");
+  auto parsed = states.Parse(*state->as_string());
   if (!parsed) return Status::Malformed("unknown state '" + *state->as_string() + "'");
   txn->state = *parsed;
   txn->state_as_read = *state;
 
-  const Value* time = doc.GetPath(p.time_field);
-  if (time == nullptr) return Missing(p.time_field);
-  if (!time->is_datetime()) return WrongType(p.time_field, *time, "date");
-  txn->last_modified = *time->as_datetime();
-  txn->time_as_read = *time;
+  if (const Value* time = doc.GetPath(time_field)) {
+    if (!time->is_datetime()) return WrongType(time_field, *time, "date");
+    txn->last_modified = *time->as_datetime();
+    txn->time_as_read = *time;
+  } else if (missing_time == MissingTime::kObjectIdTime) {
+    if (!id->is_object_id())
+      return Status::Malformed("field '" + time_field +
+                               "' is missing and _id is not an ObjectId to take the time from");
+    txn->last_modified = DateTime{id->as_object_id()->CreationMillis()};
+  } else {
+    return Missing(time_field);
+  }
 
-  txn->lease_owner.reset();
-  txn->lease_expires.reset();
   if (const Value* lease = doc.GetPath(std::string(lease_field) + ".lease")) {
     const Document* ld = lease->as_document();
     if (ld == nullptr) return WrongType(std::string(lease_field) + ".lease", *lease, "object");
@@ -153,50 +219,7 @@ Status ParseTransfer(const Document& doc, const TransferProfile& p, const Namesp
       txn->lease_expires = *e->as_datetime();
   }
 
-  const Value* source = doc.GetPath(p.source_field);
-  const Value* destination = doc.GetPath(p.destination_field);
-  const Value* amount = doc.GetPath(p.amount_field);
-  if (source == nullptr) return Missing(p.source_field);
-  if (destination == nullptr) return Missing(p.destination_field);
-  if (amount == nullptr) return Missing(p.amount_field);
-  if (!IsUsableId(*source)) return WrongType(p.source_field, *source, "string, number or objectId");
-  if (!IsUsableId(*destination))
-    return WrongType(p.destination_field, *destination, "string, number or objectId");
-  if (!amount->is_number()) return WrongType(p.amount_field, *amount, "number");
-  double a = *amount->as_double();
-  if (!std::isfinite(a) || a <= 0)
-    return Status::Malformed("field '" + p.amount_field +
-                             "' must be a positive finite number, is " + amount->ToString());
-  // A self-transfer would push the marker on the first step and make the second look
-  // already applied: money would vanish. Never act on it.
-  if (*source == *destination)
-    return Status::Malformed("source and destination are the same participant " +
-                             source->ToString());
-  auto negated = NegateNumber(*amount);
-  if (!negated) return Status::Malformed("amount cannot be negated: " + amount->ToString());
-
-  Namespace accounts{txn_ns.database, p.participants_collection};
-  auto make_step = [&](const Value& who, const Value& delta, const Value& inverse,
-                       std::string describe, bool debit) {
-    ParticipantStep step;
-    step.ns = accounts;
-    step.target.Eq(p.participant_key, who);
-    step.describe = std::move(describe);
-    step.marker_field = p.marker_field;
-    if (debit && p.require_funds) step.apply_guard.Gte(p.balance_field, *amount);
-    step.apply.Inc(p.balance_field, delta).Push(p.marker_field, *id);
-    step.undo.Inc(p.balance_field, inverse).Pull(p.marker_field, *id);
-    step.finish.Pull(p.marker_field, *id);
-    return step;
-  };
-  txn->steps.clear();
-  txn->steps.push_back(make_step(*source, *negated, *amount,
-                                 "debit " + amount->ToString() + " from " + source->ToString(),
-                                 /*debit=*/true));
-  txn->steps.push_back(make_step(*destination, *amount, *negated,
-                                 "credit " + amount->ToString() + " to " + destination->ToString(),
-                                 /*debit=*/false));
-  return Status::Ok();
+  return std::visit([&](const auto& p) { return ParseBody(p, doc, txn_ns, txn); }, protocol);
 }
 
 }  // namespace txn_recovery

@@ -64,9 +64,9 @@ Action Decide(const Transaction& txn, DateTime now, const Thresholds& t) {
   return Action::kNone;
 }
 
-StateMachine::StateMachine(Store* store, Clock* clock, Namespace txn_ns,
-                           const TransferProfile* profile, std::string lease_field,
-                           LeaseOptions lease, std::function<DateTime()> server_now)
+StateMachine::StateMachine(Store* store, Clock* clock, Namespace txn_ns, const Profile* profile,
+                           std::string lease_field, LeaseOptions lease,
+                           std::function<DateTime()> server_now)
     : store_(store),
       clock_(clock),
       txn_ns_(std::move(txn_ns)),
@@ -95,6 +95,16 @@ class StateMachine::Run {
       return result_;
     }
     Status s = Perform(action);
+    if (s.IsMalformed()) {
+      // A participant the profile cannot act on safely (e.g. a key naming two documents):
+      // nothing was written for it; set the transaction aside for an operator.
+      ReleaseLease();
+      result_.detail = s.message();
+      if (Status q = m_->Quarantine(txn_.id, s.message()); q.ok()) {
+        result_.outcome = Outcome::kQuarantined;
+        return result_;
+      }
+    }
     if (!s.ok()) {
       result_.outcome = Outcome::kFailed;
       result_.status = s;
@@ -143,6 +153,7 @@ class StateMachine::Run {
       f.NotExists(m_->profile_->time_field);
     }
     f.NotExists(m_->lease_field_ + ".quarantine");
+    f.And(m_->profile_->owner.Condition());
     DateTime now = m_->server_now_();
     f.AnyOf({Filter().NotExists(LeasePath()), Filter().Lt(LeasePath() + ".expires", now),
              Filter().Eq(LeasePath() + ".owner", m_->lease_.owner)});
@@ -169,7 +180,7 @@ class StateMachine::Run {
   // Renews the lease; a terminal transition releases it and records how it ended.
   Status Transition(TxnState to) {
     if (Status s = CheckLease(); !s.ok()) return s;
-    const TransferProfile& p = *m_->profile_;
+    const Profile& p = *m_->profile_;
     Filter f = IdFilter();
     f.Eq(p.state_field, state_spelling_).Eq(LeasePath() + ".owner", m_->lease_.owner);
     Update u;
@@ -178,6 +189,7 @@ class StateMachine::Run {
       u.Unset(LeasePath())
           .Set(m_->lease_field_ + ".resolvedBy", m_->lease_.owner)
           .Set(m_->lease_field_ + ".resolvedAction", std::string(ActionName(result_.action)))
+          .Set(m_->lease_field_ + ".outcome", to == TxnState::kDone ? "committed" : "rolled back")
           .CurrentDate(m_->lease_field_ + ".resolvedAt");
     } else {
       u.Set(LeasePath() + ".expires", LeaseExpiry());
@@ -198,6 +210,15 @@ class StateMachine::Run {
   // step can never apply (participant missing, guard such as sufficient funds failing).
   Status ApplyStep(const ParticipantStep& step, std::string* cannot_apply) {
     if (Status s = CheckLease(); !s.ok()) return s;
+    if (step.target_may_be_ambiguous) {
+      // A key other than _id may name two documents: the guard would then let the change
+      // be applied once to each. Refuse to guess which one is meant.
+      std::int64_t n = 0;
+      if (Status s = m_->store_->Count(step.ns, step.target, &n); !s.ok()) return s;
+      if (n > 1)
+        return Status::Malformed(step.describe + ": " + std::to_string(n) + " documents in " +
+                                 step.ns.ToString() + " match " + step.target.ToString());
+    }
     Filter f = step.target;
     f.Ne(step.marker_field, txn_.id);
     f.And(step.apply_guard);
@@ -291,7 +312,10 @@ class StateMachine::Run {
       Filter f = step.target;
       f.Eq(step.marker_field, txn_.id);
       WriteResult r;
-      if (Status s = m_->store_->UpdateOne(step.ns, f, step.undo, &r); !s.ok()) {
+      // On a done transaction the late write is a second application; on a cancelled one
+      // it is the only one.
+      const Update& undo = txn_.state == TxnState::kDone ? step.undo_duplicate : step.undo;
+      if (Status s = m_->store_->UpdateOne(step.ns, f, undo, &r); !s.ok()) {
         result_.outcome = Outcome::kFailed;
         result_.status = s;
         result_.detail = s.ToString();

@@ -79,6 +79,8 @@ bool PredicateMatches(const Predicate& p, const Document& doc) {
       return field == nullptr;
     case Predicate::Op::kNotDateTime:
       return field != nullptr && !field->is_datetime();
+    case Predicate::Op::kNotObjectId:
+      return field != nullptr && !field->is_object_id();
   }
   return false;
 }
@@ -103,6 +105,8 @@ std::string_view OpName(Predicate::Op op) {
       return "$notExists";
     case Predicate::Op::kNotDateTime:
       return "$notDate";
+    case Predicate::Op::kNotObjectId:
+      return "$notObjectId";
   }
   return "?";
 }
@@ -163,6 +167,10 @@ Filter& Filter::NotDateTime(std::string path) {
   all_.push_back(Make(Predicate::Op::kNotDateTime, std::move(path)));
   return *this;
 }
+Filter& Filter::NotObjectId(std::string path) {
+  all_.push_back(Make(Predicate::Op::kNotObjectId, std::move(path)));
+  return *this;
+}
 Filter& Filter::AnyOf(std::vector<Filter> alternatives) {
   assert(any_of_.empty() && "one disjunction per filter level");
   any_of_ = std::move(alternatives);
@@ -193,7 +201,7 @@ std::string Filter::ToString() const {
     if (p.op == Predicate::Op::kIn || p.op == Predicate::Op::kNin) {
       out += ": " + Value(Array(p.values)).ToString();
     } else if (p.op != Predicate::Op::kExists && p.op != Predicate::Op::kNotExists &&
-               p.op != Predicate::Op::kNotDateTime) {
+               p.op != Predicate::Op::kNotDateTime && p.op != Predicate::Op::kNotObjectId) {
       out += ": " + p.value.ToString();
     }
     out += "}";

@@ -82,71 +82,132 @@ Sweeper::Sweeper(Store* store, Clock* clock, SweepOptions options)
     : store_(store), clock_(clock), options_(std::move(options)) {}
 
 Filter Sweeper::CandidateFilter(const WatchSpec& w, DateTime now) {
-  const TransferProfile& p = w.profile;
+  const Profile& p = w.profile;
   const Thresholds& t = w.thresholds;
   const StateAliases& s = p.states;
-  auto spellings = [&](std::initializer_list<TxnState> states) {
-    std::vector<Value> out;
-    for (TxnState st : states)
-      for (const auto& name : s.For(st)) out.emplace_back(name);
-    return out;
-  };
-  const DateTime stale = Minus(now, t.resume_after);
+  const bool id_time = p.missing_time == MissingTime::kObjectIdTime;
   std::vector<Filter> alternatives;
-  alternatives.push_back(Filter()
-                             .In(p.state_field, spellings({TxnState::kInitial}))
-                             .Lt(p.time_field, Minus(now, t.initial_timeout)));
-  alternatives.push_back(Filter()
-                             .In(p.state_field, spellings({TxnState::kPending, TxnState::kApplied,
-                                                           TxnState::kCanceling}))
-                             .Lt(p.time_field, stale));
-  if (t.late_write_window > t.resume_after) {
-    alternatives.push_back(Filter()
-                               .In(p.state_field, s.TerminalSpellings())
-                               .Lt(p.time_field, stale)
-                               .Gte(p.time_field, Minus(now, t.late_write_window)));
-  }
+  // Documents in one of `states` at least `min_age` old (and younger than `max_age`): by
+  // their time field, or, when the profile allows it, by their ObjectId when it is absent.
+  auto aged = [&](std::vector<Value> states, std::chrono::milliseconds min_age,
+                  std::optional<std::chrono::milliseconds> max_age) {
+    if (states.empty()) return;
+    Filter by_time;
+    by_time.In(p.state_field, states).Lt(p.time_field, Minus(now, min_age));
+    if (max_age) by_time.Gte(p.time_field, Minus(now, *max_age));
+    alternatives.push_back(std::move(by_time));
+    if (!id_time) return;
+    Filter by_id;
+    by_id.In(p.state_field, std::move(states))
+        .NotExists(p.time_field)
+        .Lt("_id", ObjectId::AtTime(Minus(now, min_age).millis));
+    if (max_age) by_id.Gte("_id", ObjectId::AtTime(Minus(now, *max_age).millis));
+    alternatives.push_back(std::move(by_id));
+  };
+  aged(s.SpellingsOf({TxnState::kInitial}), t.initial_timeout, std::nullopt);
+  aged(s.SpellingsOf({TxnState::kPending, TxnState::kApplied, TxnState::kCanceling}),
+       t.resume_after, std::nullopt);
+  if (t.late_write_window > t.resume_after)
+    aged(s.TerminalSpellings(), t.resume_after, t.late_write_window);
   // Documents that can never match the alternatives above must still be found, or they
   // would stay stuck without anyone knowing: unknown states and unreadable times.
   alternatives.push_back(Filter().Nin(p.state_field, s.AllSpellings()));
-  alternatives.push_back(Filter().NotExists(p.time_field));
+  if (id_time) {
+    alternatives.push_back(Filter().NotExists(p.time_field).NotObjectId("_id"));
+  } else {
+    alternatives.push_back(Filter().NotExists(p.time_field));
+  }
   alternatives.push_back(Filter().NotDateTime(p.time_field));
   Filter f;
-  f.NotExists(w.lease_field + ".quarantine").AnyOf(std::move(alternatives));
+  f.NotExists(w.lease_field + ".quarantine")
+      .And(p.owner.Condition())
+      .AnyOf(std::move(alternatives));
   return f;
+}
+
+Status Sweeper::IsPaused(Store* store, const WatchSpec& watch, bool* paused) {
+  std::optional<Document> doc;
+  if (Status s = store->FindOne(watch.control_ns(), Filter().Eq("_id", "pause"), &doc); !s.ok())
+    return s;
+  const Value* v = doc ? doc->Get("paused") : nullptr;
+  *paused = v != nullptr && *v == Value(true);
+  return Status::Ok();
+}
+
+Status Sweeper::SetPaused(Store* store, const WatchSpec& watch, bool paused,
+                          const std::string& by) {
+  const Namespace ns = watch.control_ns();
+  std::optional<Document> existing;
+  if (Status s = store->FindOne(ns, Filter().Eq("_id", "pause"), &existing); !s.ok()) return s;
+  // There is no upsert in the Store algebra: create the document once (a concurrent
+  // creator may win; its duplicate-key error is harmless), then update it.
+  if (!existing) (void)store->InsertMany(ns, {Document{{"_id", "pause"}}});
+  WriteResult r;
+  Update u;
+  u.Set("paused", paused).Set("by", by).CurrentDate("at");
+  if (Status s = store->UpdateOne(ns, Filter().Eq("_id", "pause"), u, &r); !s.ok()) return s;
+  if (r.matched == 0)
+    return Status::ServerError("the pause switch of " + ns.ToString() + " could not be written");
+  return Status::Ok();
 }
 
 Status Sweeper::Inspect(const WatchSpec& watch, StuckReport* report) {
   *report = StuckReport{};
   DateTime now;
   if (Status s = store_->ServerTime(&now); !s.ok()) return s;
-  const TransferProfile& p = watch.profile;
+  const Profile& p = watch.profile;
+  const bool id_time = p.missing_time == MissingTime::kObjectIdTime;
   const DateTime stale = Minus(now, watch.thresholds.resume_after);
   const std::string quarantine = watch.lease_field + ".quarantine";
+  Filter base;
+  base.NotExists(quarantine).And(p.owner.Condition());
+  // Stuck: older than resume_after by the time field, or by the ObjectId when it is absent.
+  auto by_time = [&](std::vector<Value> states) {
+    return Filter(base).In(p.state_field, std::move(states)).Lt(p.time_field, stale);
+  };
+  auto by_id = [&](std::vector<Value> states) {
+    return Filter(base)
+        .In(p.state_field, std::move(states))
+        .NotExists(p.time_field)
+        .Lt("_id", ObjectId::AtTime(stale.millis));
+  };
   for (TxnState st :
        {TxnState::kInitial, TxnState::kPending, TxnState::kApplied, TxnState::kCanceling}) {
-    std::vector<Value> names(p.states.For(st).begin(), p.states.For(st).end());
-    Filter f;
-    f.NotExists(quarantine).In(p.state_field, std::move(names)).Lt(p.time_field, stale);
-    std::int64_t n = 0;
-    if (Status s = store_->Count(watch.ns, f, &n); !s.ok()) return s;
-    if (n > 0) report->stuck[st] = n;
+    if (p.states.For(st).empty()) continue;
+    std::int64_t n = 0, m = 0;
+    if (Status s = store_->Count(watch.ns, by_time(p.states.SpellingsOf({st})), &n); !s.ok())
+      return s;
+    if (id_time)
+      if (Status s = store_->Count(watch.ns, by_id(p.states.SpellingsOf({st})), &m); !s.ok())
+        return s;
+    if (n + m > 0) report->stuck[st] = n + m;
   }
-  Filter oldest;
-  oldest.NotExists(quarantine)
-      .In(p.state_field, p.states.NonTerminalSpellings())
-      .Lt(p.time_field, stale);
-  FindOptions first;
-  first.sort_ascending_by = p.time_field;
-  first.limit = 1;
-  std::unique_ptr<Cursor> cursor;
-  if (Status s = store_->Find(watch.ns, oldest, first, &cursor); !s.ok()) return s;
-  Document d;
-  bool has = false;
-  if (Status s = cursor->Next(&d, &has); !s.ok()) return s;
-  if (has) {
-    if (const Value* t = d.GetPath(p.time_field); t && t->is_datetime())
+  // The oldest: the first by time, and (ObjectId time) the first by _id among those without.
+  auto first = [&](const Filter& f, const std::string& sort_by, std::optional<Document>* out) {
+    FindOptions o;
+    o.sort_ascending_by = sort_by;
+    o.limit = 1;
+    std::unique_ptr<Cursor> cursor;
+    if (Status s = store_->Find(watch.ns, f, o, &cursor); !s.ok()) return s;
+    Document d;
+    bool has = false;
+    if (Status s = cursor->Next(&d, &has); !s.ok()) return s;
+    *out = has ? std::optional<Document>(std::move(d)) : std::nullopt;
+    return Status::Ok();
+  };
+  std::optional<Document> oldest;
+  if (Status s = first(by_time(p.states.NonTerminalSpellings()), p.time_field, &oldest); !s.ok())
+    return s;
+  if (oldest)
+    if (const Value* t = oldest->GetPath(p.time_field); t && t->is_datetime())
       report->oldest_age = std::chrono::milliseconds(now.millis - t->as_datetime()->millis);
+  if (id_time) {
+    if (Status s = first(by_id(p.states.NonTerminalSpellings()), "_id", &oldest); !s.ok()) return s;
+    if (oldest)
+      if (const Value* id = oldest->Get("_id"); id && id->is_object_id()) {
+        std::chrono::milliseconds age(now.millis - id->as_object_id()->CreationMillis());
+        if (!report->oldest_age || age > *report->oldest_age) report->oldest_age = age;
+      }
   }
   return store_->Count(watch.ns, Filter().Exists(quarantine), &report->quarantined);
 }
@@ -156,6 +217,16 @@ Status Sweeper::SweepWatch(const WatchSpec& watch,
                            WatchSummary* summary) {
   *summary = WatchSummary{};
   summary->watch = watch.name;
+
+  bool paused = false;
+  if (Status s = IsPaused(store_, watch, &paused); !s.ok()) {
+    summary->status = s;
+    return s;
+  }
+  if (paused) {
+    summary->paused = true;
+    return Status::Ok();
+  }
 
   // One server-time query per sweep; later "now"s extrapolate with our monotonic clock so
   // that ages stay on the server's clock without a round trip per transaction.
@@ -204,7 +275,7 @@ Status Sweeper::SweepWatch(const WatchSpec& watch,
     r.watch = watch.name;
     if (const Value* id = doc.Get("_id")) r.id = *id;
     Transaction txn;
-    Status parsed = ParseTransfer(doc, watch.profile, watch.ns, watch.lease_field, &txn);
+    Status parsed = watch.profile.Parse(doc, watch.ns, watch.lease_field, &txn);
     if (!parsed.ok()) {
       if (const Value* st = doc.GetPath(watch.profile.state_field); st && st->is_string())
         r.state_before = watch.profile.states.Parse(*st->as_string());

@@ -1,29 +1,34 @@
-// The bank of seeds 002/004, for scenarios: accounts, an application that performs the
+// The bank of the transfer seeds, for scenarios: accounts, an application that performs the
 // seed's two-phase-commit steps one at a time (so a test can "kill" it between any two),
-// and the invariant checker of DESIGN.md.
+// and the invariant checker of DESIGN.md. Two dialects of the application:
+//   kManual      seeds 002/004: integer _ids, accounts by _id, compare-and-set transitions
+//                that also set lastModified;
+//   kSchemaBook  seed 001: ObjectId _ids and no time field at all, accounts found by
+//                `name`, unconditional $set of the state, the debit guarded by
+//                `balance >= amount`, the owner claimed with findAndModify when the
+//                transaction goes pending (`application`).
 #pragma once
 
+#include <chrono>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "support/scenario.h"
 #include "txn_recovery/profile.h"
 #include "txn_recovery/store.h"
 #include "txn_recovery/sweeper.h"
 
 namespace txn_recovery::testing {
 
-// Throws std::runtime_error with the status when it is not OK. Scenario helpers use it so
-// that a failed setup step fails the test (gtest reports the exception) or the tool.
-void Must(const Status& s);
-
 // The application's steps for one transfer, in the seed's order.
 enum class AppStep {
-  kInsertInitial,      // insert {state: initial, lastModified: now}
-  kMarkPending,        // initial -> pending
+  kInsertInitial,      // insert {state: initial[, lastModified: now]}
+  kMarkPending,        // initial -> pending (seed 001: and claim `application`)
   kDebitSource,        // guarded $inc/$push on the source
   kCreditDestination,  // guarded $inc/$push on the destination
-  kMarkApplied,        // pending -> applied
+  kMarkApplied,        // pending -> applied (seed 001: committed)
   kPullSource,         // $pull the marker from the source
   kPullDestination,    // $pull the marker from the destination
   kMarkDone,           // applied -> done
@@ -32,28 +37,42 @@ inline constexpr int kAppStepCount = 8;
 const char* AppStepName(int steps_done);
 
 struct Snapshot {
-  std::map<std::string, Document> accounts;  // by _id.ToString()
+  std::map<std::string, Document> accounts;  // by participant key, as Value::ToString()
   std::vector<Document> bystanders;          // documents no transaction may touch
   double total = 0;
 };
 
 class Bank {
  public:
-  Bank(Store* store, const std::string& database, TransferProfile profile = {});
+  enum class Dialect { kManual, kSchemaBook };
+
+  // `profile` must be a transfer profile.
+  Bank(Store* store, const std::string& database, Profile profile = Profile::Transfer(),
+       Dialect dialect = Dialect::kManual);
 
   const Namespace& txns() const { return txns_; }
   const Namespace& accounts() const { return accounts_; }
-  const TransferProfile& profile() const { return profile_; }
+  const Profile& profile() const { return profile_; }
   WatchSpec Watch() const;
 
-  // Accounts "A0".."A<n-1>" with `balance` each, plus bystanders: an account no
-  // transaction names and a document in an unrelated collection.
-  void Open(int n, std::int32_t balance = 1000);
+  // The application name the seed-001 application claims its transactions with when it
+  // marks them pending; nullopt (the default) claims none.
+  void set_application(std::optional<std::string> name) { application_ = std::move(name); }
 
-  // Inserts a transfer in the initial state (the application's first step).
-  Value Begin(const std::string& from, const std::string& to, std::int32_t amount);
+  // Accounts "A0".."A<n-1>" with `balance` each, plus bystanders: an account no
+  // transaction names and a document in an unrelated collection. With a participant key
+  // other than _id, the names go into that field and the _ids are ObjectIds.
+  void Open(int n, std::int32_t balance = 1000);
+  // One account named `name` (used for the seed's own names).
+  void OpenAccount(const std::string& name, std::int32_t balance);
+
+  // Inserts a transfer in the initial state (the application's first step). `created_ago`
+  // backdates the ObjectId _id of the schema-book dialect (its only notion of time).
+  Value Begin(const std::string& from, const std::string& to, std::int32_t amount,
+              std::chrono::milliseconds created_ago = {});
   // Inserts a transfer and runs its first `steps` steps (kAppStepCount = all of them).
-  Value Transfer(const std::string& from, const std::string& to, std::int32_t amount, int steps);
+  Value Transfer(const std::string& from, const std::string& to, std::int32_t amount, int steps,
+                 std::chrono::milliseconds created_ago = {});
   // Runs one application step for `id` (a no-op where the seed's guard says so).
   Status RunStep(const Value& id, AppStep step);
 
@@ -74,15 +93,15 @@ class Bank {
   std::vector<std::string> Violations(const Snapshot& before, bool all_terminal = true);
 
  private:
+  std::optional<Document> Account(const std::string& name);
+
   Store* store_;
-  TransferProfile profile_;
+  Profile profile_;
+  TransferProfile tp_;  // profile_'s transfer part
+  Dialect dialect_;
+  std::optional<std::string> application_;
   Namespace txns_, accounts_, other_;
   int next_id_ = 1;
 };
-
-// Runs one sweep of `watch` and returns its summary; reports are appended to *reports.
-WatchSummary SweepOnce(Store* store, Clock* clock, const WatchSpec& watch, const std::string& owner,
-                       std::vector<TxnReport>* reports = nullptr, int workers = 1,
-                       bool dry_run = false);
 
 }  // namespace txn_recovery::testing

@@ -22,6 +22,9 @@ struct ObjectId {
   std::array<std::uint8_t, 12> bytes{};
   // The creation time embedded in the first four bytes, in milliseconds since the epoch.
   std::int64_t CreationMillis() const noexcept;
+  // The smallest ObjectId created in the second holding `millis` (the remaining eight bytes
+  // zero): `_id < AtTime(t)` selects the ObjectIds created before that second.
+  static ObjectId AtTime(std::int64_t millis) noexcept;
   std::string Hex() const;
   static std::optional<ObjectId> FromHex(std::string_view hex);
   friend bool operator==(const ObjectId&, const ObjectId&) = default;

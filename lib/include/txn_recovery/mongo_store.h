@@ -37,6 +37,9 @@ struct MongoOptions {
   int max_pool_size = 16;
   // How long a call waits for a usable server before failing with Unavailable.
   std::chrono::milliseconds server_selection_timeout{5000};
+  // How long one operation may wait on a connected server's reply (socketTimeoutMS, unless
+  // the URI sets it). 0 leaves the driver's default.
+  std::chrono::milliseconds socket_timeout{30000};
 };
 
 class MongoStore final : public Store {

@@ -1,13 +1,23 @@
 // Profiles: how the documents of one family of two-phase-commit applications look, and how
-// one transaction document turns into the guarded single-document writes that apply, undo
-// and finish it. A profile never guesses: a document that does not fit is reported as
-// Malformed with the reason, and the caller quarantines it.
+// one transaction document turns into the guarded writes that apply, undo and finish it. A
+// profile never guesses: a document that does not fit is reported as Malformed with the
+// reason, and the caller quarantines it.
+//
+// A Profile is a value: the fields every transaction document has (state, time, owner),
+// shared by every protocol, plus one protocol-specific part:
+//   transfer       seeds 001, 002, 004: move an amount between two participants
+//   operations     seed 000 (mongoose): a list of invertible changes to any documents
+//   tagged-insert  seed 003: documents inserted with a `tx` tag, untagged or deleted at the end
+// The state machine and the sweeper only see what Parse produces (a Transaction with its
+// participant steps and tagged sets), so they stay the same for every protocol.
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "txn_recovery/document.h"
@@ -16,7 +26,9 @@
 
 namespace txn_recovery {
 
-// The canonical life cycle shared by every profile (DESIGN.md's decision table).
+// The canonical life cycle shared by every profile (DESIGN.md's decision table). Each
+// profile names these states its own way (tagged-insert: started = pending, finishing =
+// applied, rollback = canceling).
 enum class TxnState { kInitial, kPending, kApplied, kDone, kCanceling, kCancelled };
 std::string_view TxnStateName(TxnState s) noexcept;
 inline bool IsTerminal(TxnState s) noexcept {
@@ -24,7 +36,12 @@ inline bool IsTerminal(TxnState s) noexcept {
 }
 
 // Every spelling each state accepts when read. The first spelling of each list is the one
-// written. Data written by old code with another spelling is recovered all the same.
+// written. Data written by old code with another spelling is recovered all the same; a
+// spelling in no list is never guessed at (the document is quarantined).
+//
+// A list may be empty where the profile allows it: tagged-insert has no initial state, and
+// by default (seed 003) ends a rollback in the `done` spelling, so its cancelled list is
+// empty and Written(kCancelled) is the first spelling of `done`.
 struct StateAliases {
   std::vector<std::string> initial{"initial"};
   std::vector<std::string> pending{"pending"};
@@ -34,22 +51,43 @@ struct StateAliases {
   std::vector<std::string> cancelled{"cancelled", "canceled"};
 
   const std::vector<std::string>& For(TxnState s) const noexcept;
+  std::vector<std::string>& For(TxnState s) noexcept;
   std::optional<TxnState> Parse(std::string_view spelling) const noexcept;
-  const std::string& Written(TxnState s) const noexcept { return For(s).front(); }
+  const std::string& Written(TxnState s) const noexcept;
   // Every spelling of every non-terminal / terminal / any state.
   std::vector<Value> NonTerminalSpellings() const;
   std::vector<Value> TerminalSpellings() const;
   std::vector<Value> AllSpellings() const;
-  // InvalidArgument if a list is empty or a spelling belongs to two states.
-  Status Validate() const;
+  std::vector<Value> SpellingsOf(std::initializer_list<TxnState> states) const;
+  // InvalidArgument if a list other than `may_be_empty` is empty, a spelling is empty, or a
+  // spelling belongs to two states.
+  Status Validate(std::initializer_list<TxnState> may_be_empty = {}) const;
 };
 
-// The `transfer` profile: MongoDB manual's bank transfer (seeds 002, 004), every name
-// configurable. One transaction moves `amount_field` from the participant named by
-// `source_field` to the one named by `destination_field`.
+// What to do with a transaction document that has no time field.
+enum class MissingTime {
+  kQuarantine,    // the document does not fit: set it aside (default)
+  kObjectIdTime,  // age it from its ObjectId `_id`'s creation time (seed 001 writes no time)
+};
+
+// Seed 001's `application` field: which application drives a transaction. When `applications`
+// is non-empty or `include_unowned` is set, the daemon recovers only the transactions owned
+// by one of `applications`, plus (with include_unowned) those with no owner (field absent
+// or null). Otherwise it recovers every transaction, owned or not.
+struct OwnerFilter {
+  std::string field = "application";
+  std::vector<std::string> applications;
+  bool include_unowned = false;
+
+  bool active() const noexcept { return !applications.empty() || include_unowned; }
+  // The condition a transaction must meet (an empty filter when inactive).
+  Filter Condition() const;
+};
+
+// The `transfer` protocol: MongoDB manual's bank transfer (seeds 002, 004) and the schema
+// book's (seed 001), every name configurable. One transaction moves `amount_field` from the
+// participant named by `source_field` to the one named by `destination_field`.
 struct TransferProfile {
-  std::string state_field = "state";
-  std::string time_field = "lastModified";
   std::string source_field = "source";
   std::string destination_field = "destination";
   std::string amount_field = "value";
@@ -60,7 +98,6 @@ struct TransferProfile {
   // Debit only while `balance >= amount` (seed 001); a debit that cannot apply makes
   // the transaction roll back.
   bool require_funds = false;
-  StateAliases states;
 
   Status Validate() const;
 };
@@ -76,8 +113,14 @@ struct ParticipantStep {
   Filter apply_guard;    // extra conditions for applying (e.g. sufficient funds)
   Update apply;          // the change plus pushing the marker
   Update undo;           // the exact inverse plus pulling the marker
-  Update finish;         // pulling the marker
+  // A second application found on a *done* transaction (a late write): what removes the
+  // duplicate. For a change that is not idempotent ($inc) it is `undo`; for one that is
+  // ($set) only the marker is pulled, since the value is the committed one.
+  Update undo_duplicate;
+  Update finish;  // pulling the marker
   std::string marker_field;
+  // `target` is not the _id: check it matches exactly one document before applying.
+  bool target_may_be_ambiguous = false;
 };
 
 // A transaction document as the state machine needs it.
@@ -93,10 +136,34 @@ struct Transaction {
   std::optional<DateTime> lease_expires;
 };
 
-// Parses a transaction document of the transfer profile. Malformed (with a reason naming
-// the field) when it does not fit; never throws. `lease_field` is the sub-document the
-// recovery daemon keeps its bookkeeping in.
-Status ParseTransfer(const Document& doc, const TransferProfile& profile, const Namespace& txn_ns,
-                     std::string_view lease_field, Transaction* txn);
+struct Profile {
+  std::string state_field = "state";
+  std::string time_field = "lastModified";
+  StateAliases states;
+  MissingTime missing_time = MissingTime::kQuarantine;
+  OwnerFilter owner;
+  std::variant<TransferProfile> protocol;
+
+  // The defaults of each protocol, as its seeds write them.
+  static Profile Transfer();  // seeds 002/004: state, lastModified, initial..cancelled
+  // "transfer"; nullopt for anything else.
+  static std::optional<Profile> Named(std::string_view kind);
+
+  std::string_view kind() const noexcept;
+  const TransferProfile* transfer() const noexcept {
+    return std::get_if<TransferProfile>(&protocol);
+  }
+  TransferProfile* transfer() noexcept { return std::get_if<TransferProfile>(&protocol); }
+
+  // The states this profile may leave without spellings.
+  std::vector<TxnState> OptionalStates() const;
+  Status Validate() const;
+
+  // Parses a transaction document. Malformed (with a reason naming the field) when it does
+  // not fit; never throws. `txn_ns` is the transactions collection (participants live in
+  // its database); `lease_field` is the sub-document the daemon keeps its bookkeeping in.
+  Status Parse(const Document& doc, const Namespace& txn_ns, std::string_view lease_field,
+               Transaction* txn) const;
+};
 
 }  // namespace txn_recovery

@@ -41,7 +41,8 @@ enum class Outcome {
   kResolved,     // reached a terminal state (or, for kCheckLateWrites, was checked)
   kBusy,         // another daemon holds the lease, or the application touched it since read
   kFailed,       // an error stopped the work; everything done so far is safe to repeat
-  kQuarantined,  // the document does not fit its profile; set aside with the reason
+  kQuarantined,  // the document (or a participant it names) does not fit its profile; set
+                 // aside with the reason
   kPlanned,      // dry run: nothing written
 };
 std::string_view OutcomeName(Outcome o) noexcept;
@@ -74,7 +75,7 @@ class StateMachine {
  public:
   // `store` and `clock` must outlive the machine. `server_now` estimates the server's
   // current time (see ServerClock in sweeper.h).
-  StateMachine(Store* store, Clock* clock, Namespace txn_ns, const TransferProfile* profile,
+  StateMachine(Store* store, Clock* clock, Namespace txn_ns, const Profile* profile,
                std::string lease_field, LeaseOptions lease, std::function<DateTime()> server_now);
 
   // Claims the transaction's lease, performs `action`, releases the lease. Every write is
@@ -95,7 +96,7 @@ class StateMachine {
   Store* store_;
   Clock* clock_;
   Namespace txn_ns_;
-  const TransferProfile* profile_;
+  const Profile* profile_;
   std::string lease_field_;
   LeaseOptions lease_;
   std::function<DateTime()> server_now_;

@@ -44,6 +44,7 @@ struct Predicate {
     kExists,       // path is present
     kNotExists,    // path is absent
     kNotDateTime,  // path is present and is not a date
+    kNotObjectId,  // path is present and is not an ObjectId
   };
   Op op;
   std::string path;
@@ -62,6 +63,7 @@ class Filter {
   Filter& Exists(std::string path);
   Filter& NotExists(std::string path);
   Filter& NotDateTime(std::string path);
+  Filter& NotObjectId(std::string path);
   // The filter also requires that at least one of `alternatives` matches ($or). At most
   // one disjunction per filter; alternatives may carry their own.
   Filter& AnyOf(std::vector<Filter> alternatives);

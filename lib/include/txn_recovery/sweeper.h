@@ -24,11 +24,16 @@ namespace txn_recovery {
 struct WatchSpec {
   std::string name;
   Namespace ns;  // the transactions collection
-  TransferProfile profile;
+  Profile profile;
   Thresholds thresholds;
   // The sub-document of each transaction where the daemon keeps its lease, the record of
   // how it resolved the transaction, and quarantine reasons. Applications never write it.
   std::string lease_field = "recovery";
+  // A collection in the watch's database holding {_id: "pause", paused: true}: while that
+  // document says so, no instance acts on this watch (txn-recoveryd pause / resume).
+  std::string control_collection = "txn_recoveryd_control";
+
+  Namespace control_ns() const { return {ns.database, control_collection}; }
 };
 
 struct SweepOptions {
@@ -63,7 +68,8 @@ struct WatchSummary {
   std::int64_t failed = 0;
   std::int64_t busy = 0;
   std::int64_t resolved = 0;
-  Status status;  // the watch-level error (database unreachable, ...), OK otherwise
+  bool paused = false;  // the pause switch was on: nothing was read or written
+  Status status;        // the watch-level error (database unreachable, ...), OK otherwise
 };
 
 // What is stuck in one watch right now: non-terminal transactions older than resume_after,
@@ -85,6 +91,11 @@ class Sweeper {
   // Returns the watch-level status (also stored in summary->status).
   Status SweepWatch(const WatchSpec& watch, const std::function<void(const TxnReport&)>& on_txn,
                     WatchSummary* summary);
+
+  // Whether the pause switch of `watch` is on.
+  static Status IsPaused(Store* store, const WatchSpec& watch, bool* paused);
+  // Turns the pause switch on or off for every instance; `by` is recorded.
+  static Status SetPaused(Store* store, const WatchSpec& watch, bool paused, const std::string& by);
 
   // Counts what is stuck (a few count queries and one sorted find with limit 1; reads only).
   Status Inspect(const WatchSpec& watch, StuckReport* report);

@@ -1,0 +1,560 @@
+#include "scheduler.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <ctime>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "exit_codes.h"
+#include "http_server.h"
+#include "logging.h"
+#include "metrics.h"
+#include "notifier.h"
+#include "sweep_command.h"
+#include "txn_recovery/clock.h"
+#include "txn_recovery/mongo_store.h"
+#include "txn_recovery/sweeper.h"
+
+namespace txn_recoveryd {
+
+using txn_recovery::Status;
+using Steady = std::chrono::steady_clock;
+using std::chrono::duration_cast;
+using std::chrono::milliseconds;
+
+Status ApplyOverrides(const RunOptions& options, Config* config) {
+  if (!options.log_format.empty()) {
+    if (options.log_format == "text") {
+      config->log.format = LogFormat::kText;
+    } else if (options.log_format == "json") {
+      config->log.format = LogFormat::kJson;
+    } else if (options.log_format == "journal") {
+      config->log.format = LogFormat::kJournal;
+    } else {
+      return Status::InvalidArgument("--log-format: must be text, json or journal, not '" +
+                                     options.log_format + "'");
+    }
+  }
+  if (!options.log_level.empty()) {
+    static const std::set<std::string> kLevels = {"trace", "debug", "info", "warn", "error"};
+    if (!kLevels.count(options.log_level))
+      return Status::InvalidArgument(
+          "--log-level: must be trace, debug, info, warn or error, not '" + options.log_level +
+          "'");
+    config->log.level = options.log_level;
+  }
+  if (!options.http_listen.empty()) config->http.listen = options.http_listen;
+  return Status::Ok();
+}
+
+namespace {
+
+double UnixSeconds() {
+  return static_cast<double>(std::chrono::duration_cast<milliseconds>(
+                                 std::chrono::system_clock::now().time_since_epoch())
+                                 .count()) /
+         1000.0;
+}
+
+std::string Seconds(milliseconds d) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1fs", static_cast<double>(d.count()) / 1000.0);
+  return buf;
+}
+
+std::string ClockTime() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%H:%M:%SZ", &tm);
+  return buf;
+}
+
+// The signals the daemon handles, blocked in every thread and received by one thread with
+// sigwait(): no async-signal-safety concerns, and the handling code may lock and log.
+// SIGUSR2 only wakes the thread when the daemon shuts the watcher down.
+sigset_t HandledSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
+  sigaddset(&set, SIGUSR2);
+  return set;
+}
+
+class SignalWatcher {
+ public:
+  explicit SignalWatcher(std::function<void(int)> on_signal) : on_signal_(std::move(on_signal)) {
+    thread_ = std::thread([this] {
+      sigset_t set = HandledSignals();
+      for (;;) {
+        int sig = 0;
+        if (sigwait(&set, &sig) != 0) continue;
+        if (done_.load()) return;
+        if (sig != SIGUSR2) on_signal_(sig);
+      }
+    });
+  }
+  ~SignalWatcher() {
+    done_ = true;
+    pthread_kill(thread_.native_handle(), SIGUSR2);
+    thread_.join();
+  }
+  SignalWatcher(const SignalWatcher&) = delete;
+  SignalWatcher& operator=(const SignalWatcher&) = delete;
+
+ private:
+  std::function<void(int)> on_signal_;
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+};
+
+class Daemon {
+ public:
+  Daemon(RunOptions options, EnvLookup env)
+      : options_(std::move(options)), env_(std::move(env)), rng_(std::random_device{}()) {}
+
+  int Run();
+
+ private:
+  struct SweepOutcome {
+    bool database_up = true;
+    std::int64_t resolved = 0, failed = 0, stuck = 0, quarantined = 0;
+    std::optional<milliseconds> oldest;
+    std::vector<std::string> paused, broken;
+  };
+
+  void OnSignal(int sig);
+  Status Load(Config* config) const;
+  Status OpenStore(const Config& config, std::unique_ptr<txn_recovery::MongoStore>* store) const;
+  Status StartHttp(const std::string& listen, std::unique_ptr<HealthServer>* server);
+  void Reload();
+  SweepOutcome SweepAll();
+  void RecordWatch(const txn_recovery::WatchSpec& w, const txn_recovery::WatchSummary& summary,
+                   const Status& s, double seconds, SweepOutcome* out);
+  void Progress();
+  // Publishes what other threads read of config_ after it changes.
+  void Adopted() {
+    live_limit_ms_ = std::max<std::int64_t>(60'000, 3 * config_.daemon.interval.count());
+    drain_deadline_ms_ = config_.daemon.drain_deadline.count();
+  }
+  // Sleeps up to `d`, waking early for a stop or reload request, and keeps the watchdog fed.
+  void Wait(milliseconds d);
+  milliseconds Jittered(milliseconds interval);
+  void StartDrainDeadline();
+  void PublishStatus(const SweepOutcome& o, milliseconds took, milliseconds next);
+
+  RunOptions options_;
+  EnvLookup env_;
+  std::mt19937_64 rng_;
+  Config config_;
+  std::unique_ptr<txn_recovery::MongoStore> store_;
+  std::unique_ptr<HealthServer> http_;
+  std::string owner_ = txn_recovery::MakeOwnerId();
+  Notifier notifier_;
+  Metrics metrics_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool reload_requested_ = false;  // guarded by mu_
+  std::atomic<bool> stop_{false};
+  bool finished_ = false;  // guarded by mu_; the drain deadline thread waits for it
+  std::thread deadline_thread_;
+
+  std::atomic<std::int64_t> last_progress_ms_{0};  // steady clock, for /livez
+  std::atomic<bool> database_up_{false};
+  std::atomic<std::int64_t> live_limit_ms_{60'000};
+  // Copies of configuration values read by the signal and HTTP threads.
+  std::atomic<std::int64_t> drain_deadline_ms_{8'000};
+  std::uint64_t suppressed_logs_reported_ = 0;
+  Steady::time_point last_watchdog_{};
+  std::map<std::string, std::set<std::string>> stuck_series_;  // watch -> states reported
+};
+
+void Daemon::OnSignal(int sig) {
+  if (sig == SIGHUP) {
+    std::lock_guard<std::mutex> l(mu_);
+    reload_requested_ = true;
+    cv_.notify_all();
+    return;
+  }
+  if (stop_.exchange(true)) {
+    // A second SIGTERM/SIGINT: the operator does not want to wait for the drain. Everything
+    // the daemon leaves is safe to repeat; its leases expire.
+    spdlog::warn("second {} during the drain: exiting now", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    spdlog::default_logger()->flush();
+    std::_Exit(kExitOk);
+  }
+  spdlog::info("{} received: finishing the transactions in hand, then exiting (deadline {})",
+               sig == SIGINT ? "SIGINT" : "SIGTERM",
+               FormatDuration(milliseconds(drain_deadline_ms_.load())));
+  notifier_.Stopping();
+  StartDrainDeadline();
+  std::lock_guard<std::mutex> l(mu_);
+  cv_.notify_all();
+}
+
+void Daemon::StartDrainDeadline() {
+  milliseconds deadline(drain_deadline_ms_.load());
+  std::lock_guard<std::mutex> guard(mu_);
+  if (finished_) return;  // the loop is already done; nothing to bound
+  deadline_thread_ = std::thread([this, deadline] {
+    std::unique_lock<std::mutex> l(mu_);
+    if (cv_.wait_for(l, deadline, [this] { return finished_; })) return;
+    spdlog::warn(
+        "drain deadline of {} passed with work in hand: exiting anyway; every step left "
+        "undone is safe to repeat and its lease expires",
+        FormatDuration(deadline));
+    spdlog::default_logger()->flush();
+    std::_Exit(kExitOk);
+  });
+}
+
+Status Daemon::Load(Config* config) const {
+  Status s = LoadConfig(options_.config_path, env_, config);
+  if (s.ok()) s = ApplyOverrides(options_, config);
+  return s;
+}
+
+Status Daemon::OpenStore(const Config& config,
+                         std::unique_ptr<txn_recovery::MongoStore>* store) const {
+  txn_recovery::MongoOptions mo = MongoOptionsFor(config);
+  Status s = txn_recovery::MongoStore::Open(mo, store);
+  if (!s.ok())
+    return Status::InvalidArgument(config.mongodb.uri_source + ": mongodb.uri: " + s.message());
+  return s;
+}
+
+Status Daemon::StartHttp(const std::string& listen, std::unique_ptr<HealthServer>* server) {
+  auto next = std::make_unique<HealthServer>();
+  HealthHandlers h;
+  h.metrics = [this] { return metrics_.Render(); };
+  h.live = [this](std::string* why) {
+    auto now = duration_cast<milliseconds>(Steady::now().time_since_epoch()).count();
+    auto idle = now - last_progress_ms_.load();
+    if (idle <= live_limit_ms_.load()) return true;
+    *why = "the sweep loop has made no progress for " + std::to_string(idle / 1000) + "s";
+    return false;
+  };
+  h.ready = [this](std::string* why) {
+    if (stop_.load()) {
+      *why = "stopping";
+      return false;
+    }
+    if (!database_up_.load()) {
+      *why = "the database is unreachable (see the log and txn_recoveryd_database_up)";
+      return false;
+    }
+    return true;
+  };
+  Status s = next->Start(listen, std::move(h));
+  if (!s.ok()) return s;
+  spdlog::info("health and metrics on http://{}", next->address());
+  *server = std::move(next);
+  return Status::Ok();
+}
+
+void Daemon::Progress() {
+  auto now = Steady::now();
+  last_progress_ms_ = duration_cast<milliseconds>(now.time_since_epoch()).count();
+  if (auto wd = notifier_.watchdog_interval(); wd && now - last_watchdog_ >= *wd / 2) {
+    notifier_.Watchdog();
+    last_watchdog_ = now;
+  }
+}
+
+void Daemon::Wait(milliseconds d) {
+  auto until = Steady::now() + d;
+  std::unique_lock<std::mutex> l(mu_);
+  while (!stop_.load() && !reload_requested_) {
+    auto now = Steady::now();
+    if (now >= until) break;
+    // Wake at least once a second so the watchdog and /livez see a live loop.
+    auto slice = std::min<Steady::duration>(until - now, std::chrono::seconds(1));
+    cv_.wait_for(l, slice);
+    l.unlock();
+    Progress();
+    l.lock();
+  }
+}
+
+milliseconds Daemon::Jittered(milliseconds interval) {
+  double j = std::clamp(config_.daemon.jitter, 0.0, 1.0);
+  std::uniform_real_distribution<double> dist(1.0 - j, 1.0 + j);
+  return milliseconds(
+      static_cast<std::int64_t>(static_cast<double>(interval.count()) * dist(rng_)));
+}
+
+void Daemon::Reload() {
+  notifier_.Reloading();
+  Config next;
+  Status s = Load(&next);
+  std::unique_ptr<HealthServer> next_http;
+  std::unique_ptr<txn_recovery::MongoStore> next_store;
+  bool http_changed = s.ok() && next.http.listen != config_.http.listen;
+  bool store_changed = s.ok() && (next.mongodb.uri != config_.mongodb.uri ||
+                                  next.mongodb.server_selection_timeout !=
+                                      config_.mongodb.server_selection_timeout ||
+                                  next.mongodb.socket_timeout != config_.mongodb.socket_timeout ||
+                                  next.sweep.workers != config_.sweep.workers);
+  // Everything that can fail is prepared before anything is swapped, so that a failed
+  // reload leaves the running configuration entirely in force.
+  if (s.ok() && http_changed && !next.http.listen.empty())
+    s = StartHttp(next.http.listen, &next_http);
+  if (s.ok() && store_changed) s = OpenStore(next, &next_store);
+  if (!s.ok()) {
+    spdlog::error("reload failed; the running configuration stays in force: {}", s.message());
+    metrics_.Set("txn_recoveryd_last_reload_successful", {}, 0);
+    notifier_.Ready();
+    return;
+  }
+  if (http_changed) {
+    if (http_) http_->Stop();
+    http_ = std::move(next_http);
+  }
+  if (store_changed) store_ = std::move(next_store);
+  if (next.log.format != config_.log.format)
+    spdlog::warn("log.format changes take effect at the next restart");
+  if (next.log.level != config_.log.level)
+    spdlog::default_logger()->set_level(spdlog::level::from_str(next.log.level));
+  config_ = std::move(next);
+  Adopted();
+  metrics_.Set("txn_recoveryd_last_reload_successful", {}, 1);
+  metrics_.Set("txn_recoveryd_last_reload_success_timestamp_seconds", {}, UnixSeconds());
+  spdlog::info("configuration reloaded from {}: {} watch(es), interval {}{}", config_.path,
+               config_.watches.size(), FormatDuration(config_.daemon.interval),
+               store_changed ? ", new database connection" : "");
+  notifier_.Ready();
+}
+
+void Daemon::RecordWatch(const txn_recovery::WatchSpec& w,
+                         const txn_recovery::WatchSummary& summary, const Status& s, double seconds,
+                         SweepOutcome* out) {
+  Labels watch{{"watch", w.name}};
+  metrics_.Inc("txn_recoveryd_sweeps_total", watch);
+  metrics_.Inc("txn_recoveryd_sweep_failures_total", watch, 0);  // present from the start
+  metrics_.Observe("txn_recoveryd_sweep_duration_seconds", watch, seconds);
+  metrics_.Set("txn_recoveryd_paused", watch, summary.paused ? 1 : 0);
+  for (const auto& [action, outcomes] : summary.counts) {
+    Labels la{{"watch", w.name}, {"action", std::string(txn_recovery::ActionName(action))}};
+    if (auto it = outcomes.find(txn_recovery::Outcome::kResolved); it != outcomes.end())
+      metrics_.Inc("txn_recoveryd_resolved_total", la, static_cast<double>(it->second));
+    if (auto it = outcomes.find(txn_recovery::Outcome::kFailed); it != outcomes.end())
+      metrics_.Inc("txn_recoveryd_transaction_failures_total", la, static_cast<double>(it->second));
+  }
+  metrics_.Inc("txn_recoveryd_quarantined_total", watch, static_cast<double>(summary.quarantined));
+  metrics_.Inc("txn_recoveryd_late_writes_undone_total", watch,
+               static_cast<double>(summary.late_writes_undone));
+  out->resolved += summary.resolved;
+  out->failed += summary.failed;
+  if (summary.paused) out->paused.push_back(w.name);
+  if (!s.ok()) {
+    metrics_.Inc("txn_recoveryd_sweep_failures_total", watch);
+    if (s.IsUnavailable()) out->database_up = false;
+    out->broken.push_back(w.name);
+    LogFields f({{"watch", w.name}});
+    spdlog::error("sweep of {} failed: {}", w.ns.ToString(), s.ToString());
+    return;
+  }
+  metrics_.Set("txn_recoveryd_last_successful_sweep_timestamp_seconds", watch, UnixSeconds());
+  metrics_.Set("txn_recoveryd_quarantined_transactions", watch,
+               static_cast<double>(summary.quarantined_total));
+  out->quarantined += summary.quarantined_total;
+
+  // What is still stuck after the sweep: the gauges an operator alerts on.
+  txn_recovery::StuckReport report;
+  txn_recovery::Sweeper inspector(store_.get(), txn_recovery::Clock::Real(), {});
+  if (Status is = inspector.Inspect(w, &report); !is.ok()) {
+    LogFields f({{"watch", w.name}});
+    spdlog::warn("could not count stuck transactions: {}", is.ToString());
+    if (is.IsUnavailable()) out->database_up = false;
+    return;
+  }
+  auto& seen = stuck_series_[w.name];
+  for (const auto& state : seen)
+    metrics_.Set("txn_recoveryd_stuck_transactions", {{"watch", w.name}, {"state", state}}, 0);
+  for (const auto& [state, n] : report.stuck) {
+    std::string name(txn_recovery::TxnStateName(state));
+    seen.insert(name);
+    metrics_.Set("txn_recoveryd_stuck_transactions", {{"watch", w.name}, {"state", name}},
+                 static_cast<double>(n));
+    out->stuck += n;
+  }
+  double oldest = report.oldest_age ? static_cast<double>(report.oldest_age->count()) / 1000 : 0;
+  metrics_.Set("txn_recoveryd_oldest_stuck_age_seconds", watch, oldest);
+  if (report.oldest_age && (!out->oldest || *report.oldest_age > *out->oldest))
+    out->oldest = report.oldest_age;
+}
+
+Daemon::SweepOutcome Daemon::SweepAll() {
+  SweepOutcome out;
+  Status ping = store_->Ping();
+  if (!ping.ok()) {
+    out.database_up = false;
+    database_up_ = false;
+    metrics_.Set("txn_recoveryd_database_up", {}, 0);
+    for (const auto& w : config_.watches) {
+      metrics_.Inc("txn_recoveryd_sweeps_total", {{"watch", w.name}});
+      metrics_.Inc("txn_recoveryd_sweep_failures_total", {{"watch", w.name}});
+    }
+    // Logged on every attempt; the rate limiter keeps an outage to a line a minute.
+    spdlog::warn("database unreachable ({}): {}", txn_recovery::RedactUri(config_.mongodb.uri),
+                 ping.message());
+    return out;
+  }
+  if (!database_up_.exchange(true))
+    spdlog::info("database reachable at {}", txn_recovery::RedactUri(config_.mongodb.uri));
+  metrics_.Set("txn_recoveryd_database_up", {}, 1);
+
+  txn_recovery::SweepOptions so;
+  so.workers = config_.sweep.workers;
+  so.batch_size = config_.sweep.batch_size;
+  so.lease.owner = owner_;
+  so.lease.duration = config_.sweep.lease_duration;
+  so.max_failures = config_.sweep.max_failures;
+  so.stop = &stop_;
+  txn_recovery::Sweeper sweeper(store_.get(), txn_recovery::Clock::Real(), so);
+  // Reports arrive from the sweeper's workers, never concurrently; the watchdog and /livez
+  // are fed from here so that a sweep of a million transactions is not mistaken for a hang.
+  auto on_txn = [this](const txn_recovery::TxnReport& r) {
+    LogTransaction(r);
+    Progress();
+  };
+  for (const auto& w : config_.watches) {
+    if (stop_.load()) break;
+    txn_recovery::WatchSummary summary;
+    auto t0 = Steady::now();
+    Status s = sweeper.SweepWatch(w, on_txn, &summary);
+    double seconds = std::chrono::duration<double>(Steady::now() - t0).count();
+    if (s.IsAborted() && stop_.load()) break;  // the drain, not a failure
+    RecordWatch(w, summary, s, seconds, &out);
+    Progress();
+  }
+  if (!out.database_up) {
+    database_up_ = false;
+    metrics_.Set("txn_recoveryd_database_up", {}, 0);
+  }
+  return out;
+}
+
+void Daemon::PublishStatus(const SweepOutcome& o, milliseconds took, milliseconds next) {
+  std::string status;
+  if (!o.database_up) {
+    status = "database unreachable; retrying in " + Seconds(next);
+  } else {
+    status = "last sweep " + ClockTime() + " (" + Seconds(took) +
+             "): " + std::to_string(o.resolved) + " resolved, " + std::to_string(o.failed) +
+             " failed; " + std::to_string(o.stuck) + " stuck";
+    if (o.oldest) status += " (oldest " + std::to_string(o.oldest->count() / 1000) + "s)";
+    status += ", " + std::to_string(o.quarantined) + " quarantined; database up";
+    if (!o.paused.empty()) status += "; PAUSED: " + std::to_string(o.paused.size()) + " watch(es)";
+    if (!o.broken.empty()) status += "; failing: " + std::to_string(o.broken.size()) + " watch(es)";
+  }
+  notifier_.Status(status);
+}
+
+int Daemon::Run() {
+  // Before any thread exists, so that every thread inherits the mask and only the watcher
+  // receives these signals.
+  sigset_t set = HandledSignals();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  SignalWatcher watcher([this](int sig) { OnSignal(sig); });
+
+  if (Status s = Load(&config_); !s.ok()) {
+    std::cerr << "txn-recoveryd: bad configuration: " << s.message() << "\n";
+    return kExitConfig;
+  }
+  SetupLogging(config_.log.format, config_.log.level);
+  Adopted();
+  DescribeStandardMetrics(&metrics_, TXN_RECOVERYD_VERSION);
+  metrics_.Set("txn_recoveryd_last_reload_successful", {}, 1);
+  metrics_.Set("txn_recoveryd_last_reload_success_timestamp_seconds", {}, UnixSeconds());
+  metrics_.Set("txn_recoveryd_database_up", {}, 0);
+  Progress();
+
+  if (Status s = OpenStore(config_, &store_); !s.ok()) {
+    spdlog::error("bad configuration: {}", s.message());
+    return kExitConfig;
+  }
+  if (!config_.http.listen.empty()) {
+    if (Status s = StartHttp(config_.http.listen, &http_); !s.ok()) {
+      spdlog::error("cannot serve health and metrics: {}", s.message());
+      return kExitUnavailable;
+    }
+  }
+  spdlog::info("txn-recoveryd {} started as {}: {} watch(es) on {}, interval {}",
+               TXN_RECOVERYD_VERSION, owner_, config_.watches.size(),
+               txn_recovery::RedactUri(config_.mongodb.uri),
+               FormatDuration(config_.daemon.interval));
+  notifier_.Ready();
+  notifier_.Status("started; first sweep under way");
+
+  milliseconds backoff = config_.daemon.backoff_initial;
+  while (!stop_.load()) {
+    bool reload = false;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      std::swap(reload, reload_requested_);
+    }
+    if (reload) Reload();
+    auto t0 = Steady::now();
+    SweepOutcome o = SweepAll();
+    auto took = duration_cast<milliseconds>(Steady::now() - t0);
+    if (stop_.load()) break;
+    milliseconds next;
+    if (o.database_up) {
+      backoff = config_.daemon.backoff_initial;
+      next = Jittered(config_.daemon.interval);
+    } else {
+      // Seed 003's schedule, jittered so that hosts reconnecting after an outage spread out.
+      next = Jittered(backoff);
+      backoff = std::min(backoff * 2, config_.daemon.backoff_max);
+    }
+    PublishStatus(o, took, next);
+    std::uint64_t suppressed = SuppressedLogMessages();
+    metrics_.Inc("txn_recoveryd_log_messages_suppressed_total", {},
+                 static_cast<double>(suppressed - suppressed_logs_reported_));
+    suppressed_logs_reported_ = suppressed;
+    Wait(next);
+  }
+
+  notifier_.Status("stopping: releasing leases");
+  store_.reset();
+  if (http_) http_->Stop();
+  spdlog::info("stopped");
+  spdlog::default_logger()->flush();
+  std::thread deadline;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    finished_ = true;
+    deadline = std::move(deadline_thread_);
+    cv_.notify_all();
+  }
+  if (deadline.joinable()) deadline.join();
+  return kExitOk;
+}
+
+}  // namespace
+
+int RunDaemon(const RunOptions& options, const EnvLookup& env) {
+  Daemon daemon(options, env);
+  return daemon.Run();
+}
+
+}  // namespace txn_recoveryd

@@ -1,0 +1,56 @@
+// Retention: removes finished transactions once nobody can need them, so that a busy
+// transactions collection does not grow forever. Off unless a watch asks for it.
+//
+// A finished (done / cancelled) transaction is removed only when it is older than both the
+// retention period and the late-write window: while it is inside that window the sweeper
+// still re-checks its participants for late writes and needs the document to do so.
+// Removal is by batches of conditional deletes (the same filter again, plus the ids), so a
+// transaction that changed since it was read is never removed, and a pause between
+// batches keeps the load on the database predictable.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "txn_recovery/clock.h"
+#include "txn_recovery/store.h"
+
+namespace txn_recovery {
+
+struct RetentionPolicy {
+  std::chrono::milliseconds retain_finished{0};  // 0 = retention off
+  // Empty: delete. Otherwise the collection (same database) finished transactions are
+  // moved to; a document already there is not inserted again, so an interrupted move
+  // completes on the next run without duplicates.
+  std::string archive_collection;
+  std::int32_t batch_size = 500;
+  std::chrono::milliseconds pause_between_batches{200};
+
+  bool enabled() const { return retain_finished.count() > 0; }
+};
+
+struct RetentionResult {
+  std::int64_t deleted = 0;
+  std::int64_t archived = 0;
+};
+
+struct RetentionTarget {
+  Namespace transactions;
+  Filter finished;         // matches done / cancelled in every accepted spelling
+  std::string time_field;  // transactions without a readable date here are kept
+  std::string lease_field;
+  // The late-write window of the watch: nothing younger is removed, whatever the policy.
+  std::chrono::milliseconds late_write_window{0};
+};
+
+// Removes the finished transactions of `target` older than the policy allows at server
+// time `now`. Stops between batches when *stop becomes true (may be null). `clock` paces
+// the batches. Thread-safety: none needed beyond the Store's; several instances may run
+// at once against one collection (an instance that loses the race deletes nothing twice).
+Status RemoveFinished(Store* store, Clock* clock, const RetentionTarget& target,
+                      const RetentionPolicy& policy, DateTime now, const std::atomic<bool>* stop,
+                      RetentionResult* result);
+
+}  // namespace txn_recovery

@@ -1,0 +1,93 @@
+#include "txn_recovery/retention.h"
+
+#include <algorithm>
+#include <set>
+#include <vector>
+
+namespace txn_recovery {
+
+namespace {
+
+// The ids among `ids` already present in the archive (moved by an earlier, interrupted run
+// or by another instance).
+Status AlreadyArchived(Store* store, const Namespace& archive, const std::vector<Value>& ids,
+                       std::set<std::string>* present) {
+  std::unique_ptr<Cursor> cursor;
+  if (Status s = store->Find(archive, Filter().In("_id", ids), {}, &cursor); !s.ok()) return s;
+  Document d;
+  for (bool has = true;;) {
+    if (Status s = cursor->Next(&d, &has); !s.ok()) return s;
+    if (!has) return Status::Ok();
+    if (const Value* id = d.Get("_id")) present->insert(id->ToString());
+  }
+}
+
+}  // namespace
+
+Status RemoveFinished(Store* store, Clock* clock, const RetentionTarget& target,
+                      const RetentionPolicy& policy, DateTime now, const std::atomic<bool>* stop,
+                      RetentionResult* result) {
+  *result = {};
+  if (!policy.enabled()) return Status::Ok();
+  auto keep = std::max(policy.retain_finished, target.late_write_window);
+  Filter eligible;
+  eligible.And(target.finished)
+      .Lt(target.time_field, DateTime{now.millis - keep.count()})
+      .NotExists(target.lease_field + ".lease")
+      .NotExists(target.lease_field + ".quarantine");
+  const bool archive = !policy.archive_collection.empty();
+  const Namespace archive_ns{target.transactions.database, policy.archive_collection};
+  std::int32_t batch = std::max<std::int32_t>(1, policy.batch_size);
+
+  for (bool first = true;; first = false) {
+    if (stop != nullptr && stop->load()) return Status::Aborted("retention stopped");
+    if (!first) clock->SleepFor(policy.pause_between_batches);
+    FindOptions fo;
+    fo.sort_ascending_by = "_id";
+    fo.limit = batch;
+    fo.batch_size = batch;
+    std::unique_ptr<Cursor> cursor;
+    if (Status s = store->Find(target.transactions, eligible, fo, &cursor); !s.ok()) return s;
+    std::vector<Document> docs;
+    std::vector<Value> ids;
+    Document d;
+    for (bool has = true;;) {
+      if (Status s = cursor->Next(&d, &has); !s.ok()) return s;
+      if (!has) break;
+      const Value* id = d.Get("_id");
+      if (id == nullptr) continue;
+      ids.push_back(*id);
+      docs.push_back(std::move(d));
+    }
+    cursor.reset();
+    if (ids.empty()) return Status::Ok();
+
+    if (archive) {
+      std::set<std::string> present;
+      if (Status s = AlreadyArchived(store, archive_ns, ids, &present); !s.ok()) return s;
+      std::vector<Document> to_insert;
+      for (auto& doc : docs)
+        if (!present.count(doc.Get("_id")->ToString())) to_insert.push_back(std::move(doc));
+      if (!to_insert.empty()) {
+        Status s = store->InsertMany(archive_ns, to_insert);
+        if (!s.ok()) {
+          // Another instance may have archived some of them meanwhile: fine if every one is
+          // there now; otherwise nothing is deleted and the error is reported.
+          std::set<std::string> now_present;
+          if (Status again = AlreadyArchived(store, archive_ns, ids, &now_present);
+              !again.ok() || now_present.size() < ids.size())
+            return s;
+        }
+      }
+    }
+    // The same conditions again: a transaction leased or changed since it was read stays.
+    Filter remove = eligible;
+    remove.In("_id", ids);
+    WriteResult wr;
+    if (Status s = store->DeleteMany(target.transactions, remove, &wr); !s.ok()) return s;
+    (archive ? result->archived : result->deleted) += wr.modified;
+    if (static_cast<std::int64_t>(ids.size()) < batch) return Status::Ok();
+  }
+}
+
+}  // namespace txn_recovery

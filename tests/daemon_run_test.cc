@@ -1,0 +1,430 @@
+// `txn-recoveryd run` as systemd and operators run it: a real process, its notifications on
+// a stand-in NOTIFY_SOCKET, its health endpoint, signals, and the database going away.
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "support/bank.h"
+#include "support/subprocess.h"
+#include "support/test_env.h"
+#include "txn_recovery/mongo_store.h"
+
+namespace txn_recovery::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+std::string TempPath(const std::string& suffix) {
+  return ::testing::TempDir() + "txn_recoveryd_run_" + std::to_string(getpid()) + "_" +
+         ::testing::UnitTest::GetInstance()->current_test_info()->name() + suffix;
+}
+
+void WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream(path) << text;
+}
+
+std::string Config(const std::string& uri, const std::vector<std::string>& databases,
+                   const std::string& extra = "") {
+  std::string c = "[mongodb]\nuri = \"" + uri +
+                  "\"\nserver_selection_timeout = \"1s\"\n"
+                  "[sweep]\nworkers = 2\nlease = \"20s\"\n"
+                  "[daemon]\ninterval = \"300ms\"\nbackoff_initial = \"100ms\"\n"
+                  "backoff_max = \"1s\"\ndrain_deadline = \"5s\"\n"
+                  "[log]\nlevel = \"info\"\n" +
+                  extra;
+  for (std::size_t i = 0; i < databases.size(); ++i)
+    c += "[[watch]]\nname = \"w" + std::to_string(i) + "\"\ndatabase = \"" + databases[i] + "\"\n";
+  return c;
+}
+
+// The daemon as a child process with its stderr in text format and no URI from the
+// environment, so that only the file counts.
+std::unique_ptr<Subprocess> StartDaemon(const std::string& config_path,
+                                        std::map<std::string, std::string> env = {},
+                                        std::vector<std::string> args = {}) {
+  std::vector<std::string> argv = {TXN_RECOVERYD_BINARY, "run", "--config", config_path};
+  argv.insert(argv.end(), args.begin(), args.end());
+  env.emplace("TXN_RECOVERYD_LOG_FORMAT", "text");
+  return std::make_unique<Subprocess>(
+      argv, env,
+      std::vector<std::string>{"TXN_RECOVERYD_MONGODB_URI", "TXN_RECOVERYD_HTTP_LISTEN",
+                               "NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "JOURNAL_STREAM",
+                               "CREDENTIALS_DIRECTORY"});
+}
+
+// The port the daemon's health listener bound, from its log line.
+int HttpPort(Subprocess& daemon) {
+  int port = 0;
+  Eventually(
+      [&] {
+        std::smatch m;
+        std::string err = daemon.Stderr();
+        if (!std::regex_search(err, m, std::regex(R"(health and metrics on http://[^:]+:(\d+))")))
+          return false;
+        port = std::stoi(m[1]);
+        return true;
+      },
+      seconds(10));
+  return port;
+}
+
+struct Http {
+  int status = 0;
+  std::string body;
+};
+Http Get(int port, const std::string& path) {
+  httplib::Client c("127.0.0.1", port);
+  c.set_connection_timeout(2);
+  c.set_read_timeout(5);
+  auto r = c.Get(path.c_str());
+  if (!r) return {};
+  return {r->status, r->body};
+}
+
+// The value of one series in a Prometheus exposition, or -1 if absent.
+double Metric(const std::string& exposition, const std::string& series) {
+  std::istringstream in(exposition);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
+  return -1;
+}
+
+// Sums every series of a family that carries the given label text (e.g. watch="bank").
+double SumMetric(const std::string& exposition, const std::string& family,
+                 const std::string& label) {
+  std::istringstream in(exposition);
+  double sum = 0;
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(family + "{", 0) == 0 && line.find(label) != std::string::npos)
+      sum += std::stod(line.substr(line.rfind(' ') + 1));
+  return sum;
+}
+
+// Checks `text` against the Prometheus text exposition format (0.0.4): every sample line
+// is NAME{LABELS} VALUE of a family announced by # HELP and # TYPE before its samples.
+// Returns the problems found.
+std::vector<std::string> ExpositionProblems(const std::string& text) {
+  static const std::regex kSample(
+      R"(^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([a-zA-Z_][a-zA-Z0-9_]*="([^"\\]|\\.)*",?)*\})? )"
+      R"((-?[0-9.eE+-]+|NaN|\+Inf|-Inf)$)");
+  static const std::regex kType(R"(^# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (counter|gauge|histogram)$)");
+  std::vector<std::string> problems;
+  std::set<std::string> typed;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (line.rfind("# HELP ", 0) == 0) continue;
+    if (std::regex_match(line, m, kType)) {
+      typed.insert(m[1]);
+      continue;
+    }
+    if (!std::regex_match(line, m, kSample)) {
+      problems.push_back("not a sample: " + line);
+      continue;
+    }
+    std::string family = m[1];
+    for (const char* suffix : {"_bucket", "_sum", "_count"})
+      if (!typed.count(family) && family.size() > std::strlen(suffix) &&
+          family.compare(family.size() - std::strlen(suffix), std::string::npos, suffix) == 0)
+        family.resize(family.size() - std::strlen(suffix));
+    if (!typed.count(family)) problems.push_back("sample before its # TYPE: " + line);
+  }
+  if (text.empty() || text.back() != '\n') problems.push_back("must end with a newline");
+  return problems;
+}
+
+int FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+TEST(ExpositionCheck, AcceptsTheFormatAndCatchesWhatBreaksIt) {
+  EXPECT_TRUE(
+      ExpositionProblems("# HELP a_total A.\n# TYPE a_total counter\n"
+                         "a_total{watch=\"b\\\"q\",state=\"x\"} 3\n"
+                         "# TYPE h histogram\nh_bucket{le=\"+Inf\"} 1\nh_sum 0.5\nh_count 1\n")
+          .empty());
+  EXPECT_FALSE(ExpositionProblems("a_total 1\n").empty()) << "no # TYPE";
+  EXPECT_FALSE(ExpositionProblems("# TYPE a gauge\na{watch=b} 1\n").empty()) << "unquoted";
+  EXPECT_FALSE(ExpositionProblems("# TYPE a gauge\na 1").empty()) << "no final newline";
+  EXPECT_FALSE(ExpositionProblems("# TYPE a gauge\na one\n").empty()) << "not a number";
+}
+
+class DaemonRun : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    backend_ = TestBackend::Create("mongo");
+    ASSERT_TRUE(backend_->error().empty()) << backend_->error();
+    uri_ = FindTestUri().uri_or_reason;
+  }
+  std::unique_ptr<TestBackend> backend_;
+  std::string uri_;
+};
+
+TEST_F(DaemonRun, UnderSystemdItNotifiesReadyStatusWatchdogReloadAndStopping) {
+  Bank bank(backend_->store(), backend_->database());
+  bank.Open(6);
+  Snapshot before = bank.Take();
+  std::vector<Value> stuck;
+  for (int i = 0; i < 5; ++i)
+    stuck.push_back(bank.Transfer("A0", "A" + std::to_string(i + 1), 10, 3));
+  bank.AgeAll(std::chrono::minutes(5));
+
+  std::string path = TempPath(".toml");
+  WriteFile(path, Config(uri_, {backend_->database()}, "[http]\nlisten = \"127.0.0.1:0\"\n"));
+  FakeNotifySocket notify;
+  auto daemon = StartDaemon(path, {{"NOTIFY_SOCKET", notify.path()}, {"WATCHDOG_USEC", "2000000"}});
+
+  ASSERT_TRUE(notify.WaitFor("READY=1", seconds(20))) << daemon->Stderr();
+  ASSERT_TRUE(Eventually(
+      [&] {
+        for (const auto& id : stuck)
+          if (bank.State(id) != "done") return false;
+        return true;
+      },
+      seconds(20)))
+      << daemon->Stderr();
+  for (const auto& v : bank.Violations(before)) ADD_FAILURE() << v;
+  EXPECT_TRUE(notify.WaitFor("STATUS=last sweep", seconds(10)));
+  EXPECT_TRUE(notify.WaitFor("WATCHDOG=1", seconds(10)));
+
+  int port = HttpPort(*daemon);
+  ASSERT_GT(port, 0) << daemon->Stderr();
+  Http live = Get(port, "/livez"), ready = Get(port, "/readyz"), metrics = Get(port, "/metrics");
+  EXPECT_EQ(live.status, 200) << live.body;
+  EXPECT_EQ(ready.status, 200) << ready.body;
+  ASSERT_EQ(metrics.status, 200);
+  for (const auto& p : ExpositionProblems(metrics.body)) ADD_FAILURE() << p;
+  std::string watch = "watch=\"w0\"";
+  EXPECT_EQ(SumMetric(metrics.body, "txn_recoveryd_resolved_total", watch), 5) << metrics.body;
+  EXPECT_GE(SumMetric(metrics.body, "txn_recoveryd_sweeps_total", watch), 1);
+  EXPECT_EQ(Metric(metrics.body, "txn_recoveryd_database_up"), 1);
+  EXPECT_EQ(Metric(metrics.body, "txn_recoveryd_last_reload_successful"), 1);
+  EXPECT_NE(metrics.body.find("txn_recoveryd_build_info{version="), std::string::npos);
+
+  // A broken file on SIGHUP: logged with its line, the running configuration stays.
+  WriteFile(path, Config(uri_, {backend_->database()}, "[http]\nlisten = 9464\n"));
+  std::size_t before_reload = notify.messages().size();
+  daemon->Signal(SIGHUP);
+  ASSERT_TRUE(notify.WaitFor("RELOADING=1", seconds(10)));
+  EXPECT_TRUE(Eventually(
+      [&] { return daemon->Stderr().find("reload failed") != std::string::npos; }, seconds(5)));
+  EXPECT_NE(daemon->Stderr().find(path + ":"), std::string::npos) << daemon->Stderr();
+  bool monotonic = false;
+  for (std::size_t i = before_reload; i < notify.messages().size(); ++i)
+    monotonic = monotonic || notify.messages()[i].find("MONOTONIC_USEC=") != std::string::npos;
+  EXPECT_TRUE(monotonic) << "RELOADING=1 must carry MONOTONIC_USEC";
+  EXPECT_TRUE(Eventually(
+      [&] {
+        return Metric(Get(port, "/metrics").body, "txn_recoveryd_last_reload_successful") == 0;
+      },
+      seconds(5)));
+  Value after_bad_reload = bank.Transfer("A0", "A1", 10, 4);
+  bank.Age(after_bad_reload, std::chrono::minutes(5));
+  // Created while the daemon runs: resolved within about one interval (300ms).
+  EXPECT_TRUE(Eventually([&] { return bank.State(after_bad_reload) == "done"; }, seconds(3)))
+      << "the old configuration must stay in force\n"
+      << daemon->Stderr();
+
+  // A valid file: swapped in (a second watch appears), READY=1 again.
+  std::string second = backend_->database() + "_2";
+  WriteFile(path,
+            Config(uri_, {backend_->database(), second}, "[http]\nlisten = \"127.0.0.1:0\"\n"));
+  daemon->Signal(SIGHUP);
+  EXPECT_TRUE(Eventually(
+      [&] { return daemon->Stderr().find("configuration reloaded") != std::string::npos; },
+      seconds(10)))
+      << daemon->Stderr();
+  EXPECT_NE(daemon->Stderr().find("2 watch(es)"), std::string::npos);
+  EXPECT_TRUE(Eventually(
+      [&] {
+        return Metric(Get(port, "/metrics").body, "txn_recoveryd_last_reload_successful") == 1;
+      },
+      seconds(5)));
+
+  daemon->Signal(SIGTERM);
+  EXPECT_EQ(daemon->Wait(seconds(10)), 0) << daemon->Stderr();
+  EXPECT_TRUE(notify.WaitFor("STOPPING=1", seconds(1)));
+  EXPECT_NE(daemon->Stderr().find("stopped"), std::string::npos);
+  std::unique_ptr<MongoStore> cleanup;
+  MongoOptions mo;
+  mo.uri = uri_;
+  if (MongoStore::Open(mo, &cleanup).ok()) (void)cleanup->DropDatabase(second);
+}
+
+TEST_F(DaemonRun, SigtermDuringALargeSweepDrainsWithinTheDeadlineAndLeavesNoLease) {
+  Bank bank(backend_->store(), backend_->database());
+  bank.Open(20);
+  Snapshot before = bank.Take();
+  constexpr int kTxns = 1500;
+  for (int i = 0; i < kTxns; ++i)
+    bank.Transfer("A" + std::to_string(i % 20), "A" + std::to_string((i + 7) % 20), 1, 3);
+  bank.AgeAll(std::chrono::minutes(5));
+
+  std::string path = TempPath(".toml");
+  WriteFile(path, Config(uri_, {backend_->database()}));
+  auto daemon = StartDaemon(path);
+  Filter done = Filter().Eq("state", "done");
+  ASSERT_TRUE(Eventually(
+      [&] {
+        std::int64_t n = 0;
+        return backend_->store()->Count(bank.txns(), done, &n).ok() && n >= 50;
+      },
+      seconds(30)))
+      << daemon->Stderr();
+  auto t0 = std::chrono::steady_clock::now();
+  daemon->Signal(SIGTERM);
+  std::optional<int> rc = daemon->Wait(seconds(8));
+  auto took = std::chrono::steady_clock::now() - t0;
+  ASSERT_EQ(rc, 0) << daemon->Stderr();
+  EXPECT_LT(took, seconds(6)) << "the drain deadline is 5s";
+
+  std::int64_t leased = -1;
+  ASSERT_TRUE(
+      backend_->store()->Count(bank.txns(), Filter().Exists("recovery.lease"), &leased).ok());
+  EXPECT_EQ(leased, 0) << "a drained daemon releases every lease it held";
+
+  // Whatever the drain left is finished by the next sweep, and nothing was applied twice.
+  SweepOnce(backend_->store(), backend_->clock(), bank.Watch(), "next-daemon");
+  for (const auto& v : bank.Violations(before)) ADD_FAILURE() << v;
+}
+
+TEST_F(DaemonRun, StartsWhileTheDatabaseIsDownAndRecoversWhenItComesBack) {
+  // This test owns its server's lifecycle, so it always uses an embedded one.
+  int db_port = FreePort();
+  std::string db_uri = "mongodb://127.0.0.1:" + std::to_string(db_port);
+  std::string state_dir = TempPath("_db");
+  std::string path = TempPath(".toml");
+  WriteFile(path, Config(db_uri, {"outage"}, "[http]\nlisten = \"127.0.0.1:0\"\n"));
+  FakeNotifySocket notify;
+  auto daemon = StartDaemon(path, {{"NOTIFY_SOCKET", notify.path()}});
+
+  ASSERT_TRUE(notify.WaitFor("READY=1", seconds(10)))
+      << "a database that is down is not a configuration error\n"
+      << daemon->Stderr();
+  int port = HttpPort(*daemon);
+  ASSERT_GT(port, 0);
+  EXPECT_TRUE(notify.WaitFor("STATUS=database unreachable", seconds(10)));
+  EXPECT_EQ(Get(port, "/livez").status, 200) << "liveness does not depend on the database";
+  Http ready = Get(port, "/readyz");
+  EXPECT_EQ(ready.status, 503);
+  EXPECT_NE(ready.body.find("unreachable"), std::string::npos) << ready.body;
+  EXPECT_EQ(Metric(Get(port, "/metrics").body, "txn_recoveryd_database_up"), 0);
+  EXPECT_TRUE(daemon->Running());
+
+  std::string start = std::string(TXN_RECOVERY_SOURCE_DIR) + "/scripts/testdb-start.sh --port " +
+                      std::to_string(db_port) + " --owner-pid " + std::to_string(getpid()) +
+                      " --state-dir " + state_dir + " >/dev/null";
+  ASSERT_EQ(std::system(start.c_str()), 0);
+  struct StopDb {
+    std::string dir;
+    ~StopDb() {
+      std::string stop = std::string(TXN_RECOVERY_SOURCE_DIR) +
+                         "/scripts/testdb-stop.sh --state-dir " + dir + " >/dev/null 2>&1";
+      (void)std::system(stop.c_str());
+    }
+  } stop_db{state_dir};
+
+  std::unique_ptr<MongoStore> store;
+  MongoOptions mo;
+  mo.uri = db_uri;
+  ASSERT_TRUE(MongoStore::Open(mo, &store).ok());
+  Bank bank(store.get(), "outage");
+  bank.Open(2);
+  Snapshot before = bank.Take();
+  Value id = bank.Transfer("A0", "A1", 10, 3);
+  bank.Age(id, std::chrono::minutes(5));
+  EXPECT_TRUE(Eventually([&] { return bank.State(id) == "done"; }, seconds(20)))
+      << daemon->Stderr();
+  for (const auto& v : bank.Violations(before)) ADD_FAILURE() << v;
+  EXPECT_TRUE(Eventually([&] { return Get(port, "/readyz").status == 200; }, seconds(5)));
+  EXPECT_EQ(Metric(Get(port, "/metrics").body, "txn_recoveryd_database_up"), 1);
+  // The outage was logged, but not once per retry.
+  std::string err = daemon->Stderr();
+  std::size_t lines = 0;
+  for (std::size_t at = 0; (at = err.find("database unreachable", at)) != std::string::npos; ++at)
+    ++lines;
+  EXPECT_GE(lines, 1u);
+  EXPECT_LE(lines, 3u) << err;
+
+  // The database stopped mid-run: the daemon stays up and says so; back: it recovers.
+  store.reset();
+  std::string stop = std::string(TXN_RECOVERY_SOURCE_DIR) + "/scripts/testdb-stop.sh --state-dir " +
+                     state_dir + " >/dev/null";
+  ASSERT_EQ(std::system(stop.c_str()), 0);
+  EXPECT_TRUE(Eventually([&] { return Get(port, "/readyz").status == 503; }, seconds(10)));
+  EXPECT_TRUE(Eventually(
+      [&] { return Metric(Get(port, "/metrics").body, "txn_recoveryd_database_up") == 0; },
+      seconds(5)));
+  EXPECT_EQ(Get(port, "/livez").status, 200);
+  EXPECT_TRUE(daemon->Running());
+  ASSERT_EQ(std::system(start.c_str()), 0);
+  ASSERT_TRUE(MongoStore::Open(mo, &store).ok());
+  Bank again(store.get(), "outage");  // the embedded server keeps nothing across restarts
+  again.Open(2);
+  Snapshot before_again = again.Take();
+  Value id2 = again.Transfer("A0", "A1", 10, 4);
+  again.Age(id2, std::chrono::minutes(5));
+  EXPECT_TRUE(Eventually([&] { return again.State(id2) == "done"; }, seconds(20)))
+      << daemon->Stderr();
+  for (const auto& v : again.Violations(before_again)) ADD_FAILURE() << v;
+  EXPECT_TRUE(Eventually([&] { return Get(port, "/readyz").status == 200; }, seconds(5)));
+
+  daemon->Signal(SIGINT);
+  EXPECT_EQ(daemon->Wait(seconds(10)), 0) << daemon->Stderr();
+}
+
+TEST_F(DaemonRun, CommandLineBeatsEnvironmentBeatsFile) {
+  // Each layer names a listen address; only the winning one can be bound.
+  std::string path = TempPath(".toml");
+  WriteFile(path, Config("mongodb://127.0.0.1:1", {"precedence"},
+                         "[http]\nlisten = \"203.0.113.1:1\"\n"));
+  {
+    auto daemon = StartDaemon(path, {{"TXN_RECOVERYD_HTTP_LISTEN", "203.0.113.2:1"}},
+                              {"--http-listen", "127.0.0.1:0"});
+    EXPECT_GT(HttpPort(*daemon), 0) << daemon->Stderr();
+    daemon->Signal(SIGTERM);
+    EXPECT_EQ(daemon->Wait(seconds(10)), 0);
+  }
+  {
+    auto daemon = StartDaemon(path, {{"TXN_RECOVERYD_HTTP_LISTEN", "127.0.0.1:0"}});
+    EXPECT_GT(HttpPort(*daemon), 0) << daemon->Stderr();
+    daemon->Signal(SIGTERM);
+    EXPECT_EQ(daemon->Wait(seconds(10)), 0);
+  }
+  {
+    // The file alone: its address cannot be bound here, which is exit 69 at start.
+    auto daemon = StartDaemon(path);
+    EXPECT_EQ(daemon->Wait(seconds(10)), 69) << daemon->Stderr();
+    EXPECT_NE(daemon->Stderr().find("203.0.113.1:1"), std::string::npos) << daemon->Stderr();
+  }
+  {
+    // A bad file at start: 78 and the file's line, before anything else happens.
+    WriteFile(path, Config("mongodb://127.0.0.1:1", {"precedence"}, "[http]\nlisten = 9464\n"));
+    auto daemon = StartDaemon(path);
+    EXPECT_EQ(daemon->Wait(seconds(10)), 78) << daemon->Stderr();
+    EXPECT_NE(daemon->Stderr().find(path + ":"), std::string::npos) << daemon->Stderr();
+  }
+}
+
+}  // namespace
+}  // namespace txn_recovery::testing

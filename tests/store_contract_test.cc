@@ -1,0 +1,230 @@
+// The Store contract, checked the same way against the in-memory store and against
+// MongoStore on the test server: the engine's correctness rests on the two agreeing, so
+// every query and update shape the engine uses is pinned here. Also MongoStore's own
+// promises: URIs redacted, an unreachable server reported as Unavailable.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <limits>
+
+#include "support/bank.h"
+#include "support/test_env.h"
+#include "txn_recovery/mongo_store.h"
+
+namespace txn_recovery::testing {
+namespace {
+
+class StoreContract : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    backend_ = TestBackend::Create(GetParam());
+    ASSERT_TRUE(backend_->error().empty()) << backend_->error();
+    ns_ = {backend_->database(), "things"};
+  }
+  Store* store() { return backend_->store(); }
+  // The _ids matching `f`, sorted by _id, as strings.
+  std::vector<std::string> Ids(const Filter& f, FindOptions o = {}) {
+    o.sort_ascending_by = "_id";
+    std::unique_ptr<Cursor> c;
+    Must(store()->Find(ns_, f, o, &c));
+    std::vector<std::string> ids;
+    Document d;
+    for (bool has = true;;) {
+      Must(c->Next(&d, &has));
+      if (!has) break;
+      ids.push_back(*d.Get("_id")->as_string());
+    }
+    return ids;
+  }
+  Document Get(const std::string& id) {
+    std::optional<Document> d;
+    Must(store()->FindOne(ns_, Filter().Eq("_id", id), &d));
+    if (!d) throw std::runtime_error("no document " + id);
+    return *d;
+  }
+  std::unique_ptr<TestBackend> backend_;
+  Namespace ns_;
+};
+
+TEST_P(StoreContract, EveryValueTypeTheEngineUsesRoundTripsExactly) {
+  ObjectId oid = *ObjectId::FromHex("65a1b2c3d4e5f60718293a4b");
+  Document doc{{"_id", "all"},
+               {"i32", std::int32_t{-7}},
+               {"i64", std::int64_t{(1LL << 53) + 1}},  // not representable as a double
+               {"dbl", 2.5},
+               {"str", "h\xc3\xa9llo"},
+               {"yes", true},
+               {"nil", Null{}},
+               {"when", DateTime{1'700'000'000'123}},
+               {"oid", oid},
+               {"arr", Array{Value(1), Value("two"), Value(Document{{"three", 3}})}},
+               {"sub", Document{{"deep", Document{{"er", "x"}}}}}};
+  Must(store()->InsertMany(ns_, {doc}));
+  EXPECT_EQ(Get("all"), doc);
+  EXPECT_EQ(Get("all").Get("i64")->type_name(), "int64");
+  EXPECT_EQ(Get("all").Get("i32")->type_name(), "int32");
+}
+
+TEST_P(StoreContract, FiltersSelectTheSameDocumentsAsMongoDB) {
+  Must(store()->InsertMany(
+      ns_, {Document{{"_id", "a"}, {"n", 1}, {"tags", Array{Value("x"), Value("y")}}},
+            Document{{"_id", "b"}, {"n", std::int64_t{5}}, {"tags", Array{Value("y")}}},
+            Document{{"_id", "c"}, {"n", 9.5}, {"when", DateTime{1000}}},
+            Document{{"_id", "d"}, {"n", "7"}, {"when", "yesterday"}},
+            Document{{"_id", "e"}, {"sub", Document{{"k", "v"}}}}}));
+  using V = std::vector<std::string>;
+  EXPECT_EQ(Ids(Filter().Eq("tags", "y")), (V{"a", "b"})) << "equality on an array: contains";
+  EXPECT_EQ(Ids(Filter().Ne("tags", "x")), (V{"b", "c", "d", "e"}));
+  EXPECT_EQ(Ids(Filter().In("n", {Value(1), Value(9.5)})), (V{"a", "c"}));
+  EXPECT_EQ(Ids(Filter().Nin("n", {Value(1), Value(5)})), (V{"c", "d", "e"}))
+      << "$nin also matches an absent field";
+  EXPECT_EQ(Ids(Filter().Lt("n", 6)), (V{"a", "b"})) << "a string is never less than a number";
+  EXPECT_EQ(Ids(Filter().Gte("n", 5)), (V{"b", "c"}));
+  EXPECT_EQ(Ids(Filter().Lt("when", DateTime{2000})), (V{"c"}));
+  EXPECT_EQ(Ids(Filter().Exists("when")), (V{"c", "d"}));
+  EXPECT_EQ(Ids(Filter().NotExists("n")), (V{"e"}));
+  EXPECT_EQ(Ids(Filter().NotDateTime("when")), (V{"d"}));
+  EXPECT_EQ(Ids(Filter().Eq("sub.k", "v")), (V{"e"}));
+  EXPECT_EQ(Ids(Filter().Exists("n").AnyOf({Filter().Eq("_id", "a"), Filter().Gte("n", 9)})),
+            (V{"a", "c"}));
+}
+
+TEST_P(StoreContract, SortLimitAndSmallBatchesReturnEveryDocumentOnce) {
+  std::vector<Document> docs;
+  for (int i = 0; i < 25; ++i) {
+    char id[8];
+    std::snprintf(id, sizeof id, "k%02d", 24 - i);
+    docs.push_back(Document{{"_id", id}, {"i", i}});
+  }
+  Must(store()->InsertMany(ns_, docs));
+  FindOptions o;
+  o.batch_size = 4;
+  o.limit = 10;
+  std::vector<std::string> ids = Ids(Filter(), o);
+  ASSERT_EQ(ids.size(), 10u);
+  EXPECT_EQ(ids.front(), "k00");
+  EXPECT_EQ(ids.back(), "k09");
+  std::int64_t n = 0;
+  Must(store()->Count(ns_, Filter().Lt("i", 5), &n));
+  EXPECT_EQ(n, 5);
+}
+
+TEST_P(StoreContract, ConditionalUpdatesReportWhatTheyMatchedAndChanged) {
+  Must(store()->InsertMany(
+      ns_, {Document{{"_id", "acct"}, {"balance", std::int32_t{100}}, {"pending", Array{}}}}));
+  WriteResult r;
+  // The seed's guarded debit: applies once, then the marker guard stops a repeat.
+  Filter guard = Filter().Eq("_id", "acct").Ne("pending", "t1");
+  Update debit = Update().Inc("balance", std::int32_t{-30}).Push("pending", "t1");
+  Must(store()->UpdateOne(ns_, guard, debit, &r));
+  EXPECT_EQ(r.matched, 1);
+  EXPECT_EQ(r.modified, 1);
+  Must(store()->UpdateOne(ns_, guard, debit, &r));
+  EXPECT_EQ(r.matched, 0);
+  EXPECT_EQ(*Get("acct").Get("balance"), Value(70));
+  EXPECT_EQ(Get("acct").Get("balance")->type_name(), "int32") << "$inc keeps the stored type";
+
+  // $pull of an absent element matches but modifies nothing.
+  Must(store()->UpdateOne(ns_, Filter().Eq("_id", "acct"), Update().Pull("pending", "t9"), &r));
+  EXPECT_EQ(r.matched, 1);
+  EXPECT_EQ(r.modified, 0);
+
+  std::optional<Document> after;
+  Must(store()->FindOneAndUpdate(ns_, Filter().Eq("_id", "acct"),
+                                 Update().Set("state", "x").Unset("pending"), &after));
+  ASSERT_TRUE(after);
+  EXPECT_EQ(*after->Get("state"), Value("x"));
+  EXPECT_EQ(after->Get("pending"), nullptr);
+  Must(store()->FindOneAndUpdate(ns_, Filter().Eq("_id", "nobody"), Update().Set("a", 1), &after));
+  EXPECT_FALSE(after);
+}
+
+TEST_P(StoreContract, CurrentDateIsTheServersClock) {
+  Must(store()->InsertMany(ns_, {Document{{"_id", "t"}}}));
+  DateTime before, after;
+  Must(store()->ServerTime(&before));
+  WriteResult r;
+  Must(store()->UpdateOne(ns_, Filter().Eq("_id", "t"), Update().CurrentDate("at"), &r));
+  Must(store()->ServerTime(&after));
+  const DateTime* at = Get("t").Get("at")->as_datetime();
+  ASSERT_NE(at, nullptr);
+  EXPECT_GE(at->millis, before.millis - 1000);
+  EXPECT_LE(at->millis, after.millis + 1000);
+}
+
+TEST_P(StoreContract, UpdatesMongoDBRefusesFailAndChangeNothing) {
+  Must(store()->InsertMany(ns_, {Document{{"_id", "s"}, {"balance", "100"}, {"list", 3}}}));
+  WriteResult r;
+  Status inc = store()->UpdateOne(ns_, Filter().Eq("_id", "s"),
+                                  Update().Inc("balance", 5).Set("touched", true), &r);
+  EXPECT_FALSE(inc.ok());
+  Status push = store()->UpdateOne(ns_, Filter().Eq("_id", "s"), Update().Push("list", 1), &r);
+  EXPECT_FALSE(push.ok());
+  Document d = Get("s");
+  EXPECT_EQ(*d.Get("balance"), Value("100"));
+  EXPECT_EQ(d.Get("touched"), nullptr) << "a refused update changes nothing at all";
+}
+
+TEST_P(StoreContract, UpdateManyAndDeleteManyCountEachDocument) {
+  Must(store()->InsertMany(
+      ns_, {Document{{"_id", "1"}, {"tx", "T"}}, Document{{"_id", "2"}, {"tx", "T"}},
+            Document{{"_id", "3"}, {"tx", "U"}}}));
+  WriteResult r;
+  Must(store()->UpdateMany(ns_, Filter().Eq("tx", "T"), Update().Set("valid", true), &r));
+  EXPECT_EQ(r.matched, 2);
+  EXPECT_EQ(r.modified, 2);
+  Must(store()->DeleteMany(ns_, Filter().Eq("tx", "T"), &r));
+  EXPECT_EQ(r.modified, 2);
+  std::int64_t left = 0;
+  Must(store()->Count(ns_, Filter(), &left));
+  EXPECT_EQ(left, 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, StoreContract, ::testing::Values("memory", "mongo"),
+                         [](const auto& info) { return info.param; });
+
+TEST(RedactUri, HidesEveryPasswordAndKeepsTheRest) {
+  EXPECT_EQ(RedactUri("mongodb://app:s3cret@db1:27017,db2/bank?replicaSet=rs0"),
+            "mongodb://app:***@db1:27017,db2/bank?replicaSet=rs0");
+  EXPECT_EQ(RedactUri("mongodb+srv://app:p%40ss@cluster.example/"),
+            "mongodb+srv://app:***@cluster.example/");
+  EXPECT_EQ(RedactUri("mongodb://db:27017"), "mongodb://db:27017");
+  EXPECT_EQ(RedactUri("mongodb://user@db/?authMechanism=MONGODB-X509"),
+            "mongodb://user@db/?authMechanism=MONGODB-X509");
+  // A password containing '@' or ':' (unescaped, as users write them) must not leak.
+  for (const char* uri : {"mongodb://app:pa@ss:w0rd@db/", "mongodb://app:a:b:c@db/",
+                          "garbage app:hunter2@", "mongodb://app:hunter2"}) {
+    std::string r = RedactUri(uri);
+    EXPECT_EQ(r.find("ss:w0rd"), std::string::npos) << r;
+    EXPECT_EQ(r.find("a:b:c"), std::string::npos) << r;
+    EXPECT_EQ(r.find("hunter2"), std::string::npos) << r;
+  }
+}
+
+TEST(MongoStore, ABadUriIsInvalidArgumentWithoutThePassword) {
+  std::unique_ptr<MongoStore> store;
+  MongoOptions o;
+  o.uri = "mongodb://app:hunter2@/no-host";
+  Status s = MongoStore::Open(o, &store);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_EQ(s.ToString().find("hunter2"), std::string::npos) << s.ToString();
+}
+
+TEST(MongoStore, AnUnreachableServerIsUnavailableWithinTheSelectionTimeout) {
+  std::unique_ptr<MongoStore> store;
+  MongoOptions o;
+  o.uri = "mongodb://app:hunter2@127.0.0.1:1/";
+  o.server_selection_timeout = std::chrono::milliseconds(300);
+  Must(MongoStore::Open(o, &store));  // opening never needs the server
+  auto t0 = std::chrono::steady_clock::now();
+  Status s = store->Ping();
+  EXPECT_TRUE(s.IsUnavailable()) << s.ToString();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  EXPECT_EQ(s.ToString().find("hunter2"), std::string::npos) << s.ToString();
+  DateTime now;
+  EXPECT_TRUE(store->ServerTime(&now).IsUnavailable());
+}
+
+}  // namespace
+}  // namespace txn_recovery::testing

@@ -1,0 +1,145 @@
+#include "support/subprocess.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+extern char** environ;
+
+namespace txn_recovery::testing {
+namespace {
+
+std::atomic<int> g_counter{0};
+
+std::string TempBase(const char* what) {
+  const char* dir = std::getenv("TMPDIR");
+  return std::string(dir && *dir ? dir : "/tmp") + "/txnrec_" + what + "_" +
+         std::to_string(getpid()) + "_" + std::to_string(g_counter++);
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+Subprocess::Subprocess(std::vector<std::string> argv, std::map<std::string, std::string> extra,
+                       std::vector<std::string> unset) {
+  std::string base = TempBase("proc");
+  out_path_ = base + ".out";
+  err_path_ = base + ".err";
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) {
+    std::string kv(*e);
+    std::string key = kv.substr(0, kv.find('='));
+    bool drop = extra.count(key) > 0;
+    for (const auto& u : unset) drop = drop || key == u;
+    if (!drop) env.push_back(kv);
+  }
+  for (const auto& [k, v] : extra) env.push_back(k + "=" + v);
+
+  pid_ = fork();
+  if (pid_ < 0) throw std::runtime_error("fork failed");
+  if (pid_ == 0) {
+    // The child: only async-signal-safe calls from here on.
+    int out = open(out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    int err = open(err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(out, 1);
+    dup2(err, 2);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    std::vector<char*> args, envp;
+    for (auto& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
+    for (auto& e : env) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    execve(args[0], args.data(), envp.data());
+    _exit(127);
+  }
+}
+
+Subprocess::~Subprocess() {
+  if (Running()) {
+    kill(pid_, SIGKILL);
+    Wait(std::chrono::seconds(5));
+  }
+  std::remove(out_path_.c_str());
+  std::remove(err_path_.c_str());
+}
+
+void Subprocess::Signal(int sig) {
+  if (!status_) kill(pid_, sig);
+}
+
+bool Subprocess::Running() {
+  if (status_ || pid_ <= 0) return false;
+  int st = 0;
+  pid_t r = waitpid(pid_, &st, WNOHANG);
+  if (r == pid_) {
+    status_ = WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st);
+    return false;
+  }
+  return true;
+}
+
+std::optional<int> Subprocess::Wait(std::chrono::milliseconds timeout) {
+  Eventually([&] { return !Running(); }, timeout);
+  return status_;
+}
+
+std::string Subprocess::Stdout() const {
+  return ReadFile(out_path_);
+}
+std::string Subprocess::Stderr() const {
+  return ReadFile(err_path_);
+}
+
+FakeNotifySocket::FakeNotifySocket() {
+  path_ = TempBase("notify") + ".sock";
+  fd_ = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path_.c_str(), sizeof addr.sun_path - 1);
+  if (fd_ < 0 || bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
+    throw std::runtime_error("cannot bind the fake notify socket " + path_);
+}
+
+FakeNotifySocket::~FakeNotifySocket() {
+  if (fd_ >= 0) close(fd_);
+  unlink(path_.c_str());
+}
+
+bool FakeNotifySocket::WaitFor(const std::string& needle, std::chrono::milliseconds timeout) {
+  for (const auto& m : messages_)
+    if (m.find(needle) != std::string::npos) return true;
+  auto until = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        until - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    pollfd p{fd_, POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+    char buf[4096];
+    ssize_t n = recv(fd_, buf, sizeof buf, 0);
+    if (n <= 0) continue;
+    messages_.emplace_back(buf, static_cast<std::size_t>(n));
+    if (messages_.back().find(needle) != std::string::npos) return true;
+  }
+}
+
+}  // namespace txn_recovery::testing

@@ -1,0 +1,71 @@
+// A child process for tests of the daemon as systemd or an operator runs it: spawned with
+// extra environment, its stdout/stderr captured to files, signalled, waited for with a
+// deadline. The destructor kills a child that is still running, so a failing test never
+// leaks a daemon.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace txn_recovery::testing {
+
+class Subprocess {
+ public:
+  Subprocess(std::vector<std::string> argv, std::map<std::string, std::string> extra_env = {},
+             std::vector<std::string> unset_env = {});
+  ~Subprocess();
+  Subprocess(const Subprocess&) = delete;
+  Subprocess& operator=(const Subprocess&) = delete;
+
+  pid_t pid() const { return pid_; }
+  void Signal(int sig);
+  // The exit code, or nullopt if it did not exit within `timeout` (or died of a signal:
+  // then -signal).
+  std::optional<int> Wait(std::chrono::milliseconds timeout);
+  bool Running();
+  std::string Stdout() const;
+  std::string Stderr() const;
+
+ private:
+  pid_t pid_ = -1;
+  std::optional<int> status_;
+  std::string out_path_, err_path_;
+};
+
+// A Unix datagram socket standing in for systemd's NOTIFY_SOCKET.
+class FakeNotifySocket {
+ public:
+  FakeNotifySocket();
+  ~FakeNotifySocket();
+  const std::string& path() const { return path_; }
+  // Receives messages until one contains `needle` or `timeout` passes; all messages
+  // received so far are kept in messages().
+  bool WaitFor(const std::string& needle, std::chrono::milliseconds timeout);
+  const std::vector<std::string>& messages() const { return messages_; }
+
+ private:
+  int fd_ = -1;
+  std::string path_;
+  std::vector<std::string> messages_;
+};
+
+// Polls `pred` every 50 ms until it is true or `timeout` passes.
+template <typename Pred>
+bool Eventually(Pred pred, std::chrono::milliseconds timeout) {
+  auto until = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < until) {
+    if (pred()) return true;
+    struct timespec ts {
+      0, 50'000'000
+    };
+    nanosleep(&ts, nullptr);
+  }
+  return pred();
+}
+
+}  // namespace txn_recovery::testing
