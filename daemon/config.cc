@@ -183,11 +183,24 @@ Status ReadSecretFile(const std::string& path, std::string* out) {
 }
 
 // The keys every watch may have, whatever its profile.
-constexpr std::string_view kCommonWatchKeys[] = {
-    "name",         "database",       "collection",      "profile",
-    "resume_after", "rollback_after", "initial_timeout", "late_write_window",
-    "state_field",  "time_field",     "lease_field",     "states",
-    "missing_time", "owner_field",    "applications",    "include_unowned"};
+constexpr std::string_view kCommonWatchKeys[] = {"name",
+                                                 "database",
+                                                 "collection",
+                                                 "profile",
+                                                 "resume_after",
+                                                 "rollback_after",
+                                                 "initial_timeout",
+                                                 "late_write_window",
+                                                 "state_field",
+                                                 "time_field",
+                                                 "lease_field",
+                                                 "states",
+                                                 "missing_time",
+                                                 "owner_field",
+                                                 "applications",
+                                                 "include_unowned",
+                                                 "retain_finished",
+                                                 "archive_collection"};
 
 // The keys of each protocol.
 struct ProtocolKeys {
@@ -303,6 +316,26 @@ Status LoadStates(const Reader& r, const toml::node& node, const std::string& pr
   return Status::Ok();
 }
 
+// The archive must be a collection of its own: archiving into the transactions, the
+// participants or the control collection would mix finished transactions into live data.
+Status CheckRetention(const WatchSpec& w) {
+  const std::string& archive = w.retention.archive_collection;
+  if (archive.empty()) return Status::Ok();
+  if (!w.retention.enabled())
+    return Status::InvalidArgument("needs retain_finished (retention is off without it)");
+  if (archive[0] == '$' || archive.find('\0') != std::string::npos ||
+      archive.rfind("system.", 0) == 0)
+    return Status::InvalidArgument("'" + archive + "' is not a usable collection name");
+  std::vector<std::string> taken = {w.ns.collection, w.control_collection};
+  if (const auto* tp = w.profile.transfer()) taken.push_back(tp->participants_collection);
+  for (const auto& c : taken)
+    if (archive == c)
+      return Status::InvalidArgument("'" + archive +
+                                     "' is a collection this watch already uses; the archive "
+                                     "needs one of its own");
+  return Status::Ok();
+}
+
 Status LoadWatch(const Reader& r, const toml::table& t, std::size_t index, WatchSpec* w) {
   const std::string prefix = "watch[" + std::to_string(index) + "].";
   Status s;
@@ -331,7 +364,9 @@ Status LoadWatch(const Reader& r, const toml::table& t, std::size_t index, Watch
       !(s = r.String(t, prefix, "owner_field", &p.owner.field)).ok() ||
       !(s = r.StringList(t, prefix, "applications", &p.owner.applications)).ok() ||
       !(s = r.Bool(t, prefix, "include_unowned", &p.owner.include_unowned)).ok() ||
-      !(s = r.String(t, prefix, "lease_field", &w->lease_field)).ok())
+      !(s = r.String(t, prefix, "lease_field", &w->lease_field)).ok() ||
+      !(s = r.Duration(t, prefix, "retain_finished", &w->retention.retain_finished)).ok() ||
+      !(s = r.String(t, prefix, "archive_collection", &w->retention.archive_collection)).ok())
     return s;
   if (missing_time == "object_id") {
     p.missing_time = txn_recovery::MissingTime::kObjectIdTime;
@@ -347,6 +382,10 @@ Status LoadWatch(const Reader& r, const toml::table& t, std::size_t index, Watch
   if (w->lease_field.empty() || w->lease_field[0] == '$' ||
       w->lease_field.find('.') != std::string::npos)
     return r.Error(t.source(), prefix + "lease_field", "must be a plain field name");
+  if (Status v = CheckRetention(*w); !v.ok()) {
+    const toml::node* at = t.get("archive_collection");
+    return r.Error(at ? at->source() : t.source(), prefix + "archive_collection", v.message());
+  }
   const auto& th = w->thresholds;
   if (th.rollback_after <= th.resume_after)
     return r.Error(t.source(), prefix + "rollback_after",
@@ -365,7 +404,9 @@ Status LoadWatch(const Reader& r, const toml::table& t, std::size_t index, Watch
 static Status OverlayEnvironment(const EnvLookup& env, toml::table* root) {
   static const std::map<std::string, std::vector<std::string>> kKeys = {
       {"mongodb", {"server_selection_timeout", "socket_timeout"}},
-      {"sweep", {"workers", "batch_size", "lease", "max_failures"}},
+      {"sweep",
+       {"workers", "batch_size", "lease", "max_failures", "retention_batch_size", "retention_pause",
+        "retention_max_batches"}},
       {"daemon", {"interval", "jitter", "backoff_initial", "backoff_max", "drain_deadline"}},
       {"log", {"level"}},
   };
@@ -465,8 +506,16 @@ Status LoadConfig(const std::string& path, const EnvLookup& env, Config* config)
     long long workers = c.sweep.workers, batch = c.sweep.batch_size,
               max_failures = c.sweep.max_failures;
     Status s;
-    if (!(s = r.OnlyKnownKeys(*t, "sweep.", {"workers", "batch_size", "lease", "max_failures"}))
+    long long retention_batch = c.sweep.retention_batch_size,
+              retention_batches = c.sweep.retention_max_batches;
+    if (!(s = r.OnlyKnownKeys(*t, "sweep.",
+                              {"workers", "batch_size", "lease", "max_failures",
+                               "retention_batch_size", "retention_pause", "retention_max_batches"}))
              .ok() ||
+        !(s = r.Int(*t, "sweep.", "retention_batch_size", 1, 100'000, &retention_batch)).ok() ||
+        !(s = r.Int(*t, "sweep.", "retention_max_batches", 0, 1'000'000, &retention_batches))
+             .ok() ||
+        !(s = r.Duration(*t, "sweep.", "retention_pause", &c.sweep.retention_pause)).ok() ||
         !(s = r.Int(*t, "sweep.", "max_failures", 1, 1000, &max_failures)).ok() ||
         !(s = r.Int(*t, "sweep.", "workers", 1, 256, &workers)).ok() ||
         !(s = r.Int(*t, "sweep.", "batch_size", 1, 100'000, &batch)).ok() ||
@@ -475,6 +524,8 @@ Status LoadConfig(const std::string& path, const EnvLookup& env, Config* config)
     c.sweep.workers = static_cast<int>(workers);
     c.sweep.batch_size = static_cast<std::int32_t>(batch);
     c.sweep.max_failures = static_cast<int>(max_failures);
+    c.sweep.retention_batch_size = static_cast<std::int32_t>(retention_batch);
+    c.sweep.retention_max_batches = static_cast<std::int32_t>(retention_batches);
     if (c.sweep.lease_duration < std::chrono::seconds(15))
       return r.Error(t->get("lease")->source(), "sweep.lease",
                      "must be at least 15s (the daemon stops writing 10s before it expires)");
@@ -562,6 +613,9 @@ Status LoadConfig(const std::string& path, const EnvLookup& env, Config* config)
     if (!names.insert(w.name).second)
       return r.Error(t.source(), "watch[" + std::to_string(i) + "].name",
                      "duplicate watch name '" + w.name + "'");
+    w.retention.batch_size = c.sweep.retention_batch_size;
+    w.retention.pause_between_batches = c.sweep.retention_pause;
+    w.retention.max_batches = c.sweep.retention_max_batches;
     c.watches.push_back(std::move(w));
   }
   *config = std::move(c);
@@ -599,7 +653,10 @@ std::string DescribeConfig(const Config& c) {
      << "\nsocket_timeout = " << q(FormatDuration(c.mongodb.socket_timeout)) << "\n\n";
   os << "[sweep]\nworkers = " << c.sweep.workers << "\nbatch_size = " << c.sweep.batch_size
      << "\nlease = " << q(FormatDuration(c.sweep.lease_duration))
-     << "\nmax_failures = " << c.sweep.max_failures << "\n\n";
+     << "\nmax_failures = " << c.sweep.max_failures
+     << "\nretention_batch_size = " << c.sweep.retention_batch_size
+     << "\nretention_pause = " << q(FormatDuration(c.sweep.retention_pause))
+     << "\nretention_max_batches = " << c.sweep.retention_max_batches << "\n\n";
   os << "[daemon]\ninterval = " << q(FormatDuration(c.daemon.interval))
      << "\njitter = " << c.daemon.jitter
      << "\nbackoff_initial = " << q(FormatDuration(c.daemon.backoff_initial))
@@ -636,6 +693,12 @@ std::string DescribeConfig(const Config& c) {
          << "\nmarker_field = " << q(tp->marker_field)
          << "\nrequire_funds = " << (tp->require_funds ? "true" : "false");
     }
+    if (w.retention.enabled())
+      os << "\nretain_finished = " << q(FormatDuration(w.retention.retain_finished));
+    else
+      os << "\n# retain_finished: off (finished transactions are kept)";
+    if (!w.retention.archive_collection.empty())
+      os << "\narchive_collection = " << q(w.retention.archive_collection);
     os << "\nlease_field = " << q(w.lease_field) << "\n[watch.states]";
     const std::pair<const char*, txn_recovery::TxnState> roles[] = {
         {"initial", txn_recovery::TxnState::kInitial},

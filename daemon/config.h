@@ -29,6 +29,11 @@ struct SweepConfig {
   std::int32_t batch_size = 500;
   std::chrono::milliseconds lease_duration{std::chrono::seconds(60)};
   int max_failures = 5;
+  // How every watch's retention removes finished transactions (see retention.h): documents
+  // per batch, the pause between batches, and batches per sweep.
+  std::int32_t retention_batch_size = 500;
+  std::chrono::milliseconds retention_pause{200};
+  std::int32_t retention_max_batches = 20;
 };
 
 // The long-running mode (`txn-recoveryd run`).

@@ -278,7 +278,7 @@ void DescribeStandardMetrics(Metrics* m, const std::string& version) {
   m->Describe("txn_recoveryd_late_writes_undone_total", T::kCounter,
               "Writes found applied to a transaction after it was rolled back, and undone.");
   m->Describe("txn_recoveryd_finished_removed_total", T::kCounter,
-              "Finished transactions removed by retention, by mode (delete or archive).");
+              "Finished transactions removed by retention, by mode (deleted or archived).");
   m->Describe("txn_recoveryd_paused", T::kGauge,
               "1 while the watch's pause switch is on and the daemon leaves it alone.");
   m->Describe("txn_recoveryd_database_up", T::kGauge,

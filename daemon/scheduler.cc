@@ -361,6 +361,12 @@ void Daemon::RecordWatch(const txn_recovery::WatchSpec& w,
   metrics_.Inc("txn_recoveryd_quarantined_total", watch, static_cast<double>(summary.quarantined));
   metrics_.Inc("txn_recoveryd_late_writes_undone_total", watch,
                static_cast<double>(summary.late_writes_undone));
+  if (w.retention.enabled()) {
+    metrics_.Inc("txn_recoveryd_finished_removed_total", {{"watch", w.name}, {"mode", "deleted"}},
+                 static_cast<double>(summary.finished_deleted));
+    metrics_.Inc("txn_recoveryd_finished_removed_total", {{"watch", w.name}, {"mode", "archived"}},
+                 static_cast<double>(summary.finished_archived));
+  }
   out->resolved += summary.resolved;
   out->failed += summary.failed;
   if (summary.paused) out->paused.push_back(w.name);

@@ -134,6 +134,8 @@ int RunSweep(const Config& config, txn_recovery::Store* store, const SweepComman
           {"quarantined", summary.quarantined},
           {"quarantined_total", summary.quarantined_total},
           {"late_writes_undone", summary.late_writes_undone},
+          {"finished_deleted", summary.finished_deleted},
+          {"finished_archived", summary.finished_archived},
           {"actions", actions},
       };
       if (options.verbose) {
@@ -159,7 +161,11 @@ int RunSweep(const Config& config, txn_recovery::Store* store, const SweepComman
       out << "examined " << summary.examined << ", resolved " << summary.resolved << ", busy "
           << summary.busy << ", failed " << summary.failed << ", quarantined "
           << summary.quarantined << " (" << summary.quarantined_total << " in total)"
-          << ", late writes undone " << summary.late_writes_undone << "\n";
+          << ", late writes undone " << summary.late_writes_undone;
+      if (watch.retention.enabled())
+        out << ", finished removed " << summary.finished_deleted + summary.finished_archived << " ("
+            << summary.finished_archived << " archived)";
+      out << "\n";
       for (const auto& [action, outcomes] : summary.counts) {
         out << "  " << txn_recovery::ActionName(action) << ":";
         for (const auto& [outcome, n] : outcomes)

@@ -98,6 +98,30 @@ TEST_F(ConfigFile, DescribeConfigShowsTheOwnerFilterAndMissingTime) {
   EXPECT_NE(text.find("profile = \"transfer\""), std::string::npos) << text;
 }
 
+TEST_F(ConfigFile, RetentionIsOffByDefaultAndReadPerWatchWithTheSweepsPacing) {
+  Config c;
+  ASSERT_TRUE(LoadConfig(Write(kMinimal), Env(), &c).ok());
+  EXPECT_FALSE(c.watches.at(0).retention.enabled());
+  EXPECT_NE(DescribeConfig(c).find("# retain_finished: off"), std::string::npos);
+
+  ASSERT_TRUE(LoadConfig(Write(std::string("[sweep]\nretention_batch_size = 100\n"
+                                           "retention_pause = \"1s\"\n") +
+                               kMinimal +
+                               "retain_finished = \"30d\"\n"
+                               "archive_collection = \"transactions_archive\"\n"),
+                         Env(), &c)
+                  .ok());
+  const auto& r = c.watches.at(0).retention;
+  EXPECT_EQ(r.retain_finished, std::chrono::hours(24 * 30));
+  EXPECT_EQ(r.archive_collection, "transactions_archive");
+  EXPECT_EQ(r.batch_size, 100);
+  EXPECT_EQ(r.pause_between_batches, std::chrono::seconds(1));
+  EXPECT_EQ(r.max_batches, 20);
+  std::string text = DescribeConfig(c);
+  EXPECT_NE(text.find("retain_finished = \"30d\""), std::string::npos) << text;
+  EXPECT_NE(text.find("retention_pause = \"1s\""), std::string::npos) << text;
+}
+
 TEST_F(ConfigFile, EnvironmentOverridesTheFile) {
   Config c;
   ASSERT_TRUE(
@@ -201,6 +225,18 @@ INSTANTIATE_TEST_SUITE_P(
                 "[mongodb]\nuri = \"mongodb://h\"\n[[watch]]\nname = \"w\"\ndatabase = \"d\"\n"
                 "[watch.states]\ndone = [\"cancelled\"]\n",
                 "used by two states"},
+        BadCase{"archive_without_retention",
+                "[mongodb]\nuri = \"mongodb://h\"\n[[watch]]\nname = \"w\"\ndatabase = \"d\"\n"
+                "archive_collection = \"old\"\n",
+                ":6:22: watch[0].archive_collection: needs retain_finished"},
+        BadCase{"archive_into_the_accounts",
+                "[mongodb]\nuri = \"mongodb://h\"\n[[watch]]\nname = \"w\"\ndatabase = \"d\"\n"
+                "retain_finished = \"7d\"\narchive_collection = \"accounts\"\n",
+                ":7:22: watch[0].archive_collection: 'accounts' is a collection this watch"},
+        BadCase{"zero_retention",
+                "[mongodb]\nuri = \"mongodb://h\"\n[[watch]]\nname = \"w\"\ndatabase = \"d\"\n"
+                "retain_finished = \"0s\"\n",
+                ":6:19: watch[0].retain_finished: must be positive"},
         BadCase{"short_lease", "[mongodb]\nuri = \"mongodb://h\"\n[sweep]\nlease = \"5s\"\n",
                 ":4:9: sweep.lease: must be at least 15s"}),
     [](const auto& info) { return std::string(info.param.name); });

@@ -271,6 +271,34 @@ TEST_F(DaemonRun, UnderSystemdItNotifiesReadyStatusWatchdogReloadAndStopping) {
   if (MongoStore::Open(mo, &cleanup).ok()) (void)cleanup->DropDatabase(second);
 }
 
+TEST_F(DaemonRun, RetentionArchivesOldFinishedTransactionsAndTheMetricCountsThem) {
+  Bank bank(backend_->store(), backend_->database());
+  bank.Open(3);
+  std::vector<Value> old_done;
+  for (int i = 0; i < 3; ++i) old_done.push_back(bank.Transfer("A0", "A1", 1, 8));
+  Value recent = bank.Transfer("A1", "A2", 1, 8);
+  bank.AgeAll(std::chrono::hours(24 * 10));
+  bank.Age(recent, std::chrono::hours(2));
+
+  std::string path = TempPath(".toml");
+  WriteFile(path, Config(uri_, {backend_->database()}, "[http]\nlisten = \"127.0.0.1:0\"\n") +
+                      "retain_finished = \"7d\"\narchive_collection = \"archive\"\n");
+  auto daemon = StartDaemon(path);
+  int port = HttpPort(*daemon);
+  ASSERT_GT(port, 0) << daemon->Stderr();
+  std::string series = "txn_recoveryd_finished_removed_total{mode=\"archived\",watch=\"w0\"}";
+  EXPECT_TRUE(
+      Eventually([&] { return Metric(Get(port, "/metrics").body, series) == 3; }, seconds(10)))
+      << Get(port, "/metrics").body << daemon->Stderr();
+  for (const auto& id : old_done) EXPECT_FALSE(bank.Txn(id)) << id.ToString();
+  EXPECT_TRUE(bank.Txn(recent)) << "younger than retain_finished";
+  std::int64_t archived = 0;
+  Must(backend_->store()->Count({backend_->database(), "archive"}, Filter(), &archived));
+  EXPECT_EQ(archived, 3);
+  daemon->Signal(SIGTERM);
+  EXPECT_EQ(daemon->Wait(seconds(10)), 0) << daemon->Stderr();
+}
+
 TEST_F(DaemonRun, SigtermDuringALargeSweepDrainsWithinTheDeadlineAndLeavesNoLease) {
   Bank bank(backend_->store(), backend_->database());
   bank.Open(20);

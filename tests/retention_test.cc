@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "support/bank.h"
+#include "support/scenario.h"
 #include "support/test_env.h"
 #include "txn_recovery/retention.h"
 
@@ -110,6 +111,52 @@ TEST_P(Retention, ArchivesInBatchesAndAnInterruptedMoveCompletesWithoutDuplicate
   Must(backend_->store()->FindOne(archive, Filter().Eq("_id", ids[3]), &moved));
   ASSERT_TRUE(moved);
   EXPECT_EQ(*moved->Get("state")->as_string(), "done");
+}
+
+TEST_P(Retention, ASweepWithRetentionOnRemovesOldFinishedTransactionsAndCountsThem) {
+  Value old_done = bank_->Transfer("A0", "A1", 5, 8);
+  Value old_cancelled = bank_->Transfer("A1", "A2", 5, 1);
+  Must(backend_->store()->UpdateOne(bank_->txns(), Filter().Eq("_id", old_cancelled),
+                                    Update().Set("state", Value("canceled")), &wr_));
+  Value recent_done = bank_->Transfer("A2", "A3", 5, 8);
+  bank_->Age(old_done, hours(72));
+  bank_->Age(old_cancelled, hours(72));
+  bank_->Age(recent_done, hours(2));
+  Snapshot before = bank_->Take();
+
+  WatchSpec watch = bank_->Watch();
+  watch.retention.retain_finished = hours(24);
+  watch.retention.archive_collection = "transactions_archive";
+  WatchSummary dry = SweepOnce(backend_->store(), backend_->clock(), watch, "daemon-1", nullptr, 1,
+                               /*dry_run=*/true);
+  EXPECT_EQ(dry.finished_archived + dry.finished_deleted, 0) << "a dry run removes nothing";
+  EXPECT_TRUE(bank_->Txn(old_done));
+
+  WatchSummary s = SweepOnce(backend_->store(), backend_->clock(), watch, "daemon-1");
+  EXPECT_TRUE(s.status.ok()) << s.status.ToString();
+  EXPECT_EQ(s.finished_archived, 2) << "done and the alias 'canceled' of cancelled";
+  EXPECT_EQ(s.finished_deleted, 0);
+  EXPECT_FALSE(bank_->Txn(old_done));
+  EXPECT_FALSE(bank_->Txn(old_cancelled));
+  EXPECT_TRUE(bank_->Txn(recent_done));
+  EXPECT_EQ(Count({backend_->database(), "transactions_archive"}), 2);
+  EXPECT_EQ(bank_->Take().accounts, before.accounts) << "retention never touches accounts";
+}
+
+TEST_P(Retention, ABacklogDrainsOverSeveralSweepsOfAtMostMaxBatches) {
+  for (int i = 0; i < 9; ++i) bank_->Transfer("A0", "A1", 1, 8);
+  bank_->AgeAll(hours(48));
+  WatchSpec watch = bank_->Watch();
+  watch.retention.retain_finished = hours(24);
+  watch.retention.batch_size = 2;
+  watch.retention.max_batches = 2;
+  watch.retention.pause_between_batches = std::chrono::milliseconds(1);
+  std::vector<std::int64_t> removed;
+  for (int sweep = 0; sweep < 4; ++sweep)
+    removed.push_back(
+        SweepOnce(backend_->store(), backend_->clock(), watch, "daemon-1").finished_deleted);
+  EXPECT_EQ(removed, (std::vector<std::int64_t>{4, 4, 1, 0}));
+  EXPECT_EQ(Count(bank_->txns()), 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, Retention, ::testing::Values("memory", "mongo"),

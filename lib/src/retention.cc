@@ -39,8 +39,13 @@ Status RemoveFinished(Store* store, Clock* clock, const RetentionTarget& target,
   const Namespace archive_ns{target.transactions.database, policy.archive_collection};
   std::int32_t batch = std::max<std::int32_t>(1, policy.batch_size);
 
-  for (bool first = true;; first = false) {
+  for (std::int32_t batches = 0;; ++batches) {
     if (stop != nullptr && stop->load()) return Status::Aborted("retention stopped");
+    if (policy.max_batches > 0 && batches >= policy.max_batches) {
+      result->more = true;
+      return Status::Ok();
+    }
+    const bool first = batches == 0;
     if (!first) clock->SleepFor(policy.pause_between_batches);
     FindOptions fo;
     fo.sort_ascending_by = "_id";

@@ -356,6 +356,23 @@ Status Sweeper::SweepWatch(const WatchSpec& watch,
     cursor.reset();
   }
 
+  // Retention runs after the pass, so a transaction resolved just now is never a
+  // candidate (it is younger than the late-write window anyway).
+  if (status.ok() && !options_.dry_run && watch.retention.enabled()) {
+    RetentionTarget target;
+    target.transactions = watch.ns;
+    target.finished.In(watch.profile.state_field, watch.profile.states.TerminalSpellings());
+    target.time_field = watch.profile.time_field;
+    target.lease_field = watch.lease_field;
+    target.late_write_window = watch.thresholds.late_write_window;
+    RetentionResult removed;
+    status = RemoveFinished(store_, clock_, target, watch.retention, server_now(), options_.stop,
+                            &removed);
+    summary->finished_deleted = removed.deleted;
+    summary->finished_archived = removed.archived;
+    if (!status.ok() && !status.IsAborted()) status = status.WithContext("retention");
+  }
+
   if (status.ok() || status.IsAborted()) {
     Filter quarantined;
     quarantined.Exists(watch.lease_field + ".quarantine");

@@ -27,6 +27,10 @@ struct RetentionPolicy {
   std::string archive_collection;
   std::int32_t batch_size = 500;
   std::chrono::milliseconds pause_between_batches{200};
+  // Batches per call; 0 = until nothing is left. A backlog (retention switched on over a
+  // year of history) then drains over several sweeps instead of holding one sweep, and the
+  // watchdog it feeds, for minutes.
+  std::int32_t max_batches = 20;
 
   bool enabled() const { return retain_finished.count() > 0; }
 };
@@ -34,6 +38,7 @@ struct RetentionPolicy {
 struct RetentionResult {
   std::int64_t deleted = 0;
   std::int64_t archived = 0;
+  bool more = false;  // stopped at max_batches with eligible transactions possibly left
 };
 
 struct RetentionTarget {

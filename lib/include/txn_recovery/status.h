@@ -53,6 +53,13 @@ class Status {
   std::string ToString() const;
   static std::string_view CodeName(Code code) noexcept;
 
+  // The same code with "<context>: " before the message (OK stays OK), so that a caller
+  // can say where an error happened without losing what kind of error it is.
+  Status WithContext(std::string_view context) const {
+    if (ok()) return *this;
+    return Status(code(), std::string(context) + ": " + message());
+  }
+
  private:
   struct State {
     Code code;

@@ -16,6 +16,7 @@
 
 #include "txn_recovery/clock.h"
 #include "txn_recovery/profile.h"
+#include "txn_recovery/retention.h"
 #include "txn_recovery/state_machine.h"
 #include "txn_recovery/store.h"
 
@@ -32,6 +33,9 @@ struct WatchSpec {
   // A collection in the watch's database holding {_id: "pause", paused: true}: while that
   // document says so, no instance acts on this watch (txn-recoveryd pause / resume).
   std::string control_collection = "txn_recoveryd_control";
+  // Finished transactions older than retention.retain_finished (and than the late-write
+  // window) are deleted or archived at the end of each sweep. Off by default.
+  RetentionPolicy retention;
 
   Namespace control_ns() const { return {ns.database, control_collection}; }
 };
@@ -68,6 +72,9 @@ struct WatchSummary {
   std::int64_t failed = 0;
   std::int64_t busy = 0;
   std::int64_t resolved = 0;
+  // Finished transactions removed by retention at the end of the sweep.
+  std::int64_t finished_deleted = 0;
+  std::int64_t finished_archived = 0;
   bool paused = false;  // the pause switch was on: nothing was read or written
   Status status;        // the watch-level error (database unreachable, ...), OK otherwise
 };
@@ -86,7 +93,8 @@ class Sweeper {
   // `store` and `clock` must outlive the sweeper.
   Sweeper(Store* store, Clock* clock, SweepOptions options);
 
-  // One pass over `watch`. `on_txn` (may be null) is called once for every transaction
+  // One pass over `watch`, then (unless dry-run, stopped or failed) the watch's retention.
+  // `on_txn` (may be null) is called once for every transaction
   // acted on, planned or set aside, from the sweeper's threads but never concurrently.
   // Returns the watch-level status (also stored in summary->status).
   Status SweepWatch(const WatchSpec& watch, const std::function<void(const TxnReport&)>& on_txn,
