@@ -406,8 +406,10 @@ static Status OverlayEnvironment(const EnvLookup& env, toml::table* root) {
       {"mongodb", {"server_selection_timeout", "socket_timeout"}},
       {"sweep",
        {"workers", "batch_size", "lease", "max_failures", "retention_batch_size", "retention_pause",
-        "retention_max_batches"}},
-      {"daemon", {"interval", "jitter", "backoff_initial", "backoff_max", "drain_deadline"}},
+        "retention_max_batches", "marker_cap"}},
+      {"daemon",
+       {"interval", "jitter", "backoff_initial", "backoff_max", "drain_deadline",
+        "orphan_scan_interval"}},
       {"log", {"level"}},
   };
   for (const auto& [section, keys] : kKeys) {
@@ -507,11 +509,13 @@ Status LoadConfig(const std::string& path, const EnvLookup& env, Config* config)
               max_failures = c.sweep.max_failures;
     Status s;
     long long retention_batch = c.sweep.retention_batch_size,
-              retention_batches = c.sweep.retention_max_batches;
-    if (!(s = r.OnlyKnownKeys(*t, "sweep.",
-                              {"workers", "batch_size", "lease", "max_failures",
-                               "retention_batch_size", "retention_pause", "retention_max_batches"}))
+              retention_batches = c.sweep.retention_max_batches, marker_cap = c.sweep.marker_cap;
+    if (!(s = r.OnlyKnownKeys(
+              *t, "sweep.",
+              {"workers", "batch_size", "lease", "max_failures", "retention_batch_size",
+               "retention_pause", "retention_max_batches", "marker_cap"}))
              .ok() ||
+        !(s = r.Int(*t, "sweep.", "marker_cap", 1, 1'000'000, &marker_cap)).ok() ||
         !(s = r.Int(*t, "sweep.", "retention_batch_size", 1, 100'000, &retention_batch)).ok() ||
         !(s = r.Int(*t, "sweep.", "retention_max_batches", 0, 1'000'000, &retention_batches))
              .ok() ||
@@ -526,6 +530,7 @@ Status LoadConfig(const std::string& path, const EnvLookup& env, Config* config)
     c.sweep.max_failures = static_cast<int>(max_failures);
     c.sweep.retention_batch_size = static_cast<std::int32_t>(retention_batch);
     c.sweep.retention_max_batches = static_cast<std::int32_t>(retention_batches);
+    c.sweep.marker_cap = marker_cap;
     if (c.sweep.lease_duration < std::chrono::seconds(15))
       return r.Error(t->get("lease")->source(), "sweep.lease",
                      "must be at least 15s (the daemon stops writing 10s before it expires)");
@@ -536,9 +541,11 @@ Status LoadConfig(const std::string& path, const EnvLookup& env, Config* config)
     const toml::table* t = n->as_table();
     if (t == nullptr) return r.Error(n->source(), "daemon", "must be a table");
     Status s;
-    if (!(s = r.OnlyKnownKeys(
-              *t, "daemon.",
-              {"interval", "jitter", "backoff_initial", "backoff_max", "drain_deadline"}))
+    if (!(s = r.OnlyKnownKeys(*t, "daemon.",
+                              {"interval", "jitter", "backoff_initial", "backoff_max",
+                               "drain_deadline", "orphan_scan_interval"}))
+             .ok() ||
+        !(s = r.Duration(*t, "daemon.", "orphan_scan_interval", &c.daemon.orphan_scan_interval))
              .ok() ||
         !(s = r.Duration(*t, "daemon.", "interval", &c.daemon.interval)).ok() ||
         !(s = r.Duration(*t, "daemon.", "backoff_initial", &c.daemon.backoff_initial)).ok() ||
@@ -656,12 +663,14 @@ std::string DescribeConfig(const Config& c) {
      << "\nmax_failures = " << c.sweep.max_failures
      << "\nretention_batch_size = " << c.sweep.retention_batch_size
      << "\nretention_pause = " << q(FormatDuration(c.sweep.retention_pause))
-     << "\nretention_max_batches = " << c.sweep.retention_max_batches << "\n\n";
+     << "\nretention_max_batches = " << c.sweep.retention_max_batches
+     << "\nmarker_cap = " << c.sweep.marker_cap << "\n\n";
   os << "[daemon]\ninterval = " << q(FormatDuration(c.daemon.interval))
      << "\njitter = " << c.daemon.jitter
      << "\nbackoff_initial = " << q(FormatDuration(c.daemon.backoff_initial))
      << "\nbackoff_max = " << q(FormatDuration(c.daemon.backoff_max))
-     << "\ndrain_deadline = " << q(FormatDuration(c.daemon.drain_deadline)) << "\n\n";
+     << "\ndrain_deadline = " << q(FormatDuration(c.daemon.drain_deadline))
+     << "\norphan_scan_interval = " << q(FormatDuration(c.daemon.orphan_scan_interval)) << "\n\n";
   os << "[log]\nformat = "
      << q(c.log.format == LogFormat::kJson      ? "json"
           : c.log.format == LogFormat::kJournal ? "journal"

@@ -34,6 +34,8 @@ struct SweepConfig {
   std::int32_t retention_batch_size = 500;
   std::chrono::milliseconds retention_pause{200};
   std::int32_t retention_max_batches = 20;
+  // The orphan scan reports a participant carrying more markers than this.
+  std::int64_t marker_cap = 16;
 };
 
 // The long-running mode (`txn-recoveryd run`).
@@ -48,6 +50,9 @@ struct DaemonConfig {
   // After SIGTERM: how long the transactions in hand may take before the process exits
   // anyway (everything it leaves is safe to repeat; its leases simply expire).
   std::chrono::milliseconds drain_deadline{std::chrono::seconds(8)};
+  // How often `run` scans the participants for orphan markers (orphans.h). It reads every
+  // marked participant, hence the low rate.
+  std::chrono::milliseconds orphan_scan_interval{std::chrono::hours(1)};
 };
 
 enum class LogFormat { kText, kJson, kJournal };

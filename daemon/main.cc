@@ -56,6 +56,8 @@ int main(int argc, char** argv) {
   sweep->add_flag("--dry-run", sweep_options.dry_run,
                   "Print what would be done to each transaction; write nothing");
   sweep->add_flag("--json", sweep_options.json, "Print the summary as one JSON document");
+  sweep->add_flag("--orphans", sweep_options.orphans,
+                  "Also scan the participants for markers of finished or missing transactions");
   sweep->add_flag("-v,--verbose", verbosity, "One line per transaction; twice for debug logs");
 
   RunOptions run_options;

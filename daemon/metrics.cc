@@ -279,6 +279,10 @@ void DescribeStandardMetrics(Metrics* m, const std::string& version) {
               "Writes found applied to a transaction after it was rolled back, and undone.");
   m->Describe("txn_recoveryd_finished_removed_total", T::kCounter,
               "Finished transactions removed by retention, by mode (deleted or archived).");
+  m->Describe("txn_recoveryd_orphan_scans_total", T::kCounter,
+              "Orphan scans of a watch's participants that completed.");
+  m->Describe("txn_recoveryd_orphan_markers", T::kGauge,
+              "Markers the last orphan scan left for an operator, by kind.");
   m->Describe("txn_recoveryd_paused", T::kGauge,
               "1 while the watch's pause switch is on and the daemon leaves it alone.");
   m->Describe("txn_recoveryd_database_up", T::kGauge,

@@ -146,6 +146,8 @@ class Daemon {
   Status StartHttp(const std::string& listen, std::unique_ptr<HealthServer>* server);
   void Reload();
   SweepOutcome SweepAll();
+  // The periodic orphan scan of every watch (orphans.h), with its metrics.
+  void ScanOrphans(const txn_recovery::LeaseOptions& lease, SweepOutcome* out);
   void RecordWatch(const txn_recovery::WatchSpec& w, const txn_recovery::WatchSummary& summary,
                    const Status& s, double seconds, SweepOutcome* out);
   void Progress();
@@ -185,6 +187,10 @@ class Daemon {
   std::uint64_t suppressed_logs_reported_ = 0;
   Steady::time_point last_watchdog_{};
   std::map<std::string, std::set<std::string>> stuck_series_;  // watch -> states reported
+  // The first scan comes an interval after start, or 10 minutes if that is sooner (not
+  // at once: a daemon restarted in a loop must not rescan every participant each time),
+  // then every orphan_scan_interval. Unset until the first sweep.
+  std::optional<Steady::time_point> next_orphan_scan_;
 };
 
 void Daemon::OnSignal(int sig) {
@@ -452,11 +458,61 @@ Daemon::SweepOutcome Daemon::SweepAll() {
     RecordWatch(w, summary, s, seconds, &out);
     Progress();
   }
+  if (!next_orphan_scan_)
+    next_orphan_scan_ =
+        Steady::now() + Jittered(std::min<milliseconds>(config_.daemon.orphan_scan_interval,
+                                                        std::chrono::minutes(10)));
+  if (out.database_up && !stop_.load() && Steady::now() >= *next_orphan_scan_) {
+    ScanOrphans(so.lease, &out);
+    next_orphan_scan_ = Steady::now() + Jittered(config_.daemon.orphan_scan_interval);
+  }
   if (!out.database_up) {
     database_up_ = false;
     metrics_.Set("txn_recoveryd_database_up", {}, 0);
   }
   return out;
+}
+
+void Daemon::ScanOrphans(const txn_recovery::LeaseOptions& lease, SweepOutcome* out) {
+  txn_recovery::OrphanOptions oo;
+  oo.lease = lease;
+  oo.batch_size = config_.sweep.batch_size;
+  oo.marker_cap = config_.sweep.marker_cap;
+  oo.stop = &stop_;
+  oo.progress = [this] { Progress(); };
+  using Kind = txn_recovery::OrphanFinding::Kind;
+  for (const auto& w : config_.watches) {
+    if (stop_.load()) return;
+    txn_recovery::OrphanSummary summary;
+    Status s = txn_recovery::ScanOrphans(
+        store_.get(), txn_recovery::Clock::Real(), w, oo,
+        [&](const txn_recovery::OrphanFinding& f) { LogOrphan(w.name, f); }, &summary);
+    if (s.IsAborted() && stop_.load()) return;
+    if (summary.paused) continue;
+    metrics_.Inc("txn_recoveryd_orphan_scans_total", {{"watch", w.name}});
+    if (!s.ok()) {
+      LogFields f({{"watch", w.name}});
+      spdlog::error("orphan scan of {} failed: {}", w.ns.ToString(), s.ToString());
+      if (s.IsUnavailable()) out->database_up = false;
+      continue;
+    }
+    metrics_.Inc("txn_recoveryd_late_writes_undone_total", {{"watch", w.name}},
+                 static_cast<double>(summary.late_writes_undone));
+    // Gauges of the last scan: what is left for an operator, by kind.
+    const std::pair<Kind, std::int64_t> left[] = {
+        {Kind::kMissingTransaction, summary.missing_transactions},
+        {Kind::kForeignMarker, summary.foreign_markers},
+        {Kind::kTooManyMarkers, summary.crowded_participants},
+        {Kind::kFailed, summary.failed}};
+    for (const auto& [kind, n] : left)
+      metrics_.Set("txn_recoveryd_orphan_markers",
+                   {{"watch", w.name}, {"kind", std::string(txn_recovery::OrphanKindName(kind))}},
+                   static_cast<double>(n));
+    spdlog::info("orphan scan of {}: {} marked participants, {} late writes undone, {} to report",
+                 w.name, summary.participants_scanned, summary.late_writes_undone,
+                 summary.missing_transactions + summary.foreign_markers +
+                     summary.crowded_participants + summary.failed);
+  }
 }
 
 void Daemon::PublishStatus(const SweepOutcome& o, milliseconds took, milliseconds next) {

@@ -71,6 +71,16 @@ void LogTransaction(const TxnReport& r) {
   }
 }
 
+void LogOrphan(const std::string& watch, const txn_recovery::OrphanFinding& f) {
+  LogFields fields({{"watch", watch},
+                    {"txn_id", f.transaction.ToString()},
+                    {"participant", f.ns.ToString() + " " + f.participant.ToString()}});
+  if (f.kind == txn_recovery::OrphanFinding::Kind::kLateWriteUndone)
+    spdlog::info("orphan marker: {}: {}", txn_recovery::OrphanKindName(f.kind), f.detail);
+  else
+    spdlog::warn("orphan marker: {}: {}", txn_recovery::OrphanKindName(f.kind), f.detail);
+}
+
 int RunSweep(const Config& config, txn_recovery::Store* store, const SweepCommandOptions& options,
              std::ostream& out) {
   txn_recovery::SweepOptions so;
@@ -114,6 +124,38 @@ int RunSweep(const Config& config, txn_recovery::Store* store, const SweepComman
       incomplete = true;
     if (options.dry_run && summary.counts.count(Action::kQuarantine)) incomplete = true;
 
+    // The orphan scan, after the sweep has resolved what it could.
+    txn_recovery::OrphanSummary orphans;
+    std::vector<txn_recovery::OrphanFinding> findings;
+    txn_recovery::Status orphan_status;
+    const bool scan = options.orphans && !summary.paused && !s.IsUnavailable();
+    if (scan) {
+      txn_recovery::OrphanOptions oo;
+      oo.dry_run = options.dry_run;
+      oo.lease = so.lease;
+      oo.batch_size = config.sweep.batch_size;
+      oo.marker_cap = config.sweep.marker_cap;
+      orphan_status = txn_recovery::ScanOrphans(
+          store, txn_recovery::Clock::Real(), watch, oo,
+          [&](const txn_recovery::OrphanFinding& f) {
+            LogOrphan(watch.name, f);
+            findings.push_back(f);
+          },
+          &orphans);
+      if (!orphan_status.ok()) {
+        LogFields f({{"watch", watch.name}});
+        spdlog::error("orphan scan failed: {}", orphan_status.ToString());
+        if (orphan_status.IsUnavailable()) unreachable = true;
+        incomplete = true;
+      }
+      // Anything reported but not undone needs an operator.
+      if (orphans.missing_transactions + orphans.foreign_markers + orphans.crowded_participants +
+              orphans.failed >
+          0)
+        incomplete = true;
+      if (options.dry_run && orphans.late_writes_undone > 0) incomplete = true;
+    }
+
     if (options.json) {
       nlohmann::json actions = nlohmann::json::object();
       for (const auto& [action, outcomes] : summary.counts) {
@@ -138,6 +180,25 @@ int RunSweep(const Config& config, txn_recovery::Store* store, const SweepComman
           {"finished_archived", summary.finished_archived},
           {"actions", actions},
       };
+      if (scan) {
+        nlohmann::json list = nlohmann::json::array();
+        for (const auto& f : findings)
+          list.push_back({{"kind", std::string(txn_recovery::OrphanKindName(f.kind))},
+                          {"collection", f.ns.ToString()},
+                          {"participant", f.participant.ToString()},
+                          {"transaction", f.transaction.ToString()},
+                          {"detail", f.detail}});
+        w["orphans"] = {{"status", orphan_status.ok() ? "ok" : orphan_status.ToString()},
+                        {"participants_scanned", orphans.participants_scanned},
+                        {"markers_checked", orphans.markers_checked},
+                        {"in_flight", orphans.in_flight},
+                        {"late_writes_undone", orphans.late_writes_undone},
+                        {"missing_transactions", orphans.missing_transactions},
+                        {"foreign_markers", orphans.foreign_markers},
+                        {"crowded_participants", orphans.crowded_participants},
+                        {"failed", orphans.failed},
+                        {"findings", list}};
+      }
       if (options.verbose) {
         nlohmann::json txns = nlohmann::json::array();
         for (const auto& l : lines)
@@ -171,6 +232,21 @@ int RunSweep(const Config& config, txn_recovery::Store* store, const SweepComman
         for (const auto& [outcome, n] : outcomes)
           out << " " << txn_recovery::OutcomeName(outcome) << "=" << n;
         out << "\n";
+      }
+      if (scan) {
+        out << "  orphans: " << orphans.participants_scanned << " marked participants, "
+            << orphans.markers_checked << " markers (" << orphans.in_flight << " in flight), "
+            << (options.dry_run ? "late writes to undo " : "late writes undone ")
+            << orphans.late_writes_undone << ", missing transactions "
+            << orphans.missing_transactions << ", foreign markers " << orphans.foreign_markers
+            << ", over the marker cap " << orphans.crowded_participants;
+        if (!orphan_status.ok()) out << "; ERROR " << orphan_status.ToString();
+        out << "\n";
+        for (const auto& f : findings)
+          out << "    " << txn_recovery::OrphanKindName(f.kind) << "  " << f.ns.ToString()
+              << " _id=" << f.participant.ToString()
+              << (f.transaction.is_null() ? "" : "  txn=" + f.transaction.ToString()) << "  "
+              << f.detail << "\n";
       }
     }
   }

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "config.h"
+#include "txn_recovery/orphans.h"
 #include "txn_recovery/store.h"
 #include "txn_recovery/sweeper.h"
 
@@ -14,10 +15,13 @@ struct SweepCommandOptions {
   bool dry_run = false;
   bool json = false;
   bool verbose = false;  // one line (or JSON entry) per transaction
+  bool orphans = false;  // also scan the participants for orphan markers (orphans.h)
 };
 
 // Logs one transaction's outcome with the watch and _id as structured fields.
 void LogTransaction(const txn_recovery::TxnReport& report);
+// Logs one orphan-scan finding the same way (the participant's _id as a field too).
+void LogOrphan(const std::string& watch, const txn_recovery::OrphanFinding& finding);
 
 // Sweeps every watch of `config` through `store` and writes the report to `out`.
 // Returns the process exit code (exit_codes.h).

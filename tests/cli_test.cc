@@ -141,6 +141,42 @@ TEST(Cli, AQuarantinedTransactionMakesTheSweepExit1AndNamesIt) {
   EXPECT_EQ(Daemon("sweep --config " + path).exit_code, 1);
 }
 
+TEST(Cli, SweepOrphansUndoesALateWriteAndReportsAMarkerOfAMissingTransactionWithBothIds) {
+  auto backend = TestBackend::Create("mongo");
+  ASSERT_TRUE(backend->error().empty()) << backend->error();
+  Bank bank(backend->store(), backend->database());
+  bank.Open(3);
+  Value late = bank.Transfer("A0", "A1", 100, kAppStepCount);
+  bank.Age(late, std::chrono::hours(6));  // past every window the sweep looks at
+  ASSERT_TRUE(bank.RunStep(late, AppStep::kCreditDestination).ok());  // credited twice
+  WriteResult wr;
+  ASSERT_TRUE(backend->store()
+                  ->UpdateOne(bank.accounts(), Filter().Eq("_id", "A2"),
+                              Update().Push("pendingTransactions", Value("deleted-7")), &wr)
+                  .ok());
+  std::string path = WriteConfig(ConfigFor(FindTestUri().uri_or_reason, backend->database()));
+
+  ProcessResult plain = Daemon("sweep --config " + path);
+  EXPECT_EQ(plain.exit_code, 0) << "without --orphans the sweep cannot see either";
+  EXPECT_EQ(bank.Balance("A1"), 1200);
+
+  ProcessResult r = Daemon("sweep --orphans --config " + path);
+  EXPECT_EQ(r.exit_code, 1) << "a marker of a missing transaction needs an operator\n"
+                            << r.out << r.err;
+  EXPECT_NE(r.out.find("late writes undone 1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("missing-transaction"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("_id=\"A2\"  txn=\"deleted-7\""), std::string::npos) << r.out;
+  EXPECT_EQ(bank.Balance("A1"), 1100);
+  EXPECT_EQ(bank.Markers("A2").size(), 1u) << "no record of the change: the marker stays";
+
+  ProcessResult json = Daemon("sweep --orphans --json --config " + path);
+  auto doc = nlohmann::json::parse(json.out);
+  const auto& orphans = doc["watches"][0]["orphans"];
+  EXPECT_EQ(orphans["missing_transactions"], 1);
+  EXPECT_EQ(orphans["late_writes_undone"], 0) << "undone once, by the first scan";
+  EXPECT_EQ(orphans["findings"][0]["transaction"], "\"deleted-7\"");
+}
+
 TEST(Cli, CheckConfigPrintsTheEffectiveConfigurationWithThePasswordRedacted) {
   std::string path = WriteConfig(
       "[mongodb]\nuri = \"mongodb://app:hunter2-pw@db.example:27017/?authSource=admin\"\n"

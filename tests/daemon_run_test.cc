@@ -299,6 +299,33 @@ TEST_F(DaemonRun, RetentionArchivesOldFinishedTransactionsAndTheMetricCountsThem
   EXPECT_EQ(daemon->Wait(seconds(10)), 0) << daemon->Stderr();
 }
 
+TEST_F(DaemonRun, ThePeriodicOrphanScanUndoesALateWriteNoSweepWouldSeeAndCountsWhatIsLeft) {
+  Bank bank(backend_->store(), backend_->database());
+  bank.Open(3);
+  Value late = bank.Transfer("A0", "A1", 100, kAppStepCount);
+  bank.Age(late, std::chrono::hours(6));
+  ASSERT_TRUE(bank.RunStep(late, AppStep::kCreditDestination).ok());  // credited twice
+  WriteResult wr;
+  Must(backend_->store()->UpdateOne(bank.accounts(), Filter().Eq("_id", "A2"),
+                                    Update().Push("pendingTransactions", Value("deleted-7")), &wr));
+
+  std::string path = TempPath(".toml");
+  WriteFile(path, Config(uri_, {backend_->database()}, "[http]\nlisten = \"127.0.0.1:0\"\n"));
+  auto daemon = StartDaemon(path, {{"TXN_RECOVERYD_DAEMON_ORPHAN_SCAN_INTERVAL", "1s"}});
+  int port = HttpPort(*daemon);
+  ASSERT_GT(port, 0) << daemon->Stderr();
+  EXPECT_TRUE(Eventually([&] { return bank.Balance("A1") == 1100; }, seconds(10)))
+      << daemon->Stderr();
+  std::string missing = "txn_recoveryd_orphan_markers{kind=\"missing-transaction\",watch=\"w0\"}";
+  EXPECT_TRUE(
+      Eventually([&] { return Metric(Get(port, "/metrics").body, missing) == 1; }, seconds(10)))
+      << Get(port, "/metrics").body;
+  EXPECT_NE(daemon->Stderr().find("deleted-7"), std::string::npos) << daemon->Stderr();
+  EXPECT_EQ(bank.Markers("A2").size(), 1u);
+  daemon->Signal(SIGTERM);
+  EXPECT_EQ(daemon->Wait(seconds(10)), 0) << daemon->Stderr();
+}
+
 TEST_F(DaemonRun, SigtermDuringALargeSweepDrainsWithinTheDeadlineAndLeavesNoLease) {
   Bank bank(backend_->store(), backend_->database());
   bank.Open(20);

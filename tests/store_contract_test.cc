@@ -72,8 +72,10 @@ TEST_P(StoreContract, FiltersSelectTheSameDocumentsAsMongoDB) {
             Document{{"_id", "b"}, {"n", std::int64_t{5}}, {"tags", Array{Value("y")}}},
             Document{{"_id", "c"}, {"n", 9.5}, {"when", DateTime{1000}}},
             Document{{"_id", "d"}, {"n", "7"}, {"when", "yesterday"}},
-            Document{{"_id", "e"}, {"sub", Document{{"k", "v"}}}}}));
+            Document{{"_id", "e"}, {"sub", Document{{"k", "v"}}}, {"tags", Array{}}}}));
   using V = std::vector<std::string>;
+  EXPECT_EQ(Ids(Filter().NonEmptyArray("tags")), (V{"a", "b"}))
+      << "an empty array and an absent field are both 'no element'";
   EXPECT_EQ(Ids(Filter().Eq("tags", "y")), (V{"a", "b"})) << "equality on an array: contains";
   EXPECT_EQ(Ids(Filter().Ne("tags", "x")), (V{"b", "c", "d", "e"}));
   EXPECT_EQ(Ids(Filter().In("n", {Value(1), Value(9.5)})), (V{"a", "c"}));

@@ -187,6 +187,15 @@ Status AppendPredicate(bson_t* out, const Predicate& p) {
       bson_append_bool(&cond, "$exists", -1, p.op == Predicate::Op::kExists);
       bson_append_document_end(out, &cond);
       return Status::Ok();
+    case Predicate::Op::kNonEmptyArray: {
+      // {"path.0": {$exists: true}}: an array with a first element (the index form also
+      // lets the server use an index on the array).
+      std::string first = p.path + ".0";
+      bson_append_document_begin(out, first.c_str(), -1, &cond);
+      bson_append_bool(&cond, "$exists", -1, true);
+      bson_append_document_end(out, &cond);
+      return Status::Ok();
+    }
     case Predicate::Op::kNotDateTime:
     case Predicate::Op::kNotObjectId: {
       bson_t not_doc;

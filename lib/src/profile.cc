@@ -128,6 +128,10 @@ std::string_view Profile::kind() const noexcept {
                     protocol);
 }
 
+std::vector<MarkerLocation> Profile::MarkerLocations(const Namespace& txn_ns) const {
+  return std::visit([&](const auto& p) { return MarkerLocationsOf(p, txn_ns); }, protocol);
+}
+
 std::vector<TxnState> Profile::OptionalStates() const {
   return std::visit(
       [](const auto& p) { return ProtocolTraits<std::decay_t<decltype(p)>>::OptionalStates(); },

@@ -22,6 +22,8 @@ struct ProtocolTraits<TransferProfile> {
 // The protocol-specific half of Profile::Parse: fills txn->steps (and the like) from `doc`.
 Status ParseBody(const TransferProfile& p, const Document& doc, const Namespace& txn_ns,
                  Transaction* txn);
+// The protocol-specific half of Profile::MarkerLocations.
+std::vector<MarkerLocation> MarkerLocationsOf(const TransferProfile& p, const Namespace& txn_ns);
 
 // InvalidArgument unless `value` is a usable field path (non-empty, no leading '$', no
 // empty component).

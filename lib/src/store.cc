@@ -81,6 +81,8 @@ bool PredicateMatches(const Predicate& p, const Document& doc) {
       return field != nullptr && !field->is_datetime();
     case Predicate::Op::kNotObjectId:
       return field != nullptr && !field->is_object_id();
+    case Predicate::Op::kNonEmptyArray:
+      return field != nullptr && field->as_array() != nullptr && !field->as_array()->empty();
   }
   return false;
 }
@@ -107,6 +109,8 @@ std::string_view OpName(Predicate::Op op) {
       return "$notDate";
     case Predicate::Op::kNotObjectId:
       return "$notObjectId";
+    case Predicate::Op::kNonEmptyArray:
+      return "$nonEmptyArray";
   }
   return "?";
 }
@@ -171,6 +175,10 @@ Filter& Filter::NotObjectId(std::string path) {
   all_.push_back(Make(Predicate::Op::kNotObjectId, std::move(path)));
   return *this;
 }
+Filter& Filter::NonEmptyArray(std::string path) {
+  all_.push_back(Make(Predicate::Op::kNonEmptyArray, std::move(path)));
+  return *this;
+}
 Filter& Filter::AnyOf(std::vector<Filter> alternatives) {
   assert(any_of_.empty() && "one disjunction per filter level");
   any_of_ = std::move(alternatives);
@@ -201,7 +209,8 @@ std::string Filter::ToString() const {
     if (p.op == Predicate::Op::kIn || p.op == Predicate::Op::kNin) {
       out += ": " + Value(Array(p.values)).ToString();
     } else if (p.op != Predicate::Op::kExists && p.op != Predicate::Op::kNotExists &&
-               p.op != Predicate::Op::kNotDateTime && p.op != Predicate::Op::kNotObjectId) {
+               p.op != Predicate::Op::kNotDateTime && p.op != Predicate::Op::kNotObjectId &&
+               p.op != Predicate::Op::kNonEmptyArray) {
       out += ": " + p.value.ToString();
     }
     out += "}";

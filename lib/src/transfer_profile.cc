@@ -72,4 +72,8 @@ Status ParseBody(const TransferProfile& p, const Document& doc, const Namespace&
   return Status::Ok();
 }
 
+std::vector<MarkerLocation> MarkerLocationsOf(const TransferProfile& p, const Namespace& txn_ns) {
+  return {{Namespace{txn_ns.database, p.participants_collection}, p.marker_field}};
+}
+
 }  // namespace txn_recovery

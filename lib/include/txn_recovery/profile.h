@@ -136,6 +136,13 @@ struct Transaction {
   std::optional<DateTime> lease_expires;
 };
 
+// Where a protocol leaves markers (arrays of transaction ids) on the documents it changes.
+// The orphan scan looks there for markers of transactions that are finished or gone.
+struct MarkerLocation {
+  Namespace ns;
+  std::string field;
+};
+
 struct Profile {
   std::string state_field = "state";
   std::string time_field = "lastModified";
@@ -154,6 +161,10 @@ struct Profile {
     return std::get_if<TransferProfile>(&protocol);
   }
   TransferProfile* transfer() noexcept { return std::get_if<TransferProfile>(&protocol); }
+
+  // Every collection and marker field the profile's transactions mark, for the transactions
+  // collection `txn_ns` (participants live in its database).
+  std::vector<MarkerLocation> MarkerLocations(const Namespace& txn_ns) const;
 
   // The states this profile may leave without spellings.
   std::vector<TxnState> OptionalStates() const;

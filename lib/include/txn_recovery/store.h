@@ -35,16 +35,17 @@ struct Namespace {
 
 struct Predicate {
   enum class Op {
-    kEq,           // path == value (on an array path: the array contains value)
-    kNe,           // negation of kEq (on an array path: the array does not contain value)
-    kIn,           // path equals one of values
-    kNin,          // path equals none of values (also true when the path is absent)
-    kLt,           // path < value (same type family only: numbers, dates, strings)
-    kGte,          // path >= value (same type family only)
-    kExists,       // path is present
-    kNotExists,    // path is absent
-    kNotDateTime,  // path is present and is not a date
-    kNotObjectId,  // path is present and is not an ObjectId
+    kEq,             // path == value (on an array path: the array contains value)
+    kNe,             // negation of kEq (on an array path: the array does not contain value)
+    kIn,             // path equals one of values
+    kNin,            // path equals none of values (also true when the path is absent)
+    kLt,             // path < value (same type family only: numbers, dates, strings)
+    kGte,            // path >= value (same type family only)
+    kExists,         // path is present
+    kNotExists,      // path is absent
+    kNotDateTime,    // path is present and is not a date
+    kNotObjectId,    // path is present and is not an ObjectId
+    kNonEmptyArray,  // path is an array with at least one element
   };
   Op op;
   std::string path;
@@ -64,6 +65,7 @@ class Filter {
   Filter& NotExists(std::string path);
   Filter& NotDateTime(std::string path);
   Filter& NotObjectId(std::string path);
+  Filter& NonEmptyArray(std::string path);
   // The filter also requires that at least one of `alternatives` matches ($or). At most
   // one disjunction per filter; alternatives may carry their own.
   Filter& AnyOf(std::vector<Filter> alternatives);
