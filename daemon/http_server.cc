@@ -84,7 +84,8 @@ bool BoundAddress(int sock, std::string* address, int* port) {
     const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&ss);
     if (inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip)) == nullptr) return false;
     *port = ntohs(in6->sin6_port);
-    *address = "[" + std::string(ip) + "]:" + std::to_string(*port);
+    // Appended piecewise: GCC 12 at -O3 warns (-Wrestrict, falsely) on "[" + std::string.
+    address->assign("[").append(ip).append("]:").append(std::to_string(*port));
     return true;
   }
   return false;
