@@ -440,6 +440,23 @@ TEST_P(TaggedInsert, TransactionsThatDoNotFitAreQuarantinedAndTheirDocumentsLeft
   for (const auto& v : app_->Violations(with_docs)) ADD_FAILURE() << v;
 }
 
+// The decision table's row for a started transaction, whatever finds it (the candidate
+// query already leaves younger ones out).
+TEST(TaggedInsertDecision, AStartedTransactionIsOnlyEverRolledBackOnceExpired) {
+  Transaction t;
+  Profile p = Profile::TaggedInsert();
+  p.tagged_insert()->tagged_collections = {"orders"};
+  ASSERT_TRUE(p.Parse(Document{{"_id", 1}, {"status", "started"}, {"lastUpdate", DateTime{0}}},
+                      Namespace{"d", "transactions"}, "recovery", &t)
+                  .ok());
+  EXPECT_FALSE(t.resumable);
+  Thresholds th;
+  auto at = [&](std::chrono::milliseconds age) { return Decide(t, DateTime{age.count()}, th); };
+  EXPECT_EQ(at(minutes(2)), Action::kNone);
+  EXPECT_EQ(at(minutes(30) - std::chrono::milliseconds(1)), Action::kNone);
+  EXPECT_EQ(at(minutes(30)), Action::kRollback);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, TaggedInsert, ::testing::Values("memory", "mongo"),
                          [](const auto& info) { return info.param; });
 INSTANTIATE_TEST_SUITE_P(Backends, TaggedInsertDaemonKilled, ::testing::Values("memory", "mongo"),
