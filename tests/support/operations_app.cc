@@ -23,11 +23,12 @@ Operation Operation::Set(std::string collection, Value id, std::string field, Va
   return op;
 }
 
-OperationsApp::OperationsApp(Store* store, const std::string& database, Profile profile)
+OperationsApp::OperationsApp(Store* store, const std::string& database, Profile profile,
+                             const std::string& transactions)
     : store_(store),
       profile_(std::move(profile)),
       op_(profile_.operations() ? *profile_.operations() : OperationsProfile{}),
-      txns_{database, "transactions"} {
+      txns_{database, transactions} {
   if (!profile_.operations())
     throw std::invalid_argument("OperationsApp needs an operations profile");
 }

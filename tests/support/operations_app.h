@@ -47,8 +47,10 @@ struct OperationsSnapshot {
 
 class OperationsApp {
  public:
-  // `profile` must be an operations profile; the transactions go to `<database>.transactions`.
-  OperationsApp(Store* store, const std::string& database, Profile profile = Profile::Operations());
+  // `profile` must be an operations profile; the transactions go to
+  // `<database>.<transactions>`.
+  OperationsApp(Store* store, const std::string& database, Profile profile = Profile::Operations(),
+                const std::string& transactions = "transactions");
 
   const Namespace& txns() const { return txns_; }
   Namespace Collection(const std::string& name) const { return {txns_.database, name}; }

@@ -6,12 +6,12 @@
 namespace txn_recovery::testing {
 
 TaggedInsertApp::TaggedInsertApp(Store* store, const std::string& database, Profile profile,
-                                 int per_collection)
+                                 int per_collection, const std::string& transactions)
     : store_(store),
       profile_(std::move(profile)),
       tp_(profile_.tagged_insert() ? *profile_.tagged_insert() : TaggedInsertProfile{}),
       per_collection_(per_collection),
-      txns_{database, "transactions"} {
+      txns_{database, transactions} {
   if (!profile_.tagged_insert())
     throw std::invalid_argument("TaggedInsertApp needs a tagged-insert profile");
 }

@@ -43,10 +43,11 @@ class TaggedInsertApp {
  public:
   static constexpr std::size_t kAll = std::numeric_limits<std::size_t>::max();
 
-  // `profile` must be a tagged-insert profile; transactions go to `<database>.transactions`.
-  // `per_collection` is how many documents each transaction inserts into each collection.
+  // `profile` must be a tagged-insert profile; transactions go to
+  // `<database>.<transactions>`. `per_collection` is how many documents each transaction
+  // inserts into each collection.
   TaggedInsertApp(Store* store, const std::string& database, Profile profile,
-                  int per_collection = 2);
+                  int per_collection = 2, const std::string& transactions = "transactions");
 
   const Namespace& txns() const { return txns_; }
   Namespace Collection(const std::string& name) const { return {txns_.database, name}; }
