@@ -235,6 +235,26 @@ TEST_P(TaggedInsert, AStartedTransactionIsNeverCommittedByTheDaemonOnlyRolledBac
   ExpectInvariants();
 }
 
+TEST_P(TaggedInsert, TransactionsTheApplicationEndedItselfAreLeftAsTheyAre) {
+  Value committed = app_->Commit();
+  Value rolled_back = app_->InsertTransaction();
+  ASSERT_TRUE(app_->InsertTagged(rolled_back, 1).ok());  // step 2 threw midway
+  ASSERT_TRUE(app_->RollBack(rolled_back).ok());
+  app_->Age(committed, kStuck);  // inside the late-write window: checked, not changed
+  app_->Age(rolled_back, kStuck);
+  std::vector<Document> txns_before = {*app_->Txn(committed), *app_->Txn(rolled_back)};
+
+  WatchSummary s = Sweep();
+
+  EXPECT_EQ(s.examined, 2);
+  EXPECT_EQ(s.resolved + s.quarantined + s.failed + s.late_writes_undone, 0);
+  EXPECT_EQ(*app_->Txn(committed), txns_before[0]);
+  EXPECT_EQ(*app_->Txn(rolled_back), txns_before[1]);
+  ExpectCommitted(committed);
+  ExpectRolledBack(rolled_back);
+  ExpectInvariants();
+}
+
 // ---- Crash points of the recovery thread (the daemon) ----------------------------------
 //
 // Rolling back a started transaction the daemon writes: its lease, 1' (-> rollback), 2'

@@ -104,6 +104,39 @@ Status TaggedInsertApp::MarkRolledBackDone(const Value& tx) {
   return SetStatus(tx, TxnState::kCancelled);
 }
 
+Status TaggedInsertApp::RunStep(const Value& tx, int step, std::size_t collections) {
+  switch (step) {
+    case 2:
+      return InsertTagged(tx, collections);
+    case 3:
+      return MarkFinishing(tx);
+    case 4:
+      return Untag(tx, collections);
+    case 5:
+      return MarkDone(tx);
+    case 6:
+      return MarkRollback(tx);
+    case 7:
+      return DeleteTagged(tx, collections);
+    case 8:
+      return MarkRolledBackDone(tx);
+    default:
+      return Status::InvalidArgument("seed 003 has no application step " + std::to_string(step));
+  }
+}
+
+Value TaggedInsertApp::Commit() {
+  Value tx = InsertTransaction();
+  for (int step = 2; step <= 5; ++step) Must(RunStep(tx, step));
+  return tx;
+}
+
+Status TaggedInsertApp::RollBack(const Value& tx) {
+  for (int step = 6; step <= 8; ++step)
+    if (Status s = RunStep(tx, step); !s.ok()) return s;
+  return Status::Ok();
+}
+
 void TaggedInsertApp::AddBystanders() {
   for (const auto& c : tp_.tagged_collections) {
     Document d{{"_id", "bystander-" + c}, {"note", "inserted outside any transaction"}};

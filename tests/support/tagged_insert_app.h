@@ -64,6 +64,12 @@ class TaggedInsertApp {
   Status MarkRollback(const Value& tx);                                  // 6
   Status DeleteTagged(const Value& tx, std::size_t collections = kAll);  // 7
   Status MarkRolledBackDone(const Value& tx);                            // 8
+  // Seed step `step` (2 .. 8) of `tx`, by its number in the seed; `collections` as above
+  // for steps 2, 4 and 7.
+  Status RunStep(const Value& tx, int step, std::size_t collections = kAll);
+  // The seed's happy path (steps 1-5) and its catch block (steps 6-8).
+  Value Commit();
+  Status RollBack(const Value& tx);
 
   // ---- Setting the scene and looking at it -----------------------------------------------
   // A valid, untagged document in each collection that no transaction owns.
