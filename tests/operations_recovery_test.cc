@@ -389,6 +389,31 @@ TEST_P(OperationsRecovery, AnOperationAppliedAfterTheDaemonRolledBackIsUndone) {
   ExpectInvariants(before);
 }
 
+TEST_P(OperationsRecovery, AnApplicationWakingAfterTheRollbackStopsAtItsNextTransition) {
+  OperationsSnapshot before = shop_->Take();
+  const auto ops = Shop::Purchase();
+  Value tx = app_->Run(ops, 3);  // stalled after paying from A
+  app_->Age(tx, kExpired);
+  Sweep();
+  ASSERT_EQ(app_->State(tx), "canceled");
+
+  // It wakes up and carries on with its remaining steps: three late changes, then the
+  // compare-and-set to applied fails and it stops before pulling any marker.
+  int step = 4;
+  Status s;
+  for (; step <= OperationsApp::StepCount(ops.size()); ++step)
+    if (!(s = app_->RunStep(tx, step, ops.size())).ok()) break;
+  EXPECT_EQ(step, 7) << "stopped at " << OperationsApp::StepName(step, ops.size());
+  EXPECT_TRUE(s.IsConflict()) << s.ToString();
+  app_->Age(tx, kStuck);
+
+  WatchSummary again = Sweep();
+
+  EXPECT_EQ(again.late_writes_undone, 3);
+  shop_->ExpectPurchase(false);
+  ExpectInvariants(before);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, OperationsRecovery, ::testing::Values("memory", "mongo"),
                          [](const auto& info) { return info.param; });
 

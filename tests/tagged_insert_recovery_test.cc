@@ -369,6 +369,28 @@ TEST_P(TaggedInsert, DocumentsInsertedAfterTheDaemonRolledBackAreDeletedByTheNex
   ExpectInvariants();
 }
 
+// Seed 003's step 3 is unconditional: an application carrying on after the rollback would
+// set finishing on the done transaction and validate its late documents, leaving no trace
+// for the daemon to find (docs/state-machine.md). With step 3 checked it stops there.
+TEST_P(TaggedInsert, WithACheckedStep3AnApplicationWakingAfterTheRollbackStopsThere) {
+  app_->set_checked_finishing(true);
+  Value tx = app_->InsertTransaction();  // stalls before step 2
+  app_->Age(tx, kExpired);
+  Sweep();
+  ASSERT_EQ(Outcome(tx), "rolled back");
+
+  ASSERT_TRUE(app_->InsertTagged(tx).ok());
+  Status step3 = app_->MarkFinishing(tx);
+  EXPECT_TRUE(step3.IsConflict()) << step3.ToString();
+  EXPECT_EQ(app_->State(tx), "done");
+  app_->Age(tx, kStuck);
+  WatchSummary s = Sweep();
+
+  EXPECT_EQ(s.late_writes_undone, app_->DocsPerTransaction());
+  ExpectRolledBack(tx);
+  ExpectInvariants();
+}
+
 TEST_P(TaggedInsert, ADocumentTaggedAfterTheDaemonCommittedIsFinishedLikeTheRest) {
   Value tx = app_->InsertTransaction();
   ASSERT_TRUE(app_->InsertTagged(tx).ok());

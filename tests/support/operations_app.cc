@@ -66,9 +66,17 @@ Value OperationsApp::InsertNew(const std::vector<Operation>& ops, std::optional<
 Status OperationsApp::Transition(const Value& tx, TxnState from, TxnState to) {
   const auto& st = profile_.states;
   WriteResult r;
-  return store_->UpdateOne(
-      txns_, Filter().Eq("_id", tx).Eq(profile_.state_field, st.Written(from)),
-      Update().Set(profile_.state_field, st.Written(to)).CurrentDate(profile_.time_field), &r);
+  if (Status s = store_->UpdateOne(
+          txns_, Filter().Eq("_id", tx).Eq(profile_.state_field, st.Written(from)),
+          Update().Set(profile_.state_field, st.Written(to)).CurrentDate(profile_.time_field), &r);
+      !s.ok())
+    return s;
+  // Someone else (the daemon) moved the transaction on: carrying on would pull the
+  // markers of changes applied late, hiding them from the daemon's late-write check.
+  if (r.matched == 0)
+    return Status::Conflict("transaction " + tx.ToString() + " is no longer " + st.Written(from) +
+                            ": the application stops");
+  return Status::Ok();
 }
 
 Status OperationsApp::MarkPending(const Value& tx) {

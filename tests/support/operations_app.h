@@ -60,6 +60,8 @@ class OperationsApp {
   // ---- The seed's steps --------------------------------------------------------------
   // Step 1. `id` may be given (e.g. an ObjectId); by default a fresh ObjectId.
   Value InsertNew(const std::vector<Operation>& ops, std::optional<Value> id = std::nullopt);
+  // The transitions are compare-and-set; each returns Conflict when the transaction is no
+  // longer in the state it moves from (the daemon resolved it): the application stops.
   Status MarkPending(const Value& tx);                    // step 2
   Status ApplyOperation(const Value& tx, std::size_t i);  // steps 3 .. 2+n
   Status MarkApplied(const Value& tx);                    // step 3+n

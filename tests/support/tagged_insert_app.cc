@@ -64,7 +64,22 @@ Status TaggedInsertApp::SetStatus(const Value& tx, TxnState to, std::optional<Tx
 }
 
 Status TaggedInsertApp::MarkFinishing(const Value& tx) {
-  return SetStatus(tx, TxnState::kApplied);
+  if (!checked_finishing_) return SetStatus(tx, TxnState::kApplied);
+  WriteResult r;
+  if (Status s = store_->UpdateOne(
+          txns_,
+          Filter().Eq("_id", tx).Eq(profile_.state_field,
+                                    profile_.states.Written(TxnState::kPending)),
+          Update()
+              .Set(profile_.state_field, profile_.states.Written(TxnState::kApplied))
+              .CurrentDate(profile_.time_field),
+          &r);
+      !s.ok())
+    return s;
+  if (r.matched == 0)
+    return Status::Conflict("transaction " + tx.ToString() +
+                            " is no longer started: the application stops");
+  return Status::Ok();
 }
 
 Status TaggedInsertApp::Untag(const Value& tx, std::size_t collections) {

@@ -11,7 +11,10 @@
 //   8  txns.updateOne({_id}, {$set: {status: "done"}, ...})
 // With several tagged collections, steps 2, 4 and 7 run once per collection, in the
 // profile's order; `collections` stops them after that many (a crash or an exception
-// midway). Steps 3, 5 and 8 are unconditional, exactly as the seed writes them.
+// midway). Steps 3, 5 and 8 are unconditional, exactly as the seed writes them, unless
+// set_checked_finishing(true): then step 3 moves only a started transaction and returns
+// Conflict when the transaction is no longer started (the daemon rolled it back), and the
+// application stops there, leaving its late documents to the daemon.
 //
 // Every document inserted carries `origin: <txId>`, `part` and `of` (how many documents the
 // transaction inserts in all), so that the checker tells from the database alone whether a
@@ -67,6 +70,7 @@ class TaggedInsertApp {
   // Seed step `step` (2 .. 8) of `tx`, by its number in the seed; `collections` as above
   // for steps 2, 4 and 7.
   Status RunStep(const Value& tx, int step, std::size_t collections = kAll);
+  void set_checked_finishing(bool on) { checked_finishing_ = on; }
   // The seed's happy path (steps 1-5) and its catch block (steps 6-8).
   Value Commit();
   Status RollBack(const Value& tx);
@@ -102,6 +106,7 @@ class TaggedInsertApp {
   TaggedInsertProfile tp_;
   int per_collection_;
   Namespace txns_;
+  bool checked_finishing_ = false;
 };
 
 }  // namespace txn_recovery::testing
