@@ -190,6 +190,10 @@ INSTANTIATE_TEST_SUITE_P(
                 "[[watch]]\nname = \"w\"\ndatabase = \"d\"\nprofile = \"operations\"\n"
                 "allowed_collections = [\"transactions\"]\n",
                 ":7:23: watch[0].allowed_collections: must not name the transactions"},
+        BadCase{"marker_on_id",
+                "[[watch]]\nname = \"w\"\ndatabase = \"d\"\nprofile = \"operations\"\n"
+                "marker_field = \"_id\"\n",
+                ":7:16: watch[0].marker_field: marker_field cannot be _id"},
         BadCase{"zero_max_operations",
                 "[[watch]]\nname = \"w\"\ndatabase = \"d\"\nprofile = \"operations\"\n"
                 "max_operations = 0\n",

@@ -201,6 +201,7 @@ Status OperationsProfile::Validate() const {
     if (std::string(key) != "marker_field" && !keys.insert(*value).second)
       return Status::InvalidArgument(std::string(key) + " '" + *value +
                                      "' names the same key as another operation key");
+  if (marker_field == "_id") return Status::InvalidArgument("marker_field cannot be _id");
   for (const auto& c : collections)
     if (Status s = CheckCollectionName("collections", c); !s.ok()) return s;
   if (max_operations < 1) return Status::InvalidArgument("max_operations must be at least 1");
