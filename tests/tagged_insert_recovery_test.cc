@@ -226,6 +226,7 @@ TEST_P(TaggedInsert, AStartedTransactionIsNeverCommittedByTheDaemonOnlyRolledBac
   StuckReport stuck;
   ASSERT_TRUE(sweeper.Inspect(watch_, &stuck).ok());
   EXPECT_EQ(stuck.stuck.count(TxnState::kPending), 0u) << "not stuck while it may be working";
+  EXPECT_FALSE(stuck.oldest_age.has_value());
 
   // The application carries on normally.
   ASSERT_TRUE(app_->MarkFinishing(tx).ok());
