@@ -212,6 +212,10 @@ const std::vector<ProtocolKeys>& AllProtocolKeys() {
       {"transfer",
        {"participants", "source_field", "destination_field", "amount_field", "participant_key",
         "balance_field", "marker_field", "require_funds"}},
+      {"operations",
+       {"operations_field", "collection_key", "id_key", "inc_key", "set_key", "previous_key",
+        "marker_field", "allowed_collections", "max_operations"}},
+      {"tagged-insert", {"tagged_collections", "tag_field", "valid_field"}},
   };
   return kKeys;
 }
@@ -257,6 +261,46 @@ Status LoadTransferKeys(const Reader& r, const toml::table& t, const std::string
       !(s = r.String(t, prefix, "marker_field", &p->marker_field)).ok() ||
       !(s = r.Bool(t, prefix, "require_funds", &p->require_funds)).ok())
     return s;
+  return Status::Ok();
+}
+
+Status LoadOperationsKeys(const Reader& r, const toml::table& t, const std::string& prefix,
+                          txn_recovery::OperationsProfile* p) {
+  Status s;
+  long long max_operations = p->max_operations;
+  if (!(s = r.String(t, prefix, "operations_field", &p->operations_field)).ok() ||
+      !(s = r.String(t, prefix, "collection_key", &p->collection_key)).ok() ||
+      !(s = r.String(t, prefix, "id_key", &p->id_key)).ok() ||
+      !(s = r.String(t, prefix, "inc_key", &p->inc_key)).ok() ||
+      !(s = r.String(t, prefix, "set_key", &p->set_key)).ok() ||
+      !(s = r.String(t, prefix, "previous_key", &p->previous_key)).ok() ||
+      !(s = r.String(t, prefix, "marker_field", &p->marker_field)).ok() ||
+      !(s = r.StringList(t, prefix, "allowed_collections", &p->collections)).ok() ||
+      !(s = r.Int(t, prefix, "max_operations", 1, 1'000'000, &max_operations)).ok())
+    return s;
+  p->max_operations = max_operations;
+  return Status::Ok();
+}
+
+Status LoadTaggedInsertKeys(const Reader& r, const toml::table& t, const std::string& prefix,
+                            txn_recovery::TaggedInsertProfile* p) {
+  Status s;
+  if (!(s = r.StringList(t, prefix, "tagged_collections", &p->tagged_collections)).ok() ||
+      !(s = r.String(t, prefix, "tag_field", &p->tag_field)).ok() ||
+      !(s = r.String(t, prefix, "valid_field", &p->valid_field)).ok())
+    return s;
+  return Status::Ok();
+}
+
+// A collection list key naming the watch's own transactions collection: the daemon would
+// change (or delete) transaction documents as if they were participants.
+Status RefuseOwnCollection(const Reader& r, const toml::table& t, const std::string& prefix,
+                           std::string_view key, const std::vector<std::string>& names,
+                           const std::string& own) {
+  for (const auto& n : names)
+    if (n == own)
+      return r.Error(t.get(key) ? t.get(key)->source() : t.source(), prefix + std::string(key),
+                     "must not name the transactions collection '" + own + "'");
   return Status::Ok();
 }
 
@@ -327,7 +371,7 @@ Status CheckRetention(const WatchSpec& w) {
       archive.rfind("system.", 0) == 0)
     return Status::InvalidArgument("'" + archive + "' is not a usable collection name");
   std::vector<std::string> taken = {w.ns.collection, w.control_collection};
-  if (const auto* tp = w.profile.transfer()) taken.push_back(tp->participants_collection);
+  for (const auto& loc : w.profile.MarkerLocations(w.ns)) taken.push_back(loc.ns.collection);
   for (const auto& c : taken)
     if (archive == c)
       return Status::InvalidArgument("'" + archive +
@@ -345,7 +389,8 @@ Status LoadWatch(const Reader& r, const toml::table& t, std::size_t index, Watch
   std::optional<txn_recovery::Profile> profile = txn_recovery::Profile::Named(kind);
   if (!profile)
     return r.Error(t.get("profile")->source(), prefix + "profile",
-                   "unknown profile '" + kind + "' (this version supports: transfer)");
+                   "unknown profile '" + kind +
+                       "' (this version supports: transfer, operations, tagged-insert)");
   if (!(s = CheckWatchKeys(r, t, prefix, kind)).ok()) return s;
   w->profile = std::move(*profile);
   Profile& p = w->profile;
@@ -376,9 +421,32 @@ Status LoadWatch(const Reader& r, const toml::table& t, std::size_t index, Watch
   }
   if (auto* transfer = p.transfer())
     if (!(s = LoadTransferKeys(r, t, prefix, transfer)).ok()) return s;
+  if (auto* ops = p.operations()) {
+    if (!(s = LoadOperationsKeys(r, t, prefix, ops)).ok() ||
+        !(s = RefuseOwnCollection(r, t, prefix, "allowed_collections", ops->collections,
+                                  w->ns.collection))
+             .ok())
+      return s;
+  }
+  if (auto* tagged = p.tagged_insert()) {
+    if (!(s = LoadTaggedInsertKeys(r, t, prefix, tagged)).ok() ||
+        !(s = RefuseOwnCollection(r, t, prefix, "tagged_collections", tagged->tagged_collections,
+                                  w->ns.collection))
+             .ok())
+      return s;
+  }
   if (const toml::node* states = t.get("states"))
     if (!(s = LoadStates(r, *states, prefix, p, &p.states)).ok()) return s;
-  if (Status v = p.Validate(); !v.ok()) return r.Error(t.source(), prefix, v.message());
+  if (Status v = p.Validate(); !v.ok()) {
+    // The messages start with the key at fault: point at it when the file sets it.
+    std::string key = v.message().substr(0, v.message().find(' '));
+    if (const toml::node* n = t.get(key)) return r.Error(n->source(), prefix + key, v.message());
+    bool known = false;
+    for (auto c : kCommonWatchKeys) known = known || key == c;
+    for (const auto& pk : AllProtocolKeys())
+      for (auto name : pk.keys) known = known || key == name;
+    return r.Error(t.source(), known ? prefix + key : prefix, v.message());
+  }
   if (w->lease_field.empty() || w->lease_field[0] == '$' ||
       w->lease_field.find('.') != std::string::npos)
     return r.Error(t.source(), prefix + "lease_field", "must be a plain field name");
@@ -701,6 +769,19 @@ std::string DescribeConfig(const Config& c) {
          << "\nbalance_field = " << q(tp->balance_field)
          << "\nmarker_field = " << q(tp->marker_field)
          << "\nrequire_funds = " << (tp->require_funds ? "true" : "false");
+    }
+    if (const auto* op = p.operations()) {
+      os << "\noperations_field = " << q(op->operations_field)
+         << "\ncollection_key = " << q(op->collection_key) << "\nid_key = " << q(op->id_key)
+         << "\ninc_key = " << q(op->inc_key) << "\nset_key = " << q(op->set_key)
+         << "\nprevious_key = " << q(op->previous_key)
+         << "\nmarker_field = " << q(op->marker_field);
+      if (!op->collections.empty()) os << "\nallowed_collections = " << list(op->collections);
+      os << "\nmax_operations = " << op->max_operations;
+    }
+    if (const auto* tg = p.tagged_insert()) {
+      os << "\ntagged_collections = " << list(tg->tagged_collections)
+         << "\ntag_field = " << q(tg->tag_field) << "\nvalid_field = " << q(tg->valid_field);
     }
     if (w.retention.enabled())
       os << "\nretain_finished = " << q(FormatDuration(w.retention.retain_finished));

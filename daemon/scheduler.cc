@@ -503,6 +503,7 @@ void Daemon::ScanOrphans(const txn_recovery::LeaseOptions& lease, SweepOutcome* 
         {Kind::kMissingTransaction, summary.missing_transactions},
         {Kind::kForeignMarker, summary.foreign_markers},
         {Kind::kTooManyMarkers, summary.crowded_participants},
+        {Kind::kQuarantined, summary.quarantined},
         {Kind::kFailed, summary.failed}};
     for (const auto& [kind, n] : left)
       metrics_.Set("txn_recoveryd_orphan_markers",
@@ -511,7 +512,7 @@ void Daemon::ScanOrphans(const txn_recovery::LeaseOptions& lease, SweepOutcome* 
     spdlog::info("orphan scan of {}: {} marked participants, {} late writes undone, {} to report",
                  w.name, summary.participants_scanned, summary.late_writes_undone,
                  summary.missing_transactions + summary.foreign_markers +
-                     summary.crowded_participants + summary.failed);
+                     summary.crowded_participants + summary.quarantined + summary.failed);
   }
 }
 

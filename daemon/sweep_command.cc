@@ -150,7 +150,7 @@ int RunSweep(const Config& config, txn_recovery::Store* store, const SweepComman
       }
       // Anything reported but not undone needs an operator.
       if (orphans.missing_transactions + orphans.foreign_markers + orphans.crowded_participants +
-              orphans.failed >
+              orphans.quarantined + orphans.failed >
           0)
         incomplete = true;
       if (options.dry_run && orphans.late_writes_undone > 0) incomplete = true;

@@ -14,6 +14,8 @@ std::string_view OrphanKindName(OrphanFinding::Kind k) noexcept {
       return "foreign-marker";
     case OrphanFinding::Kind::kTooManyMarkers:
       return "too-many-markers";
+    case OrphanFinding::Kind::kQuarantined:
+      return "quarantined";
     case OrphanFinding::Kind::kFailed:
       return "failed";
   }
@@ -28,6 +30,8 @@ namespace {
 bool NamesParticipant(const Transaction& txn, const Namespace& ns, const Document& participant) {
   for (const auto& step : txn.steps)
     if (step.ns == ns && step.target.Matches(participant)) return true;
+  for (const auto& set : txn.tagged_sets)
+    if (set.ns == ns && set.members.Matches(participant)) return true;
   return false;
 }
 
@@ -64,6 +68,9 @@ Status ScanOrphans(Store* store, Clock* clock, const WatchSpec& watch, const Orp
       case OrphanFinding::Kind::kTooManyMarkers:
         summary->crowded_participants++;
         break;
+      case OrphanFinding::Kind::kQuarantined:
+        summary->quarantined++;
+        break;
       case OrphanFinding::Kind::kFailed:
         summary->failed++;
         break;
@@ -75,8 +82,13 @@ Status ScanOrphans(Store* store, Clock* clock, const WatchSpec& watch, const Orp
     FindOptions fo;
     fo.batch_size = options.batch_size;
     std::unique_ptr<Cursor> cursor;
-    if (Status s = store->Find(loc.ns, Filter().NonEmptyArray(loc.field), fo, &cursor); !s.ok())
-      return s;
+    Filter marked;
+    if (loc.scalar) {
+      marked.Exists(loc.field).Ne(loc.field, Null{});
+    } else {
+      marked.NonEmptyArray(loc.field);
+    }
+    if (Status s = store->Find(loc.ns, marked, fo, &cursor); !s.ok()) return s;
     Document participant;
     for (bool has = true;;) {
       if (options.stop != nullptr && options.stop->load())
@@ -85,10 +97,17 @@ Status ScanOrphans(Store* store, Clock* clock, const WatchSpec& watch, const Orp
       if (!has) break;
       const Value* pid = participant.Get("_id");
       const Value* markers = participant.GetPath(loc.field);
-      if (pid == nullptr || markers == nullptr || markers->as_array() == nullptr) continue;
+      if (pid == nullptr || markers == nullptr) continue;
+      Array list;
+      if (const Array* a = markers->as_array()) {
+        list = *a;
+      } else if (loc.scalar) {
+        list.push_back(*markers);
+      } else {
+        continue;
+      }
       summary->participants_scanned++;
       if (options.progress) options.progress();
-      const Array& list = *markers->as_array();
       if (static_cast<std::int64_t>(list.size()) > options.marker_cap)
         report({OrphanFinding::Kind::kTooManyMarkers, loc.ns, *pid, Value(),
                 std::to_string(list.size()) + " markers in " + loc.field + " (cap " +
@@ -128,7 +147,9 @@ Status ScanOrphans(Store* store, Clock* clock, const WatchSpec& watch, const Orp
           continue;
         }
         ExecuteResult r = machine.Execute(txn, Action::kCheckLateWrites);
-        if (r.outcome == Outcome::kFailed) {
+        if (r.outcome == Outcome::kQuarantined) {
+          report({OrphanFinding::Kind::kQuarantined, loc.ns, *pid, marker, r.detail});
+        } else if (r.outcome == Outcome::kFailed) {
           report({OrphanFinding::Kind::kFailed, loc.ns, *pid, marker, r.status.ToString()});
           if (r.status.IsUnavailable()) return r.status;
         } else if (r.late_writes_undone > 0) {

@@ -118,9 +118,41 @@ Profile Profile::Transfer() {
   return Profile{};
 }
 
+Profile Profile::Operations() {
+  Profile p;
+  p.state_field = "status";
+  p.time_field = "lastModified";
+  p.states.initial = {"new"};
+  p.states.cancelled = {"canceled", "cancelled"};
+  p.protocol = OperationsProfile{};
+  return p;
+}
+
+Profile Profile::TaggedInsert() {
+  Profile p;
+  p.state_field = "status";
+  p.time_field = "lastUpdate";
+  p.states.initial = {};
+  p.states.pending = {"started"};
+  p.states.applied = {"finishing"};
+  p.states.done = {"done"};
+  p.states.canceling = {"rollback"};
+  p.states.cancelled = {};
+  p.protocol = TaggedInsertProfile{};
+  return p;
+}
+
 std::optional<Profile> Profile::Named(std::string_view kind) {
   if (kind == "transfer") return Transfer();
+  if (kind == "operations") return Operations();
+  if (kind == "tagged-insert") return TaggedInsert();
   return std::nullopt;
+}
+
+bool Profile::ResumesPending() const noexcept {
+  return std::visit(
+      [](const auto& p) { return ProtocolTraits<std::decay_t<decltype(p)>>::kResumesPending; },
+      protocol);
 }
 
 std::string_view Profile::kind() const noexcept {
@@ -173,6 +205,23 @@ Status CheckFieldName(std::string_view key, const std::string& value) {
   return Status::Ok();
 }
 
+Status CheckPlainFieldName(std::string_view key, const std::string& value) {
+  if (Status s = CheckFieldName(key, value); !s.ok()) return s;
+  if (value.find('.') != std::string::npos)
+    return Status::InvalidArgument(std::string(key) + " '" + value +
+                                   "' must be a plain field name (no dots)");
+  return Status::Ok();
+}
+
+Status CheckCollectionName(std::string_view key, const std::string& value) {
+  if (value.empty()) return Status::InvalidArgument(std::string(key) + " holds an empty name");
+  if (value.find('$') != std::string::npos || value.find('\0') != std::string::npos)
+    return Status::InvalidArgument(std::string(key) + " '" + value + "' is not a collection name");
+  if (value.rfind("system.", 0) == 0)
+    return Status::InvalidArgument(std::string(key) + " '" + value + "' is a system collection");
+  return Status::Ok();
+}
+
 Status Missing(std::string_view field) {
   return Status::Malformed("field '" + std::string(field) + "' is missing");
 }
@@ -222,6 +271,18 @@ Status Profile::Parse(const Document& doc, const Namespace& txn_ns, std::string_
     if (const Value* e = ld->Get("expires"); e && e->is_datetime())
       txn->lease_expires = *e->as_datetime();
   }
+
+  // A profile that ends rollbacks in `done` (seed 003) tells them apart only by the
+  // daemon's record; late writes are undone in the direction the transaction went.
+  if (txn->state == TxnState::kDone && states.cancelled.empty()) {
+    const Value* outcome = doc.GetPath(std::string(lease_field) + ".outcome");
+    if (outcome != nullptr && *outcome == Value("rolled back")) {
+      txn->state = TxnState::kCancelled;
+    } else if (outcome == nullptr || !(*outcome == Value("committed"))) {
+      txn->outcome_unknown = true;
+    }
+  }
+  txn->resumable = ResumesPending();
 
   return std::visit([&](const auto& p) { return ParseBody(p, doc, txn_ns, txn); }, protocol);
 }

@@ -16,14 +16,46 @@ struct ProtocolTraits;
 template <>
 struct ProtocolTraits<TransferProfile> {
   static constexpr std::string_view kName = "transfer";
+  static constexpr bool kResumesPending = true;
   static std::vector<TxnState> OptionalStates() { return {}; }
+};
+
+template <>
+struct ProtocolTraits<OperationsProfile> {
+  static constexpr std::string_view kName = "operations";
+  static constexpr bool kResumesPending = true;
+  static std::vector<TxnState> OptionalStates() { return {}; }
+};
+
+template <>
+struct ProtocolTraits<TaggedInsertProfile> {
+  static constexpr std::string_view kName = "tagged-insert";
+  // The application inserts; the daemon cannot know whether it had finished (seed 003,
+  // crash points 2 and 3).
+  static constexpr bool kResumesPending = false;
+  // Seed 003 starts in `started` and ends rollbacks in `done`.
+  static std::vector<TxnState> OptionalStates() {
+    return {TxnState::kInitial, TxnState::kCancelled};
+  }
 };
 
 // The protocol-specific half of Profile::Parse: fills txn->steps (and the like) from `doc`.
 Status ParseBody(const TransferProfile& p, const Document& doc, const Namespace& txn_ns,
                  Transaction* txn);
+Status ParseBody(const OperationsProfile& p, const Document& doc, const Namespace& txn_ns,
+                 Transaction* txn);
+Status ParseBody(const TaggedInsertProfile& p, const Document& doc, const Namespace& txn_ns,
+                 Transaction* txn);
 // The protocol-specific half of Profile::MarkerLocations.
 std::vector<MarkerLocation> MarkerLocationsOf(const TransferProfile& p, const Namespace& txn_ns);
+std::vector<MarkerLocation> MarkerLocationsOf(const OperationsProfile& p, const Namespace& txn_ns);
+std::vector<MarkerLocation> MarkerLocationsOf(const TaggedInsertProfile& p,
+                                              const Namespace& txn_ns);
+
+// InvalidArgument unless `value` is a plain field name (a field path without dots).
+Status CheckPlainFieldName(std::string_view key, const std::string& value);
+// InvalidArgument unless `value` can name a collection of the watch's database.
+Status CheckCollectionName(std::string_view key, const std::string& value);
 
 // InvalidArgument unless `value` is a usable field path (non-empty, no leading '$', no
 // empty component).

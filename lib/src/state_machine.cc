@@ -49,6 +49,9 @@ Action Decide(const Transaction& txn, DateTime now, const Thresholds& t) {
       return age >= t.initial_timeout ? Action::kCancel : Action::kNone;
     case TxnState::kPending:
       if (age >= t.rollback_after) return Action::kRollback;
+      // What is left to apply only the application knows: leave it the whole of
+      // rollback_after to finish (seed 003).
+      if (!txn.resumable) return Action::kNone;
       return age >= t.resume_after ? Action::kResume : Action::kNone;
     case TxnState::kApplied:
       return age >= t.resume_after ? Action::kFinish : Action::kNone;
@@ -257,15 +260,37 @@ class StateMachine::Run {
     return m_->store_->UpdateOne(step.ns, f, step.finish, &r);
   }
 
+  // Deletes whatever still carries the transaction's tag: a repeat finds less or nothing.
+  Status UndoTagged(const TaggedSet& set) {
+    if (Status s = CheckLease(); !s.ok()) return s;
+    WriteResult r;
+    if (Status s = m_->store_->DeleteMany(set.ns, set.members, &r); !s.ok()) return s;
+    result_.operations_undone += static_cast<int>(r.modified);
+    return Status::Ok();
+  }
+
+  // Untags (and validates) whatever still carries the tag; a repeat finds less or nothing.
+  Status FinishTagged(const TaggedSet& set) {
+    if (Status s = CheckLease(); !s.ok()) return s;
+    WriteResult r;
+    if (Status s = m_->store_->UpdateMany(set.ns, set.members, set.finish, &r); !s.ok()) return s;
+    result_.operations_applied += static_cast<int>(r.modified);
+    return Status::Ok();
+  }
+
   Status UndoAll() {
     for (const auto& step : txn_.steps)
       if (Status s = UndoStep(step, &result_.operations_undone); !s.ok()) return s;
+    for (const auto& set : txn_.tagged_sets)
+      if (Status s = UndoTagged(set); !s.ok()) return s;
     return Status::Ok();
   }
 
   Status FinishAll() {
     for (const auto& step : txn_.steps)
       if (Status s = FinishStep(step); !s.ok()) return s;
+    for (const auto& set : txn_.tagged_sets)
+      if (Status s = FinishTagged(set); !s.ok()) return s;
     return Status::Ok();
   }
 
@@ -274,6 +299,9 @@ class StateMachine::Run {
       case Action::kCancel:
         return Transition(TxnState::kCancelled);
       case Action::kResume: {
+        if (!txn_.resumable)
+          return Status::InvalidArgument("transaction " + txn_.id.ToString() +
+                                         " cannot be resumed by the daemon, only rolled back");
         for (const auto& step : txn_.steps) {
           std::string cannot_apply;
           if (Status s = ApplyStep(step, &cannot_apply); !s.ok()) return s;
@@ -326,8 +354,56 @@ class StateMachine::Run {
         result_.detail += (result_.detail.empty() ? "undid late write: " : "; ") + step.describe;
       }
     }
+    for (const auto& set : txn_.tagged_sets)
+      if (!CheckLateTagged(set)) return result_;
+    if (result_.outcome == Outcome::kQuarantined) return result_;
     result_.outcome = result_.late_writes_undone ? Outcome::kResolved : Outcome::kUntouched;
     return result_;
+  }
+
+  // A document tagged with a terminal transaction was inserted (or left) after it ended:
+  // a rolled-back transaction's is deleted, a committed one's is finished like the rest.
+  // When the record does not say which way the transaction went, nothing is guessed: the
+  // transaction is set aside for an operator. False when a write failed.
+  bool CheckLateTagged(const TaggedSet& set) {
+    WriteResult r;
+    Status s;
+    const char* what = "";
+    if (txn_.state == TxnState::kCancelled) {
+      s = m_->store_->DeleteMany(set.ns, set.members, &r);
+      r.matched = r.modified;
+      what = "deleted ";
+    } else if (!txn_.outcome_unknown) {
+      s = m_->store_->UpdateMany(set.ns, set.members, set.finish, &r);
+      what = "finished ";
+    } else {
+      std::int64_t n = 0;
+      s = m_->store_->Count(set.ns, set.members, &n);
+      if (s.ok() && n > 0) {
+        std::string reason = std::to_string(n) + " " + set.describe +
+                             " remain after it was done, and nothing records whether it "
+                             "committed or rolled back";
+        s = m_->Quarantine(txn_.id, reason);
+        if (s.ok()) {
+          result_.outcome = Outcome::kQuarantined;
+          result_.action = Action::kQuarantine;
+          result_.detail = reason;
+          return true;
+        }
+      }
+    }
+    if (!s.ok()) {
+      result_.outcome = Outcome::kFailed;
+      result_.status = s;
+      result_.detail = s.ToString();
+      return false;
+    }
+    if (r.matched > 0) {
+      result_.late_writes_undone += static_cast<int>(r.matched);
+      result_.detail += (result_.detail.empty() ? "late write: " : "; ") + std::string(what) +
+                        std::to_string(r.matched) + " " + set.describe;
+    }
+    return true;
   }
 
   StateMachine* m_;

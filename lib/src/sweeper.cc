@@ -105,8 +105,14 @@ Filter Sweeper::CandidateFilter(const WatchSpec& w, DateTime now) {
     alternatives.push_back(std::move(by_id));
   };
   aged(s.SpellingsOf({TxnState::kInitial}), t.initial_timeout, std::nullopt);
-  aged(s.SpellingsOf({TxnState::kPending, TxnState::kApplied, TxnState::kCanceling}),
-       t.resume_after, std::nullopt);
+  if (p.ResumesPending()) {
+    aged(s.SpellingsOf({TxnState::kPending, TxnState::kApplied, TxnState::kCanceling}),
+         t.resume_after, std::nullopt);
+  } else {
+    // Pending ones are only ever rolled back: reading them sooner would be wasted.
+    aged(s.SpellingsOf({TxnState::kPending}), t.rollback_after, std::nullopt);
+    aged(s.SpellingsOf({TxnState::kApplied, TxnState::kCanceling}), t.resume_after, std::nullopt);
+  }
   if (t.late_write_window > t.resume_after)
     aged(s.TerminalSpellings(), t.resume_after, t.late_write_window);
   // Documents that can never match the alternatives above must still be found, or they
@@ -162,23 +168,32 @@ Status Sweeper::Inspect(const WatchSpec& watch, StuckReport* report) {
   Filter base;
   base.NotExists(quarantine).And(p.owner.Condition());
   // Stuck: older than resume_after by the time field, or by the ObjectId when it is absent.
-  auto by_time = [&](std::vector<Value> states) {
-    return Filter(base).In(p.state_field, std::move(states)).Lt(p.time_field, stale);
+  auto by_time = [&](std::vector<Value> states, DateTime cutoff = {}) {
+    if (cutoff.millis == 0) cutoff = stale;
+    return Filter(base).In(p.state_field, std::move(states)).Lt(p.time_field, cutoff);
   };
-  auto by_id = [&](std::vector<Value> states) {
+  auto by_id = [&](std::vector<Value> states, DateTime cutoff = {}) {
+    if (cutoff.millis == 0) cutoff = stale;
     return Filter(base)
         .In(p.state_field, std::move(states))
         .NotExists(p.time_field)
-        .Lt("_id", ObjectId::AtTime(stale.millis));
+        .Lt("_id", ObjectId::AtTime(cutoff.millis));
   };
   for (TxnState st :
        {TxnState::kInitial, TxnState::kPending, TxnState::kApplied, TxnState::kCanceling}) {
     if (p.states.For(st).empty()) continue;
+    // A pending transaction the daemon cannot resume is the application's until it
+    // expires: younger than rollback_after it is not stuck.
+    DateTime cutoff = st == TxnState::kPending && !p.ResumesPending()
+                          ? Minus(now, watch.thresholds.rollback_after)
+                          : stale;
     std::int64_t n = 0, m = 0;
-    if (Status s = store_->Count(watch.ns, by_time(p.states.SpellingsOf({st})), &n); !s.ok())
+    if (Status s = store_->Count(watch.ns, by_time(p.states.SpellingsOf({st}), cutoff), &n);
+        !s.ok())
       return s;
     if (id_time)
-      if (Status s = store_->Count(watch.ns, by_id(p.states.SpellingsOf({st})), &m); !s.ok())
+      if (Status s = store_->Count(watch.ns, by_id(p.states.SpellingsOf({st}), cutoff), &m);
+          !s.ok())
         return s;
     if (n + m > 0) report->stuck[st] = n + m;
   }
@@ -195,14 +210,24 @@ Status Sweeper::Inspect(const WatchSpec& watch, StuckReport* report) {
     *out = has ? std::optional<Document>(std::move(d)) : std::nullopt;
     return Status::Ok();
   };
+  // Every stuck state, a pending one the daemon cannot resume only once it has expired.
+  auto every_stuck = [&](const auto& by) {
+    if (p.ResumesPending()) return by(p.states.NonTerminalSpellings(), stale);
+    Filter f;
+    f.AnyOf(
+        {by(p.states.SpellingsOf({TxnState::kInitial, TxnState::kApplied, TxnState::kCanceling}),
+            stale),
+         by(p.states.SpellingsOf({TxnState::kPending}),
+            Minus(now, watch.thresholds.rollback_after))});
+    return f;
+  };
   std::optional<Document> oldest;
-  if (Status s = first(by_time(p.states.NonTerminalSpellings()), p.time_field, &oldest); !s.ok())
-    return s;
+  if (Status s = first(every_stuck(by_time), p.time_field, &oldest); !s.ok()) return s;
   if (oldest)
     if (const Value* t = oldest->GetPath(p.time_field); t && t->is_datetime())
       report->oldest_age = std::chrono::milliseconds(now.millis - t->as_datetime()->millis);
   if (id_time) {
-    if (Status s = first(by_id(p.states.NonTerminalSpellings()), "_id", &oldest); !s.ok()) return s;
+    if (Status s = first(every_stuck(by_id), "_id", &oldest); !s.ok()) return s;
     if (oldest)
       if (const Value* id = oldest->Get("_id"); id && id->is_object_id()) {
         std::chrono::milliseconds age(now.millis - id->as_object_id()->CreationMillis());

@@ -37,6 +37,7 @@ struct OrphanFinding {
     kMissingTransaction,  // the marker names no transaction: reported, nothing touched
     kForeignMarker,   // a terminal transaction's marker on a document it does not name: reported
     kTooManyMarkers,  // the participant carries more than marker_cap markers
+    kQuarantined,     // the transaction was set aside instead (the record cannot say what to do)
     kFailed,          // the undo failed (database error); retried by the next scan
   };
   Kind kind;
@@ -66,6 +67,7 @@ struct OrphanSummary {
   std::int64_t missing_transactions = 0;
   std::int64_t foreign_markers = 0;
   std::int64_t crowded_participants = 0;  // more than marker_cap markers
+  std::int64_t quarantined = 0;
   std::int64_t failed = 0;
 };
 

@@ -102,6 +102,47 @@ struct TransferProfile {
   Status Validate() const;
 };
 
+// The `operations` protocol (seed 000, mongoose): a transaction lists the changes it makes,
+// each to one document of any collection of the transactions' database, in plain field
+// names so that the daemon knows each change's exact inverse:
+//   {collection: "users", _id: <id>, inc: {money: 100}}
+//   {collection: "users", _id: <id>, set: {tier: "gold"}, previous: {tier: "silver"}}
+// (both kinds may be combined in one operation). Participants carry the marker array.
+// Anything without an exact inverse is Malformed: an unknown key, `set` without
+// `previous` for one of its fields, a non-numeric `inc`, a dotted or `$` field name, two
+// operations on one document (the marker could not tell them apart), an operation on the
+// transactions collection itself.
+struct OperationsProfile {
+  std::string operations_field = "data.operations";  // a path in the transaction document
+  // The keys of one operation.
+  std::string collection_key = "collection";
+  std::string id_key = "_id";
+  std::string inc_key = "inc";
+  std::string set_key = "set";
+  std::string previous_key = "previous";
+  std::string marker_field = "pendingTransaction";
+  // The collections operations may name; empty: any but the transactions collection and
+  // `system.*` ones.
+  std::vector<std::string> collections;
+  // A transaction listing more operations than this is Malformed (an absurd size).
+  std::int64_t max_operations = 1000;
+
+  Status Validate() const;
+};
+
+// The `tagged-insert` protocol (seed 003): the application inserts its new documents with
+// `tag_field: <txId>` into the tagged collections. Finishing removes the tag and sets
+// `valid_field: true` on every document carrying it; rolling back deletes them. The
+// daemon cannot resume a started transaction: only the application knows which documents
+// it still meant to insert.
+struct TaggedInsertProfile {
+  std::vector<std::string> tagged_collections;  // required: where the documents go
+  std::string tag_field = "tx";
+  std::string valid_field = "valid";
+
+  Status Validate() const;
+};
+
 // One guarded change to one participant document. Applying it is guarded by "marker
 // absent" and pushes the marker in the same atomic update; undoing it is guarded by
 // "marker present" and pulls the marker; finishing it pulls the marker only. Each is
@@ -123,6 +164,17 @@ struct ParticipantStep {
   bool target_may_be_ambiguous = false;
 };
 
+// The documents of one collection that belong to a transaction by a tag rather than by a
+// marker (tagged-insert). Each write on them is a multi-document update or delete whose
+// per-document effect is idempotent, so repeating it after a crash is harmless:
+// finishing untags (and validates) whatever still carries the tag, undoing deletes it.
+struct TaggedSet {
+  Namespace ns;
+  Filter members;  // the documents carrying the transaction's tag
+  Update finish;   // removes the tag, marks the document valid
+  std::string describe;
+};
+
 // A transaction document as the state machine needs it.
 struct Transaction {
   Value id;
@@ -131,6 +183,15 @@ struct Transaction {
   DateTime last_modified;             // the age reference
   std::optional<Value> time_as_read;  // exact stored time value (nullopt: field absent)
   std::vector<ParticipantStep> steps;
+  std::vector<TaggedSet> tagged_sets;
+  // Whether the daemon can resume it while pending. False when only the application knows
+  // what is left to apply (tagged-insert: which documents it still meant to insert): the
+  // transaction is then left alone until rollback_after, and rolled back.
+  bool resumable = true;
+  // The profile spells cancelled as done (tagged-insert) and the lease sub-document does
+  // not say which way this done transaction ended (the application ended it itself).
+  // A done transaction whose record says "rolled back" is parsed as kCancelled instead.
+  bool outcome_unknown = false;
   // The lease sub-document's owner and expiry, if any.
   std::optional<std::string> lease_owner;
   std::optional<DateTime> lease_expires;
@@ -141,6 +202,7 @@ struct Transaction {
 struct MarkerLocation {
   Namespace ns;
   std::string field;
+  bool scalar = false;  // one transaction id (tagged-insert's tag), not an array of them
 };
 
 struct Profile {
@@ -149,11 +211,16 @@ struct Profile {
   StateAliases states;
   MissingTime missing_time = MissingTime::kQuarantine;
   OwnerFilter owner;
-  std::variant<TransferProfile> protocol;
+  std::variant<TransferProfile, OperationsProfile, TaggedInsertProfile> protocol;
 
   // The defaults of each protocol, as its seeds write them.
   static Profile Transfer();  // seeds 002/004: state, lastModified, initial..cancelled
-  // "transfer"; nullopt for anything else.
+  // seed 000: status, lastModified, new/pending/applied/done/canceling/canceled
+  static Profile Operations();
+  // seed 003: status, lastUpdate, started/finishing/rollback/done, no initial state, and
+  // rollbacks end in `done` (tagged_collections must still be set)
+  static Profile TaggedInsert();
+  // "transfer", "operations" or "tagged-insert"; nullopt for anything else.
   static std::optional<Profile> Named(std::string_view kind);
 
   std::string_view kind() const noexcept;
@@ -161,6 +228,20 @@ struct Profile {
     return std::get_if<TransferProfile>(&protocol);
   }
   TransferProfile* transfer() noexcept { return std::get_if<TransferProfile>(&protocol); }
+  const OperationsProfile* operations() const noexcept {
+    return std::get_if<OperationsProfile>(&protocol);
+  }
+  OperationsProfile* operations() noexcept { return std::get_if<OperationsProfile>(&protocol); }
+  const TaggedInsertProfile* tagged_insert() const noexcept {
+    return std::get_if<TaggedInsertProfile>(&protocol);
+  }
+  TaggedInsertProfile* tagged_insert() noexcept {
+    return std::get_if<TaggedInsertProfile>(&protocol);
+  }
+  // Whether the daemon resumes stale pending transactions of this profile (see
+  // Transaction::resumable). When not, a pending transaction is only acted on once it is
+  // older than rollback_after.
+  bool ResumesPending() const noexcept;
 
   // Every collection and marker field the profile's transactions mark, for the transactions
   // collection `txn_ns` (participants live in its database).

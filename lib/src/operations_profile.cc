@@ -1,0 +1,248 @@
+// The `operations` protocol (seed 000): one participant step per listed operation, each
+// with the exact inverse the operation itself declares.
+#include <cmath>
+#include <set>
+#include <utility>
+
+#include "profile_parsing.h"
+
+namespace txn_recovery {
+namespace {
+
+// Values the daemon can write back exactly: it keeps no bytes of types it does not model.
+bool HasUnwritable(const Value& v) {
+  if (std::holds_alternative<OtherValue>(v.storage())) return true;
+  if (const Array* a = v.as_array()) {
+    for (const auto& e : *a)
+      if (HasUnwritable(e)) return true;
+  }
+  if (const Document* d = v.as_document()) {
+    for (const auto& [k, e] : *d)
+      if (HasUnwritable(e)) return true;
+  }
+  return false;
+}
+
+// A `$` key inside a value would be read as an operator once the value is used in a filter.
+bool HasOperatorKey(const Value& v) {
+  if (const Array* a = v.as_array()) {
+    for (const auto& e : *a)
+      if (HasOperatorKey(e)) return true;
+  }
+  if (const Document* d = v.as_document()) {
+    for (const auto& [k, e] : *d)
+      if ((!k.empty() && k[0] == '$') || HasOperatorKey(e)) return true;
+  }
+  return false;
+}
+
+class OperationParser {
+ public:
+  OperationParser(const OperationsProfile& p, const Namespace& txn_ns, const Value& txn_id)
+      : p_(p), txn_ns_(txn_ns), txn_id_(txn_id) {}
+
+  Status Parse(const Value& op, std::size_t index, ParticipantStep* step) {
+    where_ = p_.operations_field + "[" + std::to_string(index) + "]";
+    const Document* d = op.as_document();
+    if (d == nullptr) return WrongType(where_, op, "object");
+    for (const auto& [k, v] : *d) {
+      if (k != p_.collection_key && k != p_.id_key && k != p_.inc_key && k != p_.set_key &&
+          k != p_.previous_key)
+        return Status::Malformed(where_ + " has the unknown key '" + k +
+                                 "' (an operation without a known exact inverse)");
+    }
+
+    const Value* coll = d->Get(p_.collection_key);
+    if (coll == nullptr) return Missing(where_ + "." + p_.collection_key);
+    if (!coll->is_string()) return WrongType(where_ + "." + p_.collection_key, *coll, "string");
+    const std::string& name = *coll->as_string();
+    if (Status s = CheckCollectionName(where_ + "." + p_.collection_key, name); !s.ok())
+      return Status::Malformed(s.message());
+    if (name == txn_ns_.collection)
+      return Status::Malformed(where_ + " changes the transactions collection itself");
+    if (!p_.collections.empty()) {
+      bool allowed = false;
+      for (const auto& c : p_.collections) allowed = allowed || c == name;
+      if (!allowed)
+        return Status::Malformed(where_ + " names the collection '" + name +
+                                 "', which is not one of the watch's collections");
+    }
+
+    const Value* id = d->Get(p_.id_key);
+    if (id == nullptr) return Missing(where_ + "." + p_.id_key);
+    if (!IsUsableId(*id))
+      return WrongType(where_ + "." + p_.id_key, *id, "string, number or objectId");
+
+    const Value* inc = d->Get(p_.inc_key);
+    const Value* set = d->Get(p_.set_key);
+    const Value* previous = d->Get(p_.previous_key);
+    if (inc == nullptr && set == nullptr)
+      return Status::Malformed(where_ + " has neither '" + p_.inc_key + "' nor '" + p_.set_key +
+                               "'");
+    if (previous != nullptr && set == nullptr)
+      return Status::Malformed(where_ + " has '" + p_.previous_key + "' without '" + p_.set_key +
+                               "'");
+
+    step->ns = Namespace{txn_ns_.database, name};
+    step->target.Eq("_id", *id);
+    step->marker_field = p_.marker_field;
+    step->apply.Push(p_.marker_field, txn_id_);
+    step->undo.Pull(p_.marker_field, txn_id_);
+    step->undo_duplicate.Pull(p_.marker_field, txn_id_);
+    step->finish.Pull(p_.marker_field, txn_id_);
+    std::string change;
+
+    if (inc != nullptr) {
+      const Document* incs = inc->as_document();
+      if (incs == nullptr) return WrongType(where_ + "." + p_.inc_key, *inc, "object");
+      if (incs->empty()) return Status::Malformed(where_ + "." + p_.inc_key + " is empty");
+      for (const auto& [field, amount] : *incs) {
+        const std::string path = where_ + "." + p_.inc_key + "." + field;
+        if (Status s = CheckField(path, field); !s.ok()) return s;
+        if (!amount.is_number())
+          return Status::Malformed(path + " is not a number (" + std::string(amount.type_name()) +
+                                   "): its inverse is unknown");
+        if (!std::isfinite(*amount.as_double()))
+          return Status::Malformed(path + " is not finite: " + amount.ToString());
+        auto negated = NegateNumber(amount);
+        if (!negated) return Status::Malformed(path + " cannot be negated: " + amount.ToString());
+        step->apply.Inc(field, amount);
+        step->undo.Inc(field, *negated);
+        // A second $inc applied late is undone like the first.
+        step->undo_duplicate.Inc(field, *negated);
+        change +=
+            (change.empty() ? "" : ", ") + std::string("inc ") + field + " " + amount.ToString();
+      }
+    }
+
+    if (set != nullptr) {
+      const Document* sets = set->as_document();
+      if (sets == nullptr) return WrongType(where_ + "." + p_.set_key, *set, "object");
+      if (sets->empty()) return Status::Malformed(where_ + "." + p_.set_key + " is empty");
+      if (previous == nullptr)
+        return Status::Malformed(where_ + " has '" + p_.set_key + "' without '" + p_.previous_key +
+                                 "': its inverse is unknown");
+      const Document* prev = previous->as_document();
+      if (prev == nullptr) return WrongType(where_ + "." + p_.previous_key, *previous, "object");
+      for (const auto& [field, unused] : *prev)
+        if (sets->Get(field) == nullptr)
+          return Status::Malformed(where_ + "." + p_.previous_key + "." + field +
+                                   " has no counterpart in '" + p_.set_key + "'");
+      for (const auto& [field, value] : *sets) {
+        const std::string path = where_ + "." + p_.set_key + "." + field;
+        if (Status s = CheckField(path, field); !s.ok()) return s;
+        if (inc != nullptr && inc->as_document()->Get(field) != nullptr)
+          return Status::Malformed(path + " is also incremented by the same operation");
+        const Value* before = prev->Get(field);
+        if (before == nullptr)
+          return Status::Malformed(where_ + "." + p_.previous_key + "." + field +
+                                   " is missing: the inverse of setting it is unknown");
+        for (const Value* v : {&value, before}) {
+          if (HasUnwritable(*v))
+            return Status::Malformed(path +
+                                     " holds a value of a type the daemon cannot write "
+                                     "back exactly (" +
+                                     v->ToString() + ")");
+          if (HasOperatorKey(*v)) return Status::Malformed(path + " holds a '$' key");
+        }
+        step->apply.Set(field, value);
+        // Applied only where the field still holds `previous`, so that undoing restores
+        // exactly what was there. A null previous means the field was absent.
+        if (before->is_null()) {
+          step->apply_guard.NotExists(field);
+          step->undo.Unset(field);
+        } else {
+          step->apply_guard.Eq(field, *before);
+          step->undo.Set(field, *before);
+        }
+        // A $set repeated late leaves the committed value: only its marker goes.
+        change +=
+            (change.empty() ? "" : ", ") + std::string("set ") + field + " " + value.ToString();
+      }
+    }
+    step->describe = change + " on " + name + " " + id->ToString();
+    return Status::Ok();
+  }
+
+ private:
+  Status CheckField(const std::string& path, const std::string& field) const {
+    if (field.empty()) return Status::Malformed(path + ": empty field name");
+    if (field[0] == '$') return Status::Malformed(path + ": '$' field names are not plain");
+    if (field.find('.') != std::string::npos)
+      return Status::Malformed(path + ": dotted field names are not plain");
+    if (field == "_id") return Status::Malformed(path + ": _id cannot be changed");
+    if (field == p_.marker_field)
+      return Status::Malformed(path + ": changes the marker field '" + p_.marker_field + "'");
+    return Status::Ok();
+  }
+
+  const OperationsProfile& p_;
+  const Namespace& txn_ns_;
+  const Value& txn_id_;
+  std::string where_;
+};
+
+}  // namespace
+
+Status OperationsProfile::Validate() const {
+  const std::pair<const char*, const std::string*> names[] = {
+      {"collection_key", &collection_key},
+      {"id_key", &id_key},
+      {"inc_key", &inc_key},
+      {"set_key", &set_key},
+      {"previous_key", &previous_key},
+      {"marker_field", &marker_field},
+  };
+  for (const auto& [key, value] : names)
+    if (Status s = CheckPlainFieldName(key, *value); !s.ok()) return s;
+  if (Status s = CheckFieldName("operations_field", operations_field); !s.ok()) return s;
+  std::set<std::string> keys;
+  for (const auto& [key, value] : names)
+    if (std::string(key) != "marker_field" && !keys.insert(*value).second)
+      return Status::InvalidArgument(std::string(key) + " '" + *value +
+                                     "' names the same key as another operation key");
+  if (marker_field == "_id") return Status::InvalidArgument("marker_field cannot be _id");
+  for (const auto& c : collections)
+    if (Status s = CheckCollectionName("collections", c); !s.ok()) return s;
+  if (max_operations < 1) return Status::InvalidArgument("max_operations must be at least 1");
+  return Status::Ok();
+}
+
+Status ParseBody(const OperationsProfile& p, const Document& doc, const Namespace& txn_ns,
+                 Transaction* txn) {
+  const Value* ops = doc.GetPath(p.operations_field);
+  if (ops == nullptr) return Missing(p.operations_field);
+  const Array* list = ops->as_array();
+  if (list == nullptr) return WrongType(p.operations_field, *ops, "array");
+  if (static_cast<std::int64_t>(list->size()) > p.max_operations)
+    return Status::Malformed("field '" + p.operations_field + "' lists " +
+                             std::to_string(list->size()) + " operations, more than " +
+                             std::to_string(p.max_operations));
+  OperationParser parser(p, txn_ns, txn->id);
+  // The marker is per document: a second operation on the same document would look
+  // already applied once the first had pushed it, and be skipped.
+  std::vector<std::pair<std::string, Value>> targets;
+  for (std::size_t i = 0; i < list->size(); ++i) {
+    ParticipantStep step;
+    if (Status s = parser.Parse((*list)[i], i, &step); !s.ok()) return s;
+    const Value& id = step.target.all().front().value;
+    for (std::size_t j = 0; j < targets.size(); ++j)
+      if (targets[j].first == step.ns.collection && targets[j].second == id)
+        return Status::Malformed(p.operations_field + "[" + std::to_string(j) + "] and [" +
+                                 std::to_string(i) + "] both change " + step.ns.collection + " " +
+                                 id.ToString() + ": one marker cannot tell them apart");
+    targets.emplace_back(step.ns.collection, id);
+    txn->steps.push_back(std::move(step));
+  }
+  return Status::Ok();
+}
+
+// Operations may name any collection; the scan can only look where the configuration says
+// they go (allowed_collections). Without that list it has nowhere to look.
+std::vector<MarkerLocation> MarkerLocationsOf(const OperationsProfile& p, const Namespace& txn_ns) {
+  std::vector<MarkerLocation> out;
+  for (const auto& c : p.collections) out.push_back({{txn_ns.database, c}, p.marker_field});
+  return out;
+}
+
+}  // namespace txn_recovery
