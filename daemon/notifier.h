@@ -1,6 +1,8 @@
 // Notifier: the daemon's half of systemd's service protocol (sd_notify). Every call is a
 // cheap no-op when the process was not started by systemd (no NOTIFY_SOCKET), so the
-// daemon runs the same way in a container or a terminal. Thread-safe.
+// daemon runs the same way in a container or a terminal. Thread-safe. Never blocks for
+// long: a receiver that does not read costs at most a second per state change and nothing
+// for STATUS and WATCHDOG, which are dropped when its queue is full.
 #pragma once
 
 #include <chrono>
@@ -26,7 +28,7 @@ class Notifier {
   void Watchdog();
 
  private:
-  void Send(std::string_view state);
+  void Send(std::string_view state, bool important = false);
   bool enabled_ = false;
   std::optional<std::chrono::milliseconds> watchdog_interval_;
 };

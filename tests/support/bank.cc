@@ -65,12 +65,14 @@ Value Bank::Begin(const std::string& from, const std::string& to, std::int32_t a
   doc.SetPath(tp_.destination_field, to);
   doc.SetPath(tp_.amount_field, amount);
   doc.SetPath(profile_.state_field, profile_.states.Written(TxnState::kInitial));
-  Must(store_->InsertMany(txns_, {doc}));
   if (dialect_ == Dialect::kManual) {
-    WriteResult r;
-    Must(store_->UpdateOne(txns_, Filter().Eq("_id", id), Update().CurrentDate(profile_.time_field),
-                           &r));
+    // One insert with its time, as seed 002 writes it ({..., lastModified: new Date()}): a
+    // daemon sweeping meanwhile must never see the transaction without one.
+    DateTime now;
+    Must(store_->ServerTime(&now));
+    doc.SetPath(profile_.time_field, now);
   }
+  Must(store_->InsertMany(txns_, {doc}));
   return id;
 }
 

@@ -117,29 +117,39 @@ FakeNotifySocket::FakeNotifySocket() {
   std::strncpy(addr.sun_path, path_.c_str(), sizeof addr.sun_path - 1);
   if (fd_ < 0 || bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
     throw std::runtime_error("cannot bind the fake notify socket " + path_);
+  reader_ = std::thread([this] {
+    while (!done_.load()) {
+      pollfd p{fd_, POLLIN, 0};
+      if (poll(&p, 1, 50) <= 0) continue;
+      char buf[4096];
+      ssize_t n = recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) continue;
+      std::lock_guard<std::mutex> l(mu_);
+      messages_.emplace_back(buf, static_cast<std::size_t>(n));
+    }
+  });
 }
 
 FakeNotifySocket::~FakeNotifySocket() {
+  done_ = true;
+  if (reader_.joinable()) reader_.join();
   if (fd_ >= 0) close(fd_);
   unlink(path_.c_str());
 }
 
+std::vector<std::string> FakeNotifySocket::messages() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return messages_;
+}
+
 bool FakeNotifySocket::WaitFor(const std::string& needle, std::chrono::milliseconds timeout) {
-  for (const auto& m : messages_)
-    if (m.find(needle) != std::string::npos) return true;
-  auto until = std::chrono::steady_clock::now() + timeout;
-  while (true) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        until - std::chrono::steady_clock::now());
-    if (left.count() <= 0) return false;
-    pollfd p{fd_, POLLIN, 0};
-    if (poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
-    char buf[4096];
-    ssize_t n = recv(fd_, buf, sizeof buf, 0);
-    if (n <= 0) continue;
-    messages_.emplace_back(buf, static_cast<std::size_t>(n));
-    if (messages_.back().find(needle) != std::string::npos) return true;
-  }
+  return Eventually(
+      [&] {
+        for (const auto& m : messages())
+          if (m.find(needle) != std::string::npos) return true;
+        return false;
+      },
+      timeout);
 }
 
 }  // namespace txn_recovery::testing

@@ -6,10 +6,13 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace txn_recovery::testing {
@@ -38,20 +41,24 @@ class Subprocess {
 };
 
 // A Unix datagram socket standing in for systemd's NOTIFY_SOCKET.
+// Receives on its own thread from the moment it exists, as systemd does: a receiver that
+// only read while a test waits would let the datagram queue fill up behind the test's back.
 class FakeNotifySocket {
  public:
   FakeNotifySocket();
   ~FakeNotifySocket();
   const std::string& path() const { return path_; }
-  // Receives messages until one contains `needle` or `timeout` passes; all messages
-  // received so far are kept in messages().
+  // Waits until a message received so far contains `needle`, or `timeout` passes.
   bool WaitFor(const std::string& needle, std::chrono::milliseconds timeout);
-  const std::vector<std::string>& messages() const { return messages_; }
+  std::vector<std::string> messages() const;
 
  private:
   int fd_ = -1;
   std::string path_;
-  std::vector<std::string> messages_;
+  mutable std::mutex mu_;
+  std::vector<std::string> messages_;  // guarded by mu_
+  std::atomic<bool> done_{false};
+  std::thread reader_;
 };
 
 // Polls `pred` every 50 ms until it is true or `timeout` passes.
