@@ -365,7 +365,7 @@ Status LoadWatch(const Reader& r, const toml::table& t, std::size_t index, Watch
 static Status OverlayEnvironment(const EnvLookup& env, toml::table* root) {
   static const std::map<std::string, std::vector<std::string>> kKeys = {
       {"mongodb", {"server_selection_timeout", "socket_timeout"}},
-      {"sweep", {"workers", "batch_size", "lease", "max_failures"}},
+      {"sweep", {"workers", "batch_size", "lease", "max_failures", "manage_indexes"}},
       {"daemon", {"interval", "jitter", "backoff_initial", "backoff_max", "drain_deadline"}},
       {"log", {"level"}},
   };
@@ -465,8 +465,10 @@ Status LoadConfig(const std::string& path, const EnvLookup& env, Config* config)
     long long workers = c.sweep.workers, batch = c.sweep.batch_size,
               max_failures = c.sweep.max_failures;
     Status s;
-    if (!(s = r.OnlyKnownKeys(*t, "sweep.", {"workers", "batch_size", "lease", "max_failures"}))
+    if (!(s = r.OnlyKnownKeys(*t, "sweep.",
+                              {"workers", "batch_size", "lease", "max_failures", "manage_indexes"}))
              .ok() ||
+        !(s = r.Bool(*t, "sweep.", "manage_indexes", &c.sweep.manage_indexes)).ok() ||
         !(s = r.Int(*t, "sweep.", "max_failures", 1, 1000, &max_failures)).ok() ||
         !(s = r.Int(*t, "sweep.", "workers", 1, 256, &workers)).ok() ||
         !(s = r.Int(*t, "sweep.", "batch_size", 1, 100'000, &batch)).ok() ||
@@ -599,7 +601,8 @@ std::string DescribeConfig(const Config& c) {
      << "\nsocket_timeout = " << q(FormatDuration(c.mongodb.socket_timeout)) << "\n\n";
   os << "[sweep]\nworkers = " << c.sweep.workers << "\nbatch_size = " << c.sweep.batch_size
      << "\nlease = " << q(FormatDuration(c.sweep.lease_duration))
-     << "\nmax_failures = " << c.sweep.max_failures << "\n\n";
+     << "\nmax_failures = " << c.sweep.max_failures
+     << "\nmanage_indexes = " << (c.sweep.manage_indexes ? "true" : "false") << "\n\n";
   os << "[daemon]\ninterval = " << q(FormatDuration(c.daemon.interval))
      << "\njitter = " << c.daemon.jitter
      << "\nbackoff_initial = " << q(FormatDuration(c.daemon.backoff_initial))

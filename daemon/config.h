@@ -29,6 +29,10 @@ struct SweepConfig {
   std::int32_t batch_size = 500;
   std::chrono::milliseconds lease_duration{std::chrono::seconds(60)};
   int max_failures = 5;
+  // Create the indexes each watch's queries need at start (otherwise only report the
+  // missing ones). Off by default: building an index on a large production collection
+  // loads the server and needs the createIndex privilege, an operator's decision.
+  bool manage_indexes = false;
 };
 
 // The long-running mode (`txn-recoveryd run`).
