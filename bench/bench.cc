@@ -494,7 +494,7 @@ ChildRun RunDaemon(const std::string& binary, const std::vector<std::string>& ar
 
 struct Options {
   std::string uri, daemon;
-  std::vector<std::int64_t> ns, idle;
+  std::vector<std::int64_t> ns, idle, dry;
   std::vector<std::string> profiles{"transfer"};
   double baseline_budget = 600;
   int workers = 4, batch_size = 500, limit_threads = 4;
@@ -511,8 +511,10 @@ std::string WriteConfig(const Options& o, const std::vector<std::string>& watche
   return path;
 }
 
-RunResult Sweep(const Options& o, const std::string& config) {
-  ChildRun c = RunDaemon(o.daemon, {"sweep", "--json", "--config", config});
+RunResult Sweep(const Options& o, const std::string& config, bool dry_run = false) {
+  std::vector<std::string> args = {"sweep", "--json", "--config", config};
+  if (dry_run) args.push_back("--dry-run");
+  ChildRun c = RunDaemon(o.daemon, args);
   if (c.exit_code != 0) throw std::runtime_error("sweep exited " + std::to_string(c.exit_code));
   auto doc = nlohmann::json::parse(c.out);
   RunResult r;
@@ -652,6 +654,21 @@ int Main(const Options& o) {
         static_cast<long long>(idle.documents_read));
     std::fflush(stdout);
   }
+  for (std::int64_t n : o.dry) {
+    // Reads and decides every stuck transaction through the same cursor, queue and
+    // batches as a real sweep, and writes nothing: the memory a sweep of n needs to
+    // stream them, measurable at sizes whose real sweep this server cannot finish.
+    seed(n, false);
+    RunResult dry = Sweep(o, config, /*dry_run=*/true);
+    std::printf(
+        "| dry-run  | %9lld | %9s | %8.1f | %9.0f | %8.1f | %7.3f | %7.2f | plans "
+        "every one, writes nothing\n",
+        static_cast<long long>(n), "-", dry.seconds, static_cast<double>(n) / dry.seconds,
+        static_cast<double>(dry.peak_rss_kb) / 1024,
+        static_cast<double>(dry.round_trips) / static_cast<double>(n),
+        static_cast<double>(dry.documents_read) / static_cast<double>(n));
+    std::fflush(stdout);
+  }
   if (!summaries.empty()) {
     std::printf("\n|         N | sweep/baseline | sweep/limit | sweep peak RSS MiB |\n");
     std::printf("|-----------|----------------|-------------|--------------------|\n");
@@ -683,6 +700,8 @@ int main(int argc, char** argv) {
   o.daemon = TXN_RECOVERYD_BINARY;
   app.add_option("--n", ns, "Stuck transactions per run, comma-separated");
   app.add_option("--idle", idle, "Terminal transactions for the idle sweeps (empty: none)");
+  std::string dry;
+  app.add_option("--dry-run-n", dry, "Stuck transactions for dry-run sweeps (memory)");
   app.add_option("--profiles", profiles, "Comma-separated mix of profiles (transfer)");
   app.add_option("--baseline-budget", o.baseline_budget, "Seconds the baseline may run per N");
   app.add_option("--workers", o.workers, "sweep.workers of the daemon");
@@ -692,6 +711,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   o.ns = ParseList(ns);
   o.idle = ParseList(idle);
+  o.dry = ParseList(dry);
   o.profiles.clear();
   std::stringstream ps(profiles);
   for (std::string item; std::getline(ps, item, ',');)
