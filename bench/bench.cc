@@ -676,7 +676,12 @@ int Main(const Options& o) {
       std::printf("| %9lld | %13.1fx%s | %10.0f%% | %18.1f |\n", static_cast<long long>(s.n),
                   s.sweep / s.baseline, s.baseline_complete ? " " : "*", 100 * s.sweep / s.limit,
                   static_cast<double>(s.rss) / 1024);
-    std::printf("(* the baseline ran out of its time budget: its rate is over the part it did)\n");
+    for (const auto& s : summaries)
+      if (!s.baseline_complete) {
+        std::printf(
+            "(* the baseline ran out of its time budget: its rate is over the part it did)\n");
+        break;
+      }
   }
   for (const auto& p : profiles) (void)store->DropDatabase(db_of(*p));
   std::remove(config.c_str());
