@@ -474,7 +474,7 @@ static Status OverlayEnvironment(const EnvLookup& env, toml::table* root) {
       {"mongodb", {"server_selection_timeout", "socket_timeout"}},
       {"sweep",
        {"workers", "batch_size", "lease", "max_failures", "retention_batch_size", "retention_pause",
-        "retention_max_batches", "marker_cap"}},
+        "retention_max_batches", "marker_cap", "manage_indexes"}},
       {"daemon",
        {"interval", "jitter", "backoff_initial", "backoff_max", "drain_deadline",
         "orphan_scan_interval"}},
@@ -581,8 +581,9 @@ Status LoadConfig(const std::string& path, const EnvLookup& env, Config* config)
     if (!(s = r.OnlyKnownKeys(
               *t, "sweep.",
               {"workers", "batch_size", "lease", "max_failures", "retention_batch_size",
-               "retention_pause", "retention_max_batches", "marker_cap"}))
+               "retention_pause", "retention_max_batches", "marker_cap", "manage_indexes"}))
              .ok() ||
+        !(s = r.Bool(*t, "sweep.", "manage_indexes", &c.sweep.manage_indexes)).ok() ||
         !(s = r.Int(*t, "sweep.", "marker_cap", 1, 1'000'000, &marker_cap)).ok() ||
         !(s = r.Int(*t, "sweep.", "retention_batch_size", 1, 100'000, &retention_batch)).ok() ||
         !(s = r.Int(*t, "sweep.", "retention_max_batches", 0, 1'000'000, &retention_batches))
@@ -732,7 +733,8 @@ std::string DescribeConfig(const Config& c) {
      << "\nretention_batch_size = " << c.sweep.retention_batch_size
      << "\nretention_pause = " << q(FormatDuration(c.sweep.retention_pause))
      << "\nretention_max_batches = " << c.sweep.retention_max_batches
-     << "\nmarker_cap = " << c.sweep.marker_cap << "\n\n";
+     << "\nmarker_cap = " << c.sweep.marker_cap
+     << "\nmanage_indexes = " << (c.sweep.manage_indexes ? "true" : "false") << "\n\n";
   os << "[daemon]\ninterval = " << q(FormatDuration(c.daemon.interval))
      << "\njitter = " << c.daemon.jitter
      << "\nbackoff_initial = " << q(FormatDuration(c.daemon.backoff_initial))

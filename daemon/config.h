@@ -36,6 +36,10 @@ struct SweepConfig {
   std::int32_t retention_max_batches = 20;
   // The orphan scan reports a participant carrying more markers than this.
   std::int64_t marker_cap = 16;
+  // Create the indexes each watch's queries need at start (otherwise only report the
+  // missing ones). Off by default: building an index on a large production collection
+  // loads the server and needs the createIndex privilege, an operator's decision.
+  bool manage_indexes = false;
 };
 
 // The long-running mode (`txn-recoveryd run`).

@@ -3,7 +3,9 @@
 #include <nlohmann/json.hpp>
 
 #include "exit_codes.h"
+#include "index_check.h"
 #include "txn_recovery/clock.h"
+#include "txn_recovery/indexes.h"
 #include "txn_recovery/sweeper.h"
 
 namespace txn_recoveryd {
@@ -45,6 +47,15 @@ int RunInspect(const Config& config, txn_recovery::Store* store, bool json, std:
              {"reason", reason && reason->is_string() ? *reason->as_string() : "?"}});
       }
     }
+    // Inspect never creates indexes (it only reads); it shows what is missing.
+    nlohmann::json missing = nlohmann::json::array();
+    std::vector<txn_recovery::IndexCheck> checks;
+    if (s.ok()) s = txn_recovery::EnsureIndexes(store, w, /*create=*/false, &checks);
+    for (const auto& c : checks)
+      if (!c.present)
+        missing.push_back({{"namespace", c.index.ns.ToString()},
+                           {"keys", c.index.spec.ToString()},
+                           {"needed_by", c.index.why}});
     if (!s.ok()) code = std::max(code, ExitFor(s));
     nlohmann::json stuck = nlohmann::json::object();
     for (const auto& [state, n] : report.stuck)
@@ -58,6 +69,7 @@ int RunInspect(const Config& config, txn_recovery::Store* store, bool json, std:
         {"oldest_stuck_age_seconds",
          report.oldest_age ? nlohmann::json(report.oldest_age->count() / 1000.0) : nullptr},
         {"quarantined", quarantined},
+        {"missing_indexes", missing},
     };
     if (json) {
       watches.push_back(std::move(jw));
@@ -73,7 +85,13 @@ int RunInspect(const Config& config, txn_recovery::Store* store, bool json, std:
     for (const auto& [state, n] : report.stuck)
       out << " " << txn_recovery::TxnStateName(state) << "=" << n;
     if (report.oldest_age) out << "; oldest " << report.oldest_age->count() / 1000 << "s";
-    out << "\n  quarantined: " << quarantined.size() << "\n";
+    out << "\n  indexes: "
+        << (missing.empty() ? std::string("all present")
+                            : std::to_string(missing.size()) + " missing")
+        << "\n";
+    for (const auto& c : checks)
+      if (!c.present) out << "    " << DescribeMissing(c) << "\n";
+    out << "  quarantined: " << quarantined.size() << "\n";
     for (const auto& q : quarantined)
       out << "    _id=" << q["_id"].get<std::string>() << "  " << q["state"].get<std::string>()
           << "  " << q["reason"].get<std::string>() << "\n";

@@ -21,6 +21,7 @@
 
 #include "exit_codes.h"
 #include "http_server.h"
+#include "index_check.h"
 #include "logging.h"
 #include "metrics.h"
 #include "notifier.h"
@@ -167,6 +168,7 @@ class Daemon {
   std::mt19937_64 rng_;
   Config config_;
   std::unique_ptr<txn_recovery::MongoStore> store_;
+  bool indexes_checked_ = false;  // PrepareIndexes ran for the current configuration
   std::unique_ptr<HealthServer> http_;
   std::string owner_ = txn_recovery::MakeOwnerId();
   Notifier notifier_;
@@ -340,6 +342,7 @@ void Daemon::Reload() {
   if (next.log.level != config_.log.level)
     spdlog::default_logger()->set_level(spdlog::level::from_str(next.log.level));
   config_ = std::move(next);
+  indexes_checked_ = false;
   Adopted();
   metrics_.Set("txn_recoveryd_last_reload_successful", {}, 1);
   metrics_.Set("txn_recoveryd_last_reload_success_timestamp_seconds", {}, UnixSeconds());
@@ -433,6 +436,9 @@ Daemon::SweepOutcome Daemon::SweepAll() {
   if (!database_up_.exchange(true))
     spdlog::info("database reachable at {}", txn_recovery::RedactUri(config_.mongodb.uri));
   metrics_.Set("txn_recoveryd_database_up", {}, 1);
+  // Once per configuration, at the first sweep that reaches the database.
+  if (!indexes_checked_)
+    indexes_checked_ = !PrepareIndexes(config_, store_.get(), false).IsUnavailable();
 
   txn_recovery::SweepOptions so;
   so.workers = config_.sweep.workers;

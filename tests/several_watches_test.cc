@@ -49,6 +49,14 @@ class DeniedDatabaseStore final : public Store {
     if (ns.database == denied_) return Denied(ns);
     return base_->InsertMany(ns, docs);
   }
+  Status ListIndexes(const Namespace& ns, std::vector<IndexSpec>* indexes) override {
+    if (ns.database == denied_) return Denied(ns);
+    return base_->ListIndexes(ns, indexes);
+  }
+  Status CreateIndexes(const Namespace& ns, const std::vector<IndexSpec>& indexes) override {
+    if (ns.database == denied_) return Denied(ns);
+    return base_->CreateIndexes(ns, indexes);
+  }
 
  private:
   static Status Denied(const Namespace& ns) {

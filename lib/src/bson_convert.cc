@@ -214,10 +214,37 @@ Status AppendPredicate(bson_t* out, const Predicate& p) {
 
 }  // namespace
 
-// Always {$and: [{pred}, ..., {$or: [...]}]}: two predicates on the same path (e.g. a time
-// range) would otherwise collide as duplicate keys of one document.
+// {pred, ..., $or: [...]} when every predicate has its own path: servers find the
+// document by index only when `_id` is a top-level key (mongo-java-server scans the
+// collection for `{$and: [{_id: 1}]}`, making every update by _id cost a scan). Two
+// predicates on the same path (e.g. a time range) would collide as duplicate keys of one
+// document: then {$and: [{pred}, ..., {$or: [...]}]}, which means the same.
 Status FilterToBson(const Filter& filter, bson_t* out) {
   if (filter.all().empty() && filter.any_of().empty()) return Status::Ok();
+  bool distinct = true;
+  for (std::size_t i = 0; i < filter.all().size() && distinct; ++i)
+    for (std::size_t j = 0; j < i && distinct; ++j)
+      if (filter.all()[i].path == filter.all()[j].path) distinct = false;
+  if (distinct) {
+    for (const auto& p : filter.all())
+      if (Status s = AppendPredicate(out, p); !s.ok()) return s;
+    if (!filter.any_of().empty()) {
+      bson_t or_array;
+      bson_append_array_begin(out, "$or", -1, &or_array);
+      std::uint32_t j = 0;
+      for (const auto& alt : filter.any_of()) {
+        const char* key;
+        char kb[16];
+        bson_uint32_to_string(j++, &key, kb, sizeof kb);
+        bson_t alt_doc;
+        bson_append_document_begin(&or_array, key, -1, &alt_doc);
+        if (Status s = FilterToBson(alt, &alt_doc); !s.ok()) return s;
+        bson_append_document_end(&or_array, &alt_doc);
+      }
+      bson_append_array_end(out, &or_array);
+    }
+    return Status::Ok();
+  }
   bson_t and_array;
   bson_append_array_begin(out, "$and", -1, &and_array);
   std::uint32_t idx = 0;

@@ -137,3 +137,42 @@ std::vector<Document> MemoryStore::Dump(const Namespace& ns) const {
 }
 
 }  // namespace txn_recovery
+
+namespace txn_recovery {
+
+Status MemoryStore::ListIndexes(const Namespace& ns, std::vector<IndexSpec>* indexes) {
+  std::lock_guard lock(mu_);
+  indexes->clear();
+  const std::string key = ns.ToString();
+  if (!collections_.count(key) && !indexes_.count(key)) return Status::Ok();
+  indexes->push_back(IndexSpec{{{"_id", 1}}, "_id_"});
+  if (auto it = indexes_.find(key); it != indexes_.end())
+    indexes->insert(indexes->end(), it->second.begin(), it->second.end());
+  return Status::Ok();
+}
+
+Status MemoryStore::CreateIndexes(const Namespace& ns, const std::vector<IndexSpec>& indexes) {
+  std::lock_guard lock(mu_);
+  std::vector<IndexSpec>& have = indexes_[ns.ToString()];
+  Collection(ns);
+  for (IndexSpec spec : indexes) {
+    if (spec.keys.empty()) return Status::InvalidArgument("an index needs at least one key");
+    for (const auto& [path, dir] : spec.keys)
+      if (path.empty() || (dir != 1 && dir != -1))
+        return Status::InvalidArgument("bad index key " + spec.ToString());
+    if (spec.name.empty())
+      for (const auto& [path, dir] : spec.keys)
+        spec.name += (spec.name.empty() ? "" : "_") + path + "_" + std::to_string(dir);
+    bool exists = false;
+    for (const IndexSpec& h : have) {
+      if (h.name != spec.name) continue;
+      if (h.keys != spec.keys)
+        return Status::ServerError("an index named " + spec.name + " exists with other keys");
+      exists = true;
+    }
+    if (!exists) have.push_back(std::move(spec));
+  }
+  return Status::Ok();
+}
+
+}  // namespace txn_recovery

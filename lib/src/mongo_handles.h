@@ -29,6 +29,8 @@ using CollectionPtr =
 using DatabasePtr =
     std::unique_ptr<mongoc_database_t, Deleter<mongoc_database_t, mongoc_database_destroy>>;
 using CursorPtr = std::unique_ptr<mongoc_cursor_t, Deleter<mongoc_cursor_t, mongoc_cursor_destroy>>;
+using BulkPtr = std::unique_ptr<mongoc_bulk_operation_t,
+                                Deleter<mongoc_bulk_operation_t, mongoc_bulk_operation_destroy>>;
 using FindAndModifyOptsPtr =
     std::unique_ptr<mongoc_find_and_modify_opts_t,
                     Deleter<mongoc_find_and_modify_opts_t, mongoc_find_and_modify_opts_destroy>>;

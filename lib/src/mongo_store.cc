@@ -205,6 +205,8 @@ MongoDriver::~MongoDriver() {
 struct MongoStore::Impl {
   mongo::UriPtr uri;
   mongo::PoolPtr pool;
+  std::atomic<std::int64_t> round_trips{0};
+  std::atomic<std::int64_t> documents_returned{0};
 
   mongo::PooledClient Client() { return mongo::PooledClient(pool.get()); }
 };
@@ -261,6 +263,44 @@ class MongoCursor final : public Cursor {
 
 }  // namespace
 
+// ---- Command monitoring ------------------------------------------------------------------
+
+namespace {
+
+extern "C" void CommandStarted(const mongoc_apm_command_started_t* event) noexcept {
+  auto* impl = static_cast<MongoStore::Impl*>(mongoc_apm_command_started_get_context(event));
+  impl->round_trips.fetch_add(1, std::memory_order_relaxed);
+}
+
+std::int64_t ArrayLength(bson_iter_t* it) {
+  bson_iter_t child;
+  std::int64_t n = 0;
+  if (BSON_ITER_HOLDS_ARRAY(it) && bson_iter_recurse(it, &child))
+    while (bson_iter_next(&child)) ++n;
+  return n;
+}
+
+// Documents in a reply: a cursor's batch (find, getMore, aggregate, listIndexes) or a
+// findAndModify's value. Other replies (write results, isMaster) carry none.
+extern "C" void CommandSucceeded(const mongoc_apm_command_succeeded_t* event) noexcept {
+  auto* impl = static_cast<MongoStore::Impl*>(mongoc_apm_command_succeeded_get_context(event));
+  const bson_t* reply = mongoc_apm_command_succeeded_get_reply(event);
+  if (reply == nullptr) return;
+  std::int64_t n = 0;
+  bson_iter_t it, batch;
+  for (const char* path : {"cursor.firstBatch", "cursor.nextBatch"})
+    if (bson_iter_init(&it, reply) && bson_iter_find_descendant(&it, path, &batch))
+      n += ArrayLength(&batch);
+  if (bson_iter_init_find(&it, reply, "value") && BSON_ITER_HOLDS_DOCUMENT(&it)) n += 1;
+  if (n > 0) impl->documents_returned.fetch_add(n, std::memory_order_relaxed);
+}
+
+struct ApmCallbacksDeleter {
+  void operator()(mongoc_apm_callbacks_t* p) const noexcept { mongoc_apm_callbacks_destroy(p); }
+};
+
+}  // namespace
+
 MongoStore::MongoStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 MongoStore::~MongoStore() = default;
 
@@ -286,6 +326,15 @@ Status MongoStore::Open(const MongoOptions& options, std::unique_ptr<MongoStore>
   if (!impl->pool)
     return Status::InvalidArgument("cannot create a client pool for " + RedactUri(options.uri));
   mongoc_client_pool_set_error_api(impl->pool.get(), MONGOC_ERROR_API_VERSION_2);
+  {
+    // The pool copies the callbacks; they must be set before the first client is popped.
+    std::unique_ptr<mongoc_apm_callbacks_t, ApmCallbacksDeleter> callbacks(
+        mongoc_apm_callbacks_new());
+    mongoc_apm_set_command_started_cb(callbacks.get(), &CommandStarted);
+    mongoc_apm_set_command_succeeded_cb(callbacks.get(), &CommandSucceeded);
+    if (!mongoc_client_pool_set_apm_callbacks(impl->pool.get(), callbacks.get(), impl.get()))
+      return Status::InvalidArgument("cannot install command monitoring on the client pool");
+  }
   mongoc_client_pool_max_size(impl->pool.get(),
                               static_cast<std::uint32_t>(std::max(1, options.max_pool_size)));
   impl->uri = std::move(uri);
@@ -456,6 +505,109 @@ Status MongoStore::InsertMany(const Namespace& ns, const std::vector<Document>& 
                                      &error))
     return mongo::StatusFromBsonError(error, "insertMany on " + ns.ToString());
   return Status::Ok();
+}
+
+Status MongoStore::UpdateEach(const Namespace& ns, const std::vector<UpdateRequest>& requests,
+                              WriteResult* result) {
+  *result = WriteResult{};
+  if (requests.empty()) return Status::Ok();
+  std::vector<std::pair<mongo::BsonPtr, mongo::BsonPtr>> owned;
+  owned.reserve(requests.size());
+  for (const UpdateRequest& r : requests) {
+    owned.emplace_back(mongo::NewBson(), mongo::NewBson());
+    if (Status s = mongo::FilterToBson(r.filter, owned.back().first.get()); !s.ok()) return s;
+    if (Status s = mongo::UpdateToBson(r.update, owned.back().second.get()); !s.ok()) return s;
+  }
+  PooledClient client = impl_->Client();
+  CollectionPtr coll = GetCollection(client, ns);
+  auto opts = mongo::NewBson();
+  bson_append_bool(opts.get(), "ordered", -1, false);
+  mongo::BulkPtr bulk(mongoc_collection_create_bulk_operation_with_opts(coll.get(), opts.get()));
+  bson_error_t error;
+  for (const auto& [query, update] : owned)
+    if (!mongoc_bulk_operation_update_one_with_opts(bulk.get(), query.get(), update.get(), nullptr,
+                                                    &error))
+      return mongo::StatusFromBsonError(error, "bulk update on " + ns.ToString());
+  Reply reply;
+  if (mongoc_bulk_operation_execute(bulk.get(), reply.get(), &error) == 0)
+    return mongo::StatusFromBsonError(error, "bulk update on " + ns.ToString());
+  result->matched = ReplyInt(reply.get(), "nMatched");
+  result->modified = ReplyInt(reply.get(), "nModified");
+  return Status::Ok();
+}
+
+Status MongoStore::ListIndexes(const Namespace& ns, std::vector<IndexSpec>* indexes) {
+  indexes->clear();
+  PooledClient client = impl_->Client();
+  CollectionPtr coll = GetCollection(client, ns);
+  mongo::CursorPtr cursor(mongoc_collection_find_indexes_with_opts(coll.get(), nullptr));
+  const bson_t* b = nullptr;
+  while (mongoc_cursor_next(cursor.get(), &b)) {
+    IndexSpec spec;
+    bson_iter_t it, key;
+    if (bson_iter_init_find(&it, b, "name") && BSON_ITER_HOLDS_UTF8(&it))
+      spec.name = bson_iter_utf8(&it, nullptr);
+    if (bson_iter_init_find(&it, b, "key") && BSON_ITER_HOLDS_DOCUMENT(&it) &&
+        bson_iter_recurse(&it, &key)) {
+      while (bson_iter_next(&key)) {
+        // Text, hashed and other special indexes have a string here; they serve none of
+        // the engine's queries, and 0 never matches a wanted direction.
+        int dir = BSON_ITER_HOLDS_NUMBER(&key) ? (bson_iter_as_int64(&key) < 0 ? -1 : 1) : 0;
+        spec.keys.emplace_back(bson_iter_key(&key), dir);
+      }
+    }
+    indexes->push_back(std::move(spec));
+  }
+  bson_error_t error;
+  if (mongoc_cursor_error(cursor.get(), &error)) {
+    // NamespaceNotFound: no collection, hence no index (mongod 3.0+; the driver hides it on
+    // some versions).
+    if (error.code == 26) {
+      indexes->clear();
+      return Status::Ok();
+    }
+    return mongo::StatusFromBsonError(error, "listIndexes on " + ns.ToString());
+  }
+  return Status::Ok();
+}
+
+Status MongoStore::CreateIndexes(const Namespace& ns, const std::vector<IndexSpec>& indexes) {
+  if (indexes.empty()) return Status::Ok();
+  auto cmd = mongo::NewBson();
+  bson_append_utf8(cmd.get(), "createIndexes", -1, ns.collection.c_str(), -1);
+  bson_t list;
+  bson_append_array_begin(cmd.get(), "indexes", -1, &list);
+  for (std::size_t i = 0; i < indexes.size(); ++i) {
+    const IndexSpec& spec = indexes[i];
+    if (spec.keys.empty()) return Status::InvalidArgument("an index needs at least one key");
+    std::string name = spec.name;
+    bson_t index, key;
+    const std::string pos = std::to_string(i);
+    bson_append_document_begin(&list, pos.c_str(), -1, &index);
+    bson_append_document_begin(&index, "key", -1, &key);
+    for (const auto& [path, dir] : spec.keys) {
+      if (dir != 1 && dir != -1) return Status::InvalidArgument("bad index key " + spec.ToString());
+      bson_append_int32(&key, path.c_str(), -1, dir);
+      if (spec.name.empty()) name += (name.empty() ? "" : "_") + path + "_" + std::to_string(dir);
+    }
+    bson_append_document_end(&index, &key);
+    bson_append_utf8(&index, "name", -1, name.c_str(), -1);
+    bson_append_document_end(&list, &index);
+  }
+  bson_append_array_end(cmd.get(), &list);
+  PooledClient client = impl_->Client();
+  mongo::DatabasePtr db(mongoc_client_get_database(client.get(), ns.database.c_str()));
+  Reply reply;
+  bson_error_t error;
+  if (!mongoc_database_write_command_with_opts(db.get(), cmd.get(), nullptr, reply.get(), &error))
+    return mongo::StatusFromBsonError(error, "createIndexes on " + ns.ToString());
+  return Status::Ok();
+}
+
+bool MongoStore::GetWireStats(WireStats* stats) const {
+  stats->round_trips = impl_->round_trips.load(std::memory_order_relaxed);
+  stats->documents_returned = impl_->documents_returned.load(std::memory_order_relaxed);
+  return true;
 }
 
 Status MongoStore::DropDatabase(const std::string& database) {

@@ -148,18 +148,7 @@ class StateMachine::Run {
   // and nobody else holds a live lease: a live application that touched the transaction
   // since, or another daemon, wins.
   Status Claim() {
-    Filter f = IdFilter();
-    f.Eq(m_->profile_->state_field, txn_.state_as_read);
-    if (txn_.time_as_read) {
-      f.Eq(m_->profile_->time_field, *txn_.time_as_read);
-    } else {
-      f.NotExists(m_->profile_->time_field);
-    }
-    f.NotExists(m_->lease_field_ + ".quarantine");
-    f.And(m_->profile_->owner.Condition());
-    DateTime now = m_->server_now_();
-    f.AnyOf({Filter().NotExists(LeasePath()), Filter().Lt(LeasePath() + ".expires", now),
-             Filter().Eq(LeasePath() + ".owner", m_->lease_.owner)});
+    Filter f = m_->ClaimFilter(txn_, m_->server_now_());
     auto start = m_->clock_->MonotonicNow();
     std::optional<Document> after;
     Status s =
@@ -412,6 +401,22 @@ class StateMachine::Run {
   std::chrono::steady_clock::time_point deadline_{};
   ExecuteResult result_;
 };
+
+Filter StateMachine::ClaimFilter(const Transaction& txn, DateTime now) const {
+  const std::string lease_path = lease_field_ + ".lease";
+  Filter f;
+  f.Eq("_id", txn.id).Eq(profile_->state_field, txn.state_as_read);
+  if (txn.time_as_read) {
+    f.Eq(profile_->time_field, *txn.time_as_read);
+  } else {
+    f.NotExists(profile_->time_field);
+  }
+  f.NotExists(lease_field_ + ".quarantine");
+  f.And(profile_->owner.Condition());
+  f.AnyOf({Filter().NotExists(lease_path), Filter().Lt(lease_path + ".expires", now),
+           Filter().Eq(lease_path + ".owner", lease_.owner)});
+  return f;
+}
 
 ExecuteResult StateMachine::Execute(const Transaction& txn, Action action) {
   return Run(this, txn).Go(action);

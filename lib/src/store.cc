@@ -351,3 +351,31 @@ Status Store::Count(const Namespace& ns, const Filter& filter, std::int64_t* cou
 }
 
 }  // namespace txn_recovery
+
+namespace txn_recovery {
+
+Status Store::UpdateEach(const Namespace& ns, const std::vector<UpdateRequest>& requests,
+                         WriteResult* result) {
+  *result = WriteResult{};
+  for (const UpdateRequest& r : requests) {
+    WriteResult one;
+    if (Status s = UpdateOne(ns, r.filter, r.update, &one); !s.ok()) return s;
+    result->matched += one.matched;
+    result->modified += one.modified;
+  }
+  return Status::Ok();
+}
+
+std::string IndexSpec::ToString() const {
+  std::string out = "{";
+  for (std::size_t i = 0; i < keys.size(); ++i)
+    out += (i ? ", " : "") + keys[i].first + ": " + std::to_string(keys[i].second);
+  return out + "}";
+}
+
+bool IndexSpec::ServedBy(const IndexSpec& existing) const {
+  if (keys.empty() || existing.keys.size() < keys.size()) return false;
+  return std::equal(keys.begin(), keys.end(), existing.keys.begin());
+}
+
+}  // namespace txn_recovery

@@ -29,13 +29,19 @@ class WorkQueue {
     closed_ = true;
     not_empty_.notify_all();
   }
-  bool Pop(Document* doc) {
+  // Waits for `max` documents (fewer once the queue is closed) and takes them: a worker
+  // woken by the first document of a batch would otherwise take it alone. `max` must not
+  // exceed the capacity. False once closed and empty.
+  bool PopSome(std::vector<Document>* docs, std::size_t max) {
+    docs->clear();
     std::unique_lock lock(mu_);
-    not_empty_.wait(lock, [&] { return !items_.empty() || closed_; });
+    not_empty_.wait(lock, [&] { return items_.size() >= max || closed_; });
     if (items_.empty()) return false;
-    *doc = std::move(items_.front());
-    items_.pop_front();
-    not_full_.notify_one();
+    while (!items_.empty() && docs->size() < max) {
+      docs->push_back(std::move(items_.front()));
+      items_.pop_front();
+    }
+    not_full_.notify_all();
     return true;
   }
 
@@ -295,46 +301,72 @@ Status Sweeper::SweepWatch(const WatchSpec& watch,
     if (on_txn && (e.outcome != Outcome::kUntouched || e.action != Action::kNone)) on_txn(r);
   };
 
-  auto process = [&](const Document& doc) {
-    TxnReport r;
-    r.watch = watch.name;
-    if (const Value* id = doc.Get("_id")) r.id = *id;
-    Transaction txn;
-    Status parsed = watch.profile.Parse(doc, watch.ns, watch.lease_field, &txn);
+  // Parses and decides one document. Returns true when it is to be executed (then *txn,
+  // *action and *r are ready for it); otherwise it has been dealt with (set aside, planned
+  // in a dry run, or left alone).
+  auto prepare = [&](const Document& doc, Transaction* txn, Action* action, TxnReport* r) {
+    r->watch = watch.name;
+    if (const Value* id = doc.Get("_id")) r->id = *id;
+    Status parsed = watch.profile.Parse(doc, watch.ns, watch.lease_field, txn);
     if (!parsed.ok()) {
       if (const Value* st = doc.GetPath(watch.profile.state_field); st && st->is_string())
-        r.state_before = watch.profile.states.Parse(*st->as_string());
-      r.result.action = Action::kQuarantine;
-      r.result.detail = parsed.message();
+        r->state_before = watch.profile.states.Parse(*st->as_string());
+      r->result.action = Action::kQuarantine;
+      r->result.detail = parsed.message();
       if (options_.dry_run) {
-        r.result.outcome = Outcome::kPlanned;
-        r.result.detail = "would quarantine: " + parsed.message();
-      } else if (Status q = machine.Quarantine(r.id, parsed.message()); q.ok()) {
-        r.result.outcome = Outcome::kQuarantined;
+        r->result.outcome = Outcome::kPlanned;
+        r->result.detail = "would quarantine: " + parsed.message();
+      } else if (Status q = machine.Quarantine(r->id, parsed.message()); q.ok()) {
+        r->result.outcome = Outcome::kQuarantined;
       } else {
-        r.result.outcome = Outcome::kFailed;
-        r.result.status = q;
-        r.result.detail = "could not quarantine (" + q.ToString() + "): " + parsed.message();
+        r->result.outcome = Outcome::kFailed;
+        r->result.status = q;
+        r->result.detail = "could not quarantine (" + q.ToString() + "): " + parsed.message();
       }
-      report(std::move(r));
-      return;
+      report(std::move(*r));
+      return false;
     }
-    r.state_before = txn.state;
-    Action action = Decide(txn, server_now(), watch.thresholds);
-    if (action == Action::kNone) return;
+    r->state_before = txn->state;
+    *action = Decide(*txn, server_now(), watch.thresholds);
+    if (*action == Action::kNone) return false;
     if (options_.dry_run) {
-      r.result.action = action;
-      r.result.outcome = Outcome::kPlanned;
-      r.result.final_state = txn.state;
-      report(std::move(r));
-      return;
+      r->result.action = *action;
+      r->result.outcome = Outcome::kPlanned;
+      r->result.final_state = txn->state;
+      report(std::move(*r));
+      return false;
     }
-    r.result = machine.Execute(txn, action);
+    return true;
+  };
+  auto conclude = [&](TxnReport&& r) {
     if (r.result.outcome == Outcome::kUntouched && r.result.late_writes_undone == 0) return;
     if (r.result.outcome == Outcome::kFailed && !r.result.status.IsUnavailable() &&
         !r.result.status.IsAborted())
       CountFailure(machine, &r);
     report(std::move(r));
+  };
+  // A chunk of documents at once: the transactions to act on go through ExecuteBatch, a
+  // few round trips for the whole chunk instead of several per transaction.
+  auto process = [&](std::vector<Document>& docs) {
+    std::vector<Transaction> txns(docs.size());
+    std::vector<TxnReport> reports(docs.size());
+    std::vector<const Transaction*> batch;
+    std::vector<Action> actions;
+    std::vector<std::size_t> index;
+    for (std::size_t i = 0; i < docs.size(); ++i) {
+      Action action = Action::kNone;
+      if (!prepare(docs[i], &txns[i], &action, &reports[i])) continue;
+      batch.push_back(&txns[i]);
+      actions.push_back(action);
+      index.push_back(i);
+    }
+    if (batch.empty()) return;
+    std::vector<ExecuteResult> results = machine.ExecuteBatch(batch, actions);
+    for (std::size_t k = 0; k < results.size(); ++k) {
+      TxnReport& r = reports[index[k]];
+      r.result = std::move(results[k]);
+      conclude(std::move(r));
+    }
   };
 
   auto stopping = [&] { return options_.stop && options_.stop->load(); };
@@ -346,18 +378,24 @@ Status Sweeper::SweepWatch(const WatchSpec& watch,
       store_->Find(watch.ns, CandidateFilter(watch, server_start), find_options, &cursor);
   if (status.ok()) {
     const int workers = std::max(1, options_.workers);
-    WorkQueue queue(static_cast<std::size_t>(std::max<std::int32_t>(1, options_.batch_size)));
+    const std::size_t batch =
+        static_cast<std::size_t>(std::max<std::int32_t>(1, options_.batch_size));
+    // Each worker takes its share of a cursor batch as one chunk, so that the workers
+    // share the batch the cursor just fetched rather than one takes all of it.
+    const std::size_t chunk = std::max<std::size_t>(1, batch / static_cast<std::size_t>(workers));
+    WorkQueue queue(batch);
     std::vector<std::thread> threads;
     if (workers > 1) {
       for (int i = 0; i < workers; ++i) {
         threads.emplace_back([&] {
-          Document d;
-          while (queue.Pop(&d))
-            if (!stopping()) process(d);
+          std::vector<Document> docs;
+          while (queue.PopSome(&docs, chunk))
+            if (!stopping()) process(docs);
         });
       }
     }
     Document doc;
+    std::vector<Document> pending;
     while (true) {
       if (stopping()) {
         status = Status::Aborted("sweep stopped before it was complete");
@@ -373,9 +411,14 @@ Status Sweeper::SweepWatch(const WatchSpec& watch,
       if (workers > 1) {
         queue.Push(std::move(doc));
       } else {
-        process(doc);
+        pending.push_back(std::move(doc));
+        if (pending.size() >= chunk) {
+          process(pending);
+          pending.clear();
+        }
       }
     }
+    if (!pending.empty() && !stopping()) process(pending);
     queue.Close();
     for (auto& t : threads) t.join();
     cursor.reset();

@@ -54,6 +54,17 @@ class FaultStore final : public Store {
     if (Status s = BeforeWrite(); !s.ok()) return s;
     return base_->InsertMany(ns, docs);
   }
+  // UpdateEach stays the default: one UpdateOne (one counted write) per request, so a
+  // crash can fall between any two requests of a batch, as it can between two documents
+  // of an unordered bulk write.
+  Status ListIndexes(const Namespace& ns, std::vector<IndexSpec>* indexes) override {
+    if (crashed_) return Dead();
+    return base_->ListIndexes(ns, indexes);
+  }
+  Status CreateIndexes(const Namespace& ns, const std::vector<IndexSpec>& indexes) override {
+    if (Status s = BeforeWrite(); !s.ok()) return s;
+    return base_->CreateIndexes(ns, indexes);
+  }
 
  private:
   static Status Dead() { return Status::Aborted("injected crash: the process is dead"); }

@@ -30,6 +30,9 @@ class MemoryStore final : public Store {
                           std::optional<Document>* after) override;
   Status DeleteMany(const Namespace& ns, const Filter& filter, WriteResult* result) override;
   Status InsertMany(const Namespace& ns, const std::vector<Document>& docs) override;
+  // Records the indexes (queries still scan): what the engine asked for can be checked.
+  Status ListIndexes(const Namespace& ns, std::vector<IndexSpec>* indexes) override;
+  Status CreateIndexes(const Namespace& ns, const std::vector<IndexSpec>& indexes) override;
 
   // A snapshot of a whole collection, in insertion order (tests).
   std::vector<Document> Dump(const Namespace& ns) const;
@@ -40,6 +43,7 @@ class MemoryStore final : public Store {
   Clock* clock_;
   mutable std::mutex mu_;
   std::map<std::string, std::vector<Document>> collections_;
+  std::map<std::string, std::vector<IndexSpec>> indexes_;  // by namespace, _id index first
 };
 
 }  // namespace txn_recovery

@@ -67,6 +67,16 @@ class MongoStore final : public Store {
                           std::optional<Document>* after) override;
   Status DeleteMany(const Namespace& ns, const Filter& filter, WriteResult* result) override;
   Status InsertMany(const Namespace& ns, const std::vector<Document>& docs) override;
+  // One unordered bulk write (the driver splits it only past the server's batch limits).
+  Status UpdateEach(const Namespace& ns, const std::vector<UpdateRequest>& requests,
+                    WriteResult* result) override;
+  // The listIndexes and createIndexes commands.
+  Status ListIndexes(const Namespace& ns, std::vector<IndexSpec>* indexes) override;
+  Status CreateIndexes(const Namespace& ns, const std::vector<IndexSpec>& indexes) override;
+  // Counted by the driver's command-monitoring callbacks: every command this store's pool
+  // sent (server monitoring heartbeats excluded), and the documents in every reply's
+  // cursor batch or findAndModify value.
+  bool GetWireStats(WireStats* stats) const override;
 
   // Drops a database (tests and the demo only).
   Status DropDatabase(const std::string& database);

@@ -7,6 +7,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "txn_recovery/clock.h"
 #include "txn_recovery/profile.h"
@@ -83,6 +84,19 @@ class StateMachine {
   // (here or on another host, after the lease expires) completes the same action.
   ExecuteResult Execute(const Transaction& txn, Action action);
 
+  // Executes many transactions at once, each with its own action (kNone and kQuarantine
+  // leave it untouched): the same claims, guarded writes and compare-and-set transitions
+  // as Execute, but each step of every transaction in the batch is issued together with
+  // the same step of the others (Store::UpdateEach, one round trip per collection) and
+  // read back together, so that a batch costs a handful of round trips instead of several
+  // per transaction. Steps of different transactions are independent: each write keeps
+  // its own guard, so any order among them is one Execute could have produced. Only the
+  // order within one transaction matters, and it is kept (apply, applied, finish, done).
+  // Transactions with a participant not named by its _id are executed one by one.
+  // Returns one result per transaction, in order.
+  std::vector<ExecuteResult> ExecuteBatch(const std::vector<const Transaction*>& txns,
+                                          const std::vector<Action>& actions);
+
   // Counts a failed attempt on the document (`<lease_field>.failures`, `.lastError`) and
   // returns the count after it.
   Status RecordFailure(const Value& id, std::string_view error, std::int64_t* failures);
@@ -93,6 +107,9 @@ class StateMachine {
 
  private:
   class Run;
+  class Batch;
+  // The condition under which a daemon may take the lease of `txn`, read as it is.
+  Filter ClaimFilter(const Transaction& txn, DateTime now) const;
   Store* store_;
   Clock* clock_;
   Namespace txn_ns_;

@@ -19,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "txn_recovery/document.h"
@@ -119,6 +120,25 @@ struct FindOptions {
   std::int32_t batch_size = 0;                   // 0 = server default
 };
 
+// A secondary index: its key paths in order, each 1 (ascending) or -1 (descending).
+struct IndexSpec {
+  std::vector<std::pair<std::string, int>> keys;
+  std::string name;  // empty when creating: the server's conventional "path_1_path_1"
+
+  // "{state: 1, lastModified: 1}"
+  std::string ToString() const;
+  // True if an index with the keys of `existing` serves every query this one is meant for:
+  // `existing` starts with exactly these keys in this order and direction (MongoDB can use
+  // a prefix of a compound index).
+  bool ServedBy(const IndexSpec& existing) const;
+};
+
+// One single-document update of a batch (Store::UpdateEach).
+struct UpdateRequest {
+  Filter filter;
+  Update update;
+};
+
 struct WriteResult {
   std::int64_t matched = 0;
   std::int64_t modified = 0;  // for deletes: the number deleted
@@ -170,6 +190,30 @@ class Store {
 
   // Inserts documents (used by tests, the demo and benchmarks; the engine never inserts).
   virtual Status InsertMany(const Namespace& ns, const std::vector<Document>& docs) = 0;
+
+  // Applies each request as UpdateOne would, independently and in any order (MongoDB: one
+  // unordered bulk write, a single round trip). `result` sums what every request matched
+  // and modified; which request matched is not reported, so a caller that needs to know
+  // reads the documents back. On error some requests may have been applied and others not
+  // (each one entirely or not at all): every request must therefore be safe to repeat.
+  // The default issues the requests one by one through UpdateOne.
+  virtual Status UpdateEach(const Namespace& ns, const std::vector<UpdateRequest>& requests,
+                            WriteResult* result);
+
+  // The indexes of a collection, the _id index included; empty (and OK) when the
+  // collection does not exist.
+  virtual Status ListIndexes(const Namespace& ns, std::vector<IndexSpec>* indexes) = 0;
+  // Creates the indexes that do not exist yet (creating the collection if needed); an
+  // index that already exists with the same keys is not an error.
+  virtual Status CreateIndexes(const Namespace& ns, const std::vector<IndexSpec>& indexes) = 0;
+
+  // What crossed the wire since the store was opened, for stores that talk to a server
+  // (benchmarks, `sweep --json`). False when the store keeps no such counters.
+  struct WireStats {
+    std::int64_t round_trips = 0;         // commands sent (find, getMore, update, ...)
+    std::int64_t documents_returned = 0;  // documents the server sent back in replies
+  };
+  virtual bool GetWireStats(WireStats* /*stats*/) const { return false; }
 };
 
 }  // namespace txn_recovery

@@ -1,0 +1,281 @@
+// Indexes, batched updates and wire accounting: the store features the daemon's speed rests
+// on, checked against the in-memory store and against MongoStore on the test server; and
+// the operator's view of them (sweep.manage_indexes, the warnings, `inspect`).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "support/bank.h"
+#include "support/test_env.h"
+#include "support/watch_config.h"
+#include "txn_recovery/indexes.h"
+#include "txn_recovery/memory_store.h"
+#include "txn_recovery/mongo_store.h"
+
+namespace txn_recovery::testing {
+namespace {
+
+class Indexes : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    backend_ = TestBackend::Create(GetParam());
+    ASSERT_TRUE(backend_->error().empty()) << backend_->error();
+  }
+  Store* store() { return backend_->store(); }
+  std::vector<IndexSpec> List(const Namespace& ns) {
+    std::vector<IndexSpec> out;
+    Must(store()->ListIndexes(ns, &out));
+    return out;
+  }
+  static bool HasKeys(const std::vector<IndexSpec>& list, const IndexSpec& want) {
+    for (const auto& i : list)
+      if (i.keys == want.keys) return true;
+    return false;
+  }
+  std::unique_ptr<TestBackend> backend_;
+};
+
+TEST_P(Indexes, ACreatedIndexIsListedWithTheIdIndexAndCreatingItAgainIsHarmless) {
+  Namespace ns{backend_->database(), "things"};
+  EXPECT_TRUE(List(ns).empty()) << "a collection that does not exist has no index";
+  IndexSpec compound{{{"state", 1}, {"lastModified", 1}}, ""};
+  Must(store()->CreateIndexes(ns, {compound}));
+  Must(store()->CreateIndexes(ns, {compound}));
+  std::vector<IndexSpec> list = List(ns);
+  EXPECT_TRUE(HasKeys(list, IndexSpec{{{"_id", 1}}, ""}));
+  ASSERT_TRUE(HasKeys(list, compound));
+  for (const auto& i : list) {
+    if (i.keys == compound.keys) {
+      EXPECT_EQ(i.name, "state_1_lastModified_1");
+    }
+  }
+  EXPECT_EQ(list.size(), 2u) << "created twice, listed once";
+}
+
+TEST_P(Indexes, AWatchNeedsStateAndTimeOnTransactionsAndTheMarkerOnParticipants) {
+  WatchSpec w = Bank(store(), backend_->database()).Watch();
+  std::vector<RequiredIndex> req = RequiredIndexes(w);
+  ASSERT_EQ(req.size(), 2u);
+  EXPECT_EQ(req[0].ns.ToString(), backend_->database() + ".transactions");
+  EXPECT_EQ(req[0].spec.ToString(), "{state: 1, lastModified: 1}");
+  EXPECT_EQ(req[1].ns.ToString(), backend_->database() + ".accounts");
+  EXPECT_EQ(req[1].spec.ToString(), "{pendingTransactions: 1}");
+
+  // Seed 001's names, configured: its own fields, and the participant key it looks up by.
+  WatchSpec book = WatchFromToml(R"(
+    [[watch]]
+    name = "book"
+    database = "x"
+    profile = "transfer"
+    time_field = "updatedAt"
+    participants = "wallets"
+    participant_key = "name"
+    marker_field = "pendingTx"
+  )",
+                                 backend_->database());
+  req = RequiredIndexes(book);
+  ASSERT_EQ(req.size(), 3u);
+  EXPECT_EQ(req[0].spec.ToString(), "{state: 1, updatedAt: 1}");
+  EXPECT_EQ(req[1].ns.collection, "wallets");
+  EXPECT_EQ(req[1].spec.ToString(), "{pendingTx: 1}");
+  EXPECT_EQ(req[2].spec.ToString(), "{name: 1}");
+}
+
+TEST_P(Indexes, MissingIndexesAreReportedAndCreatedOnlyWhenAsked) {
+  Bank bank(store(), backend_->database());
+  bank.Open(2);
+  WatchSpec w = bank.Watch();
+  std::vector<IndexCheck> checks;
+  Must(EnsureIndexes(store(), w, /*create=*/false, &checks));
+  ASSERT_EQ(checks.size(), 2u);
+  for (const auto& c : checks) {
+    EXPECT_FALSE(c.present) << c.index.spec.ToString();
+    EXPECT_FALSE(c.created);
+  }
+  EXPECT_FALSE(HasKeys(List(bank.accounts()), checks[1].index.spec)) << "a check writes nothing";
+
+  Must(EnsureIndexes(store(), w, /*create=*/true, &checks));
+  for (const auto& c : checks) EXPECT_TRUE(c.created) << c.index.spec.ToString();
+  EXPECT_TRUE(HasKeys(List(bank.txns()), checks[0].index.spec));
+  EXPECT_TRUE(HasKeys(List(bank.accounts()), checks[1].index.spec));
+
+  Must(EnsureIndexes(store(), w, /*create=*/true, &checks));
+  for (const auto& c : checks) {
+    EXPECT_TRUE(c.present);
+    EXPECT_FALSE(c.created) << "nothing is created twice";
+  }
+}
+
+TEST_P(Indexes, AnIndexStartingWithTheNeededKeysServesThemButAReorderedOneDoesNot) {
+  Bank bank(store(), backend_->database());
+  WatchSpec w = bank.Watch();
+  Must(store()->CreateIndexes(bank.txns(), {IndexSpec{{{"lastModified", 1}, {"state", 1}}, ""}}));
+  Must(store()->CreateIndexes(bank.accounts(),
+                              {IndexSpec{{{"pendingTransactions", 1}, {"balance", 1}}, ""}}));
+  std::vector<IndexCheck> checks;
+  Must(EnsureIndexes(store(), w, /*create=*/false, &checks));
+  ASSERT_EQ(checks.size(), 2u);
+  EXPECT_FALSE(checks[0].present) << "{lastModified, state} cannot serve a query by state";
+  EXPECT_TRUE(checks[1].present) << "{pendingTransactions, balance} serves the marker guards";
+}
+
+TEST_P(Indexes, UpdateEachAppliesEveryRequestOnItsOwnAndSumsWhatMatched) {
+  Namespace ns{backend_->database(), "accounts"};
+  Must(store()->InsertMany(ns, {Document{{"_id", "A"}, {"balance", 10}, {"m", Array{}}},
+                                Document{{"_id", "B"}, {"balance", 10}, {"m", Array{}}}}));
+  std::vector<UpdateRequest> batch = {
+      {Filter().Eq("_id", "A").Ne("m", 1), Update().Inc("balance", -5).Push("m", 1)},
+      {Filter().Eq("_id", "B").Ne("m", 1), Update().Inc("balance", 5).Push("m", 1)},
+      {Filter().Eq("_id", "missing"), Update().Inc("balance", 5)},
+  };
+  WriteResult r;
+  Must(store()->UpdateEach(ns, batch, &r));
+  EXPECT_EQ(r.matched, 2);
+  EXPECT_EQ(r.modified, 2);
+  // Repeated, the guards refuse every request: the batch is as idempotent as each request.
+  Must(store()->UpdateEach(ns, batch, &r));
+  EXPECT_EQ(r.matched, 0);
+  std::optional<Document> a;
+  Must(store()->FindOne(ns, Filter().Eq("_id", "A"), &a));
+  EXPECT_EQ(a->Get("balance")->as_double(), 5.0);
+  Must(store()->UpdateEach(ns, {}, &r));
+  EXPECT_EQ(r.matched, 0) << "an empty batch sends nothing and matches nothing";
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, Indexes, ::testing::Values("memory", "mongo"),
+                         [](const auto& info) { return info.param; });
+
+TEST(WireStats, MongoStoreCountsCommandsAndTheDocumentsTheyReturn) {
+  auto backend = TestBackend::Create("mongo");
+  ASSERT_TRUE(backend->error().empty()) << backend->error();
+  Store* store = backend->store();
+  Namespace ns{backend->database(), "things"};
+  std::vector<Document> docs;
+  for (int i = 0; i < 7; ++i) docs.push_back(Document{{"_id", i}});
+  Must(store->InsertMany(ns, docs));
+  Store::WireStats before, after;
+  ASSERT_TRUE(store->GetWireStats(&before));
+  FindOptions o;
+  o.batch_size = 3;  // 7 documents: find + 2 getMore
+  std::unique_ptr<Cursor> c;
+  Must(store->Find(ns, Filter(), o, &c));
+  Document d;
+  int n = 0;
+  for (bool has = true;; ++n) {
+    Must(c->Next(&d, &has));
+    if (!has) break;
+  }
+  c.reset();
+  ASSERT_EQ(n, 7);
+  ASSERT_TRUE(store->GetWireStats(&after));
+  EXPECT_EQ(after.documents_returned - before.documents_returned, 7);
+  EXPECT_GE(after.round_trips - before.round_trips, 3);
+  EXPECT_LE(after.round_trips - before.round_trips, 4) << "a killCursors at most on top";
+
+  std::optional<Document> one;
+  ASSERT_TRUE(store->GetWireStats(&before));
+  Must(store->FindOneAndUpdate(ns, Filter().Eq("_id", 3), Update().Set("x", 1), &one));
+  ASSERT_TRUE(store->GetWireStats(&after));
+  EXPECT_EQ(after.round_trips - before.round_trips, 1);
+  EXPECT_EQ(after.documents_returned - before.documents_returned, 1);
+
+  MemoryStore memory(Clock::Real());
+  EXPECT_FALSE(memory.GetWireStats(&before)) << "nothing crosses a wire in memory";
+}
+
+// ---- The operator's view ----------------------------------------------------------------
+
+struct ProcessResult {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+ProcessResult Daemon(const std::string& args) {
+  std::string base = ::testing::TempDir() + "txn_recoveryd_index_" + std::to_string(getpid());
+  std::string cmd = "env -u TXN_RECOVERYD_MONGODB_URI '" + std::string(TXN_RECOVERYD_BINARY) +
+                    "' " + args + " >" + base + ".out 2>" + base + ".err";
+  int status = std::system(cmd.c_str());
+  ProcessResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = ReadAll(base + ".out");
+  r.err = ReadAll(base + ".err");
+  return r;
+}
+
+std::string WriteConfig(const std::string& database, bool manage) {
+  std::string path = ::testing::TempDir() + "txn_recoveryd_index_" +
+                     ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".toml";
+  std::ofstream(path) << "[mongodb]\nuri = \"" << FindTestUri().uri_or_reason
+                      << "\"\nserver_selection_timeout = \"2s\"\n[sweep]\nmanage_indexes = "
+                      << (manage ? "true" : "false")
+                      << "\n[[watch]]\nname = \"bank\"\ndatabase = \"" << database << "\"\n";
+  return path;
+}
+
+TEST(IndexesCli, WithoutManageIndexesTheSweepWarnsAndInspectListsWhatIsMissing) {
+  auto backend = TestBackend::Create("mongo");
+  ASSERT_TRUE(backend->error().empty()) << backend->error();
+  Bank bank(backend->store(), backend->database());
+  bank.Open(2);
+  std::string path = WriteConfig(backend->database(), /*manage=*/false);
+
+  ProcessResult s = Daemon("sweep --config " + path);
+  EXPECT_EQ(s.exit_code, 0) << s.err;
+  EXPECT_NE(s.err.find("missing index {state: 1, lastModified: 1} on " + bank.txns().ToString()),
+            std::string::npos)
+      << s.err;
+  EXPECT_NE(s.err.find("missing index {pendingTransactions: 1} on " + bank.accounts().ToString()),
+            std::string::npos)
+      << s.err;
+
+  ProcessResult i = Daemon("inspect --config " + path);
+  EXPECT_EQ(i.exit_code, 0) << i.err;
+  EXPECT_NE(i.out.find("indexes: 2 missing"), std::string::npos) << i.out;
+  ProcessResult j = Daemon("inspect --json --config " + path);
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  auto doc = nlohmann::json::parse(j.out);
+  ASSERT_EQ(doc["watches"][0]["missing_indexes"].size(), 2u);
+  EXPECT_EQ(doc["watches"][0]["missing_indexes"][0]["keys"], "{state: 1, lastModified: 1}");
+
+  std::vector<IndexSpec> list;
+  Must(backend->store()->ListIndexes(bank.txns(), &list));
+  for (const auto& idx : list) EXPECT_EQ(idx.keys.front().first, "_id") << "nothing created";
+}
+
+TEST(IndexesCli, WithManageIndexesTheSweepCreatesThemAndInspectFindsNoneMissing) {
+  auto backend = TestBackend::Create("mongo");
+  ASSERT_TRUE(backend->error().empty()) << backend->error();
+  Bank bank(backend->store(), backend->database());
+  bank.Open(2);
+  std::string path = WriteConfig(backend->database(), /*manage=*/true);
+
+  ProcessResult dry = Daemon("sweep --dry-run --config " + path);
+  EXPECT_EQ(dry.exit_code, 0) << dry.err;
+  std::vector<IndexCheck> checks;
+  Must(EnsureIndexes(backend->store(), bank.Watch(), false, &checks));
+  EXPECT_FALSE(checks[0].present) << "a dry run writes nothing, indexes included";
+
+  ProcessResult s = Daemon("sweep --json --config " + path);
+  EXPECT_EQ(s.exit_code, 0) << s.err;
+  auto doc = nlohmann::json::parse(s.out);
+  EXPECT_GT(doc["wire"]["round_trips"].get<int>(), 0) << "the sweep reports what it cost";
+  Must(EnsureIndexes(backend->store(), bank.Watch(), false, &checks));
+  for (const auto& c : checks) EXPECT_TRUE(c.present) << c.index.spec.ToString();
+
+  ProcessResult i = Daemon("inspect --config " + path);
+  EXPECT_NE(i.out.find("indexes: all present"), std::string::npos) << i.out;
+}
+
+}  // namespace
+}  // namespace txn_recovery::testing
