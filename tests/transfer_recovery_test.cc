@@ -430,6 +430,40 @@ TEST_P(TransferRecovery, AnApplicationThatMovedOnSinceTheReadWinsTheClaim) {
   EXPECT_EQ(bank_->Balance("A1"), 1100);
 }
 
+// Found by the chaos suite: an application killed after marking its transfer pending left
+// the time the server's $currentDate wrote, and no daemon could ever claim it on the test
+// server (which keeps that time below the millisecond, so it never equals the value read).
+// Thresholds of zero let the sweep act on the time exactly as the application left it.
+TEST_P(TransferRecovery, ChaosStuckTransferStampedByCurrentDateIsClaimedAndResumed) {
+  bank_->Open(2);
+  Snapshot before = bank_->Take();
+  Value id = bank_->Transfer("A0", "A1", 100, 3);  // killed after debiting A0
+  WatchSpec watch = bank_->Watch();
+  watch.thresholds.resume_after = std::chrono::milliseconds(0);
+  backend_->Advance(std::chrono::milliseconds(5));  // "older than" is strict
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  WatchSummary s = SweepOnce(backend_->store(), backend_->clock(), watch, "daemon-1");
+  EXPECT_EQ(s.busy, 0);
+  EXPECT_EQ(bank_->State(id), "done");
+  ExpectInvariants(before);
+}
+
+// Found by the chaos suite: the application's first step is one insert carrying the time
+// (seed 002); a simulator that stamped the time in a second write left, when killed between
+// the two, a transaction without one, which the daemon rightly quarantines.
+TEST_P(TransferRecovery, ChaosApplicationKilledRightAfterItsInsertLeavesATransactionToCancel) {
+  bank_->Open(2);
+  Snapshot before = bank_->Take();
+  FaultStore dying(backend_->store());
+  Bank application(&dying, backend_->database());
+  dying.CrashAfterWrites(1);
+  Value id = application.Begin("A0", "A1", 100);
+  bank_->Age(id, kExpired);
+  Sweep();
+  EXPECT_EQ(bank_->State(id), "cancelled");
+  ExpectInvariants(before);
+}
+
 TEST_P(TransferRecovery, LateWriteByAStalledApplicationIsUndoneOnTheNextSweep) {
   bank_->Open(2);
   Snapshot before = bank_->Take();

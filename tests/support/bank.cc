@@ -1,5 +1,6 @@
 #include "bank.h"
 
+#include <climits>
 #include <set>
 #include <stdexcept>
 
@@ -58,19 +59,20 @@ void Bank::Open(int n, std::int32_t balance) {
 
 Value Bank::Begin(const std::string& from, const std::string& to, std::int32_t amount,
                   std::chrono::milliseconds created_ago) {
+  // The seeds' integer ids are int32 until a base beyond its range is asked for.
+  const std::int64_t n = next_id_++;
   Value id = dialect_ == Dialect::kSchemaBook ? Value(ObjectIdAged(store_, created_ago))
-                                              : Value(std::int32_t{next_id_++});
+             : n <= INT32_MAX                 ? Value(static_cast<std::int32_t>(n))
+                                              : Value(n);
   Document doc{{"_id", id}};
   doc.SetPath(tp_.source_field, from);
   doc.SetPath(tp_.destination_field, to);
   doc.SetPath(tp_.amount_field, amount);
   doc.SetPath(profile_.state_field, profile_.states.Written(TxnState::kInitial));
+  // Seed 002 inserts the time with the document ({..., lastModified: new Date()}): one
+  // write, so that no crash can leave a transaction without one.
+  if (dialect_ == Dialect::kManual) doc.SetPath(profile_.time_field, ServerNow(store_));
   Must(store_->InsertMany(txns_, {doc}));
-  if (dialect_ == Dialect::kManual) {
-    WriteResult r;
-    Must(store_->UpdateOne(txns_, Filter().Eq("_id", id), Update().CurrentDate(profile_.time_field),
-                           &r));
-  }
   return id;
 }
 
