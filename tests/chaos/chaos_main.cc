@@ -37,6 +37,12 @@
 namespace txn_recovery::chaos {
 namespace {
 
+// SIGINT/SIGTERM (ctest's timeout, ^C): stop, and let the destructors kill every child.
+volatile sig_atomic_t g_interrupted = 0;
+void OnInterrupt(int) {
+  g_interrupted = 1;
+}
+
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 using testing::Subprocess;
@@ -63,6 +69,7 @@ int Usage(const char* why) {
             << "\nusage: txn-recovery-chaos [--profile transfer] [--seed N] [--duration 60s]\n"
                "  [--workers 3] [--daemons 1-3] [--participants 16] [--hot 2]\n"
                "  [--step-delay-ms 5] [--quiesce-timeout 120s] [--uri URI] [--keep] [-v]\n"
+               "  [--daemon-binary PATH] [--worker-binary PATH]\n"
                "The database is --uri, else TXN_RECOVERY_TEST_URI, else the embedded test\n"
                "server the CTest fixture started (TXN_RECOVERY_TESTDB_URI_FILE).\n";
   return 2;
@@ -107,6 +114,10 @@ bool ParseArgs(int argc, char** argv, Options* o, std::string* error) {
         o->app.hot = std::stoi(v);
       } else if (a == "--step-delay-ms") {
         o->step_delay_ms = std::stoi(v);
+      } else if (a == "--daemon-binary") {
+        o->daemon_binary = v;
+      } else if (a == "--worker-binary") {
+        o->worker_binary = v;
       } else if (a == "--uri") {
         o->uri = v;
       } else {
@@ -160,14 +171,16 @@ enum class Fault {
   kWorkerKill,
   kWorkerStall,
   kDaemonKill,
+  kDaemonStall,
+  kDaemonsOutage,
   kConnDrop,
   kConnReset,
   kConnStall,
   kDatabaseCut,
 };
-constexpr Fault kAllFaults[] = {Fault::kWorkerKill, Fault::kWorkerStall, Fault::kDaemonKill,
-                                Fault::kConnDrop,   Fault::kConnReset,   Fault::kConnStall,
-                                Fault::kDatabaseCut};
+constexpr Fault kAllFaults[] = {Fault::kWorkerKill,  Fault::kWorkerStall,   Fault::kDaemonKill,
+                                Fault::kDaemonStall, Fault::kDaemonsOutage, Fault::kConnDrop,
+                                Fault::kConnReset,   Fault::kConnStall,     Fault::kDatabaseCut};
 const char* FaultName(Fault f) {
   switch (f) {
     case Fault::kWorkerKill:
@@ -176,6 +189,10 @@ const char* FaultName(Fault f) {
       return "worker SIGSTOP past threshold, SIGCONT";
     case Fault::kDaemonKill:
       return "daemon SIGKILL (and restart)";
+    case Fault::kDaemonStall:
+      return "daemon SIGSTOP up to past its lease, SIGCONT";
+    case Fault::kDaemonsOutage:
+      return "every daemon SIGSTOPped past rollback_after";
     case Fault::kConnDrop:
       return "connections dropped (FIN)";
     case Fault::kConnReset:
@@ -196,6 +213,7 @@ struct Worker {
 struct Daemon {
   std::unique_ptr<Subprocess> proc;
   std::optional<Clock::time_point> restart_at;  // killed; restarted then
+  std::optional<Clock::time_point> resume_at;   // SIGSTOPped until then
   int incarnation = 0;
 };
 
@@ -210,6 +228,11 @@ class Run {
               << " workers, " << daemons_.size() << " daemon(s), database " << database_
               << std::endl;
     RunFaults();
+    if (g_interrupted) {
+      std::cerr << "txn-recovery-chaos: interrupted; stopping every process" << std::endl;
+      TearDown();
+      return 2;
+    }
     Quiesce();
     Check();
     PrintTable();
@@ -282,10 +305,12 @@ class Run {
     std::ostringstream c;
     c << "[mongodb]\nuri = \"" << proxied_uri_
       << "\"\nserver_selection_timeout = \"2s\"\nsocket_timeout = \"2s\"\n"
-         "[sweep]\nworkers = 2\nbatch_size = 200\nlease = \"15s\"\nmax_failures = 1000\n"
+         "[sweep]\nworkers = 2\nbatch_size = 200\nlease = \""
+      << txn_recoveryd::FormatDuration(kLease)
+      << "\"\nmax_failures = 1000\n"
          "[daemon]\ninterval = \"700ms\"\njitter = 0.3\nbackoff_initial = \"100ms\"\n"
          "backoff_max = \"1s\"\ndrain_deadline = \"3s\"\n"
-         "[log]\nlevel = \"warn\"\n"
+         "[log]\nlevel = \"info\"\n"
          "[[watch]]\nname = \"chaos\"\ndatabase = \""
       << database_ << "\"\ncollection = \"" << app_->transactions().collection << "\"\n"
       << app_->WatchKeys() << "resume_after = \"" << txn_recoveryd::FormatDuration(kResumeAfter)
@@ -295,7 +320,21 @@ class Run {
     return c.str();
   }
 
+  // What a daemon's log says it did (it logs each resolution at info level), read before
+  // its process record, log included, is replaced.
+  void Harvest(const Daemon& d) {
+    if (!d.proc) return;
+    std::istringstream log(d.proc->Stderr());
+    for (std::string line; std::getline(log, line);) {
+      if (line.find(" resolved: ") != std::string::npos &&
+          line.find("action=check-late-writes") != std::string::npos)
+        late_writes_undone_++;
+      if (line.find(" failed: ") != std::string::npos) daemon_failures_++;
+    }
+  }
+
   void StartDaemon(Daemon& d) {
+    Harvest(d);
     d.proc = std::make_unique<Subprocess>(
         std::vector<std::string>{o_.daemon_binary, "run", "--config", config_path_, "--log-format",
                                  "text"},
@@ -304,6 +343,7 @@ class Run {
                                  "NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "JOURNAL_STREAM",
                                  "CREDENTIALS_DIRECTORY", "TXN_RECOVERYD_LOG_FORMAT"});
     d.restart_at.reset();
+    d.resume_at.reset();
     d.incarnation++;
   }
 
@@ -370,6 +410,10 @@ class Run {
         if (now >= *d.restart_at) StartDaemon(d);
         continue;
       }
+      if (d.resume_at && now >= *d.resume_at) {
+        d.proc->Signal(SIGCONT);
+        d.resume_at.reset();
+      }
       if (!d.proc->Running()) {
         auto rc = d.proc->Wait(milliseconds(0));
         violations_.push_back("daemon " + std::to_string(i) + " exited by itself (status " +
@@ -417,7 +461,29 @@ class Run {
         if (d.restart_at) return Inject(Fault::kConnDrop);
         d.proc->Signal(SIGKILL);
         d.proc->Wait(std::chrono::seconds(5));
+        d.resume_at.reset();
         d.restart_at = Clock::now() + PickMs(milliseconds(0), milliseconds(2000));
+        break;
+      }
+      case Fault::kDaemonStall: {
+        Daemon& d = daemons_[Pick<std::size_t>(0, daemons_.size() - 1)];
+        if (d.restart_at || d.resume_at) return Inject(Fault::kConnReset);
+        d.proc->Signal(SIGSTOP);
+        // Sometimes past its lease: it must not write when it wakes (another daemon may
+        // have taken over), and what it had sent before is repeatable.
+        d.resume_at = Clock::now() + PickMs(milliseconds(500), kLease + milliseconds(5000));
+        break;
+      }
+      case Fault::kDaemonsOutage: {
+        // No daemon acts for longer than rollback_after: what the workers leave pending
+        // meanwhile is rolled back rather than resumed.
+        auto until = Clock::now() + PickMs(kRollbackAfter + milliseconds(1000),
+                                           kRollbackAfter + milliseconds(4000));
+        for (auto& d : daemons_) {
+          if (d.restart_at) continue;
+          if (!d.resume_at) d.proc->Signal(SIGSTOP);
+          d.resume_at = std::max(until, d.resume_at.value_or(until));
+        }
         break;
       }
       case Fault::kConnDrop:
@@ -447,7 +513,7 @@ class Run {
     start_ = Clock::now();
     auto end = start_ + o_.duration;
     auto next = start_ + PickMs(milliseconds(300), milliseconds(1200));
-    while (Clock::now() < end) {
+    while (Clock::now() < end && !g_interrupted) {
       Tend();
       if (Clock::now() >= next) {
         Fault f = kAllFaults[Pick<std::size_t>(0, std::size(kAllFaults) - 1)];
@@ -485,11 +551,14 @@ class Run {
       }
     }
     workers_.clear();
-    for (auto& d : daemons_)
+    for (auto& d : daemons_) {
       if (d.restart_at) StartDaemon(d);
+      if (d.resume_at) d.proc->Signal(SIGCONT);
+      d.resume_at.reset();
+    }
     auto quiesce_start = Clock::now();
     int calm = 0;
-    while (Clock::now() - quiesce_start < o_.quiesce_timeout) {
+    while (Clock::now() - quiesce_start < o_.quiesce_timeout && !g_interrupted) {
       Tend();
       std::int64_t in_flight = -1;
       try {
@@ -510,6 +579,7 @@ class Run {
       Daemon& d = daemons_[i];
       d.proc->Signal(SIGTERM);
       auto rc = d.proc->Wait(std::chrono::seconds(15));
+      Harvest(d);
       if (!rc || *rc != 0)
         violations_.push_back("daemon " + std::to_string(i) + " did not stop cleanly (status " +
                               (rc ? std::to_string(*rc) : "still running") +
@@ -568,6 +638,8 @@ class Run {
     }
     row("recoveries (resolvedAction -> outcome)", "");
     for (const auto& [k, n] : recoveries_) row("  " + k, n);
+    row("late writes undone (daemon logs)", late_writes_undone_);
+    row("daemon attempts failed, retried", daemon_failures_);
     std::ostringstream q;
     q << std::fixed << std::setprecision(1) << quiesce_seconds_ << "s";
     row("quiescence", q.str());
@@ -609,6 +681,7 @@ class Run {
   static constexpr milliseconds kRollbackAfter{6000};
   static constexpr milliseconds kInitialTimeout{3000};
   static constexpr milliseconds kLateWriteWindow{40000};
+  static constexpr milliseconds kLease{15000};
 
   Options o_;
   std::mt19937_64 rng_;
@@ -632,6 +705,8 @@ class Run {
   std::map<std::string, std::int64_t> recoveries_;
   std::int64_t transactions_ = 0;
   std::int64_t quarantined_ = 0;
+  std::int64_t late_writes_undone_ = 0;
+  std::int64_t daemon_failures_ = 0;
   double quiesce_seconds_ = 0;
   std::vector<std::string> violations_;
 };
@@ -646,6 +721,8 @@ int main(int argc, char** argv) {
   if (!ParseArgs(argc, argv, &o, &error)) return Usage(error.c_str());
   if (!o.seed_given) o.seed = std::random_device{}() % 1000000000;
   signal(SIGPIPE, SIG_IGN);
+  signal(SIGINT, OnInterrupt);
+  signal(SIGTERM, OnInterrupt);
   txn_recovery::MongoDriver driver;
   return Run(std::move(o)).Go();
 }

@@ -3,6 +3,7 @@
 // other until SIGTERM (then it finishes the one in hand), and reports each step on stdout
 // ("step <id> <n>") so that the driver knows where a SIGKILL landed.
 #include <signal.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -64,6 +65,8 @@ int main(int argc, char** argv) {
   }
   if (uri.empty() || database.empty()) return Usage();
   signal(SIGTERM, OnTerm);
+  // An application must not outlive a driver that was itself killed.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
 
   MongoDriver driver;
   MongoOptions options;
