@@ -464,6 +464,37 @@ TEST_P(TransferRecovery, ChaosApplicationKilledRightAfterItsInsertLeavesATransac
   ExpectInvariants(before);
 }
 
+// Found by the long chaos run (10 accounts off by whole transfers, the total conserved):
+// an application stalled after marking its transfer pending woke up once the daemon had
+// finished it, applied both steps again, and -- ignoring that its "mark applied" matched
+// nothing -- pulled the markers of those late writes itself, so no sweep could see them.
+// Seed 002's application checks nMatched and stops there; the late writes keep their
+// markers and the next sweep undoes them.
+TEST_P(TransferRecovery, ChaosApplicationWakingAfterTheDaemonFinishedStopsAtItsFailedStateChange) {
+  bank_->Open(2);
+  Snapshot before = bank_->Take();
+  Value id = bank_->Transfer("A0", "A1", 100, 2);  // stalled after marking it pending
+  bank_->Age(id, kStuck);
+  Sweep();
+  ASSERT_EQ(bank_->State(id), "done");
+
+  Status stopped;
+  int step = static_cast<int>(AppStep::kDebitSource);
+  for (; step < kAppStepCount && stopped.ok(); ++step)
+    stopped = bank_->RunStep(id, static_cast<AppStep>(step));
+  EXPECT_TRUE(stopped.IsConflict()) << stopped.ToString();
+  EXPECT_EQ(step - 1, static_cast<int>(AppStep::kMarkApplied));
+  EXPECT_EQ(bank_->Markers("A0").size(), 1u);
+  EXPECT_EQ(bank_->Markers("A1").size(), 1u);
+
+  bank_->Age(id, kStuck);
+  WatchSummary s = Sweep();
+  EXPECT_EQ(s.late_writes_undone, 2);
+  ExpectInvariants(before);
+  EXPECT_EQ(bank_->Balance("A0"), 900);
+  EXPECT_EQ(bank_->Balance("A1"), 1100);
+}
+
 TEST_P(TransferRecovery, LateWriteByAStalledApplicationIsUndoneOnTheNextSweep) {
   bank_->Open(2);
   Snapshot before = bank_->Take();

@@ -101,7 +101,11 @@ Status Bank::RunStep(const Value& id, AppStep step) {
       f.Eq(profile_.state_field, st.Written(from));
       u.CurrentDate(profile_.time_field);
     }
-    return store_->UpdateOne(txns_, f, u, &r);
+    if (Status s = store_->UpdateOne(txns_, f, u, &r); !s.ok()) return s;
+    if (!seed001 && r.matched == 0)
+      return Status::Conflict("transaction " + id.ToString() + " is no longer " + st.Written(from) +
+                              ": the application stops");
+    return Status::Ok();
   };
   auto apply = [&](const Value& who, const Value& delta, bool debit) {
     Filter f;

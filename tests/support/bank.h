@@ -76,7 +76,10 @@ class Bank {
   // Inserts a transfer and runs its first `steps` steps (kAppStepCount = all of them).
   Value Transfer(const std::string& from, const std::string& to, std::int32_t amount, int steps,
                  std::chrono::milliseconds created_ago = {});
-  // Runs one application step for `id` (a no-op where the seed's guard says so).
+  // Runs one application step for `id` (a no-op where the seed's guard says so). A state
+  // change that matches nothing returns Conflict: seed 002's application checks nMatched
+  // and goes no further, since someone else (the daemon) has moved the transaction on.
+  // (Seed 001 sets the state unconditionally and cannot tell.)
   Status RunStep(const Value& id, AppStep step);
 
   // Sets the transaction's time to the server's now minus `age` (time passing).
