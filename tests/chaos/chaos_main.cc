@@ -516,7 +516,14 @@ class Run {
     while (Clock::now() < end && !g_interrupted) {
       Tend();
       if (Clock::now() >= next) {
-        Fault f = kAllFaults[Pick<std::size_t>(0, std::size(kAllFaults) - 1)];
+        // Drawn from a shuffled bag of every kind: each kind comes up once in every round
+        // of nine, so even a short run sees them all.
+        if (bag_.empty()) {
+          bag_.assign(std::begin(kAllFaults), std::end(kAllFaults));
+          std::shuffle(bag_.begin(), bag_.end(), rng_);
+        }
+        Fault f = bag_.back();
+        bag_.pop_back();
         if (o_.verbose) std::cout << "  t+" << Elapsed() << "s " << FaultName(f) << std::endl;
         Inject(f);
         next = Clock::now() + PickMs(milliseconds(200), milliseconds(1500));
@@ -698,6 +705,7 @@ class Run {
   std::optional<Clock::time_point> proxy_stalled_until_, cut_until_;
   Clock::time_point start_;
 
+  std::vector<Fault> bag_;
   std::map<Fault, std::int64_t> faults_;
   std::map<Fault, std::int64_t> connections_hit_;
   std::map<std::string, std::int64_t> kills_by_step_;
