@@ -4,8 +4,8 @@
 // checks the shape over every section and key family.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <fstream>
-#include <regex>
 #include <string>
 
 #include "config.h"
@@ -33,14 +33,21 @@ class BadConfigTable : public ::testing::TestWithParam<Case> {
     std::ofstream(path_) << GetParam().text;
   }
   void TearDown() override { std::remove(path_.c_str()); }
-  // "FILE:LINE:COL: KEY: " at the start of the message.
-  std::regex Shape() const {
-    std::string escaped = std::regex_replace(path_, std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)");
-    std::string key = std::regex_replace(std::string(GetParam().key),
-                                         std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)");
-    std::string where =
-        GetParam().line ? ":" + std::to_string(GetParam().line) + ":[0-9]+: " : std::string(": ");
-    return std::regex("^" + escaped + where + key + ": .+");
+  // Whether `msg` reads "FILE:LINE:COL: KEY: problem" (or "FILE: KEY: problem" for a key
+  // absent from the file).
+  bool HasShape(const std::string& msg) const {
+    std::string prefix = path_ + ":";
+    if (GetParam().line) prefix += std::to_string(GetParam().line) + ":";
+    if (msg.rfind(prefix, 0) != 0) return false;
+    std::size_t i = prefix.size();
+    if (GetParam().line) {
+      std::size_t digits = i;
+      while (i < msg.size() && std::isdigit(static_cast<unsigned char>(msg[i]))) ++i;
+      if (i == digits || msg.compare(i, 1, ":") != 0) return false;
+      ++i;
+    }
+    std::string rest = " " + std::string(GetParam().key) + ": ";
+    return msg.compare(i, rest.size(), rest) == 0 && msg.size() > i + rest.size();
   }
   std::string path_;
 };
@@ -50,7 +57,7 @@ TEST_P(BadConfigTable, TheLoaderNamesFileLineAndKey) {
   txn_recovery::Status s = LoadConfig(
       path_, [](const std::string&) { return std::optional<std::string>(); }, &c);
   ASSERT_FALSE(s.ok());
-  EXPECT_TRUE(std::regex_match(s.message(), Shape())) << s.message();
+  EXPECT_TRUE(HasShape(s.message())) << s.message();
 }
 
 TEST_P(BadConfigTable, EveryCommandExits78WithThatMessage) {
@@ -61,7 +68,6 @@ TEST_P(BadConfigTable, EveryCommandExits78WithThatMessage) {
     auto rc = p.Wait(std::chrono::seconds(20));
     ASSERT_TRUE(rc.has_value()) << "still running";
     EXPECT_EQ(*rc, 78) << p.Stderr();
-    std::smatch m;
     std::string err = p.Stderr();
     std::string where = GetParam().line ? ":" + std::to_string(GetParam().line) + ":" : ": ";
     EXPECT_NE(err.find(path_ + where), std::string::npos) << err;
