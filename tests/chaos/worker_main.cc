@@ -24,6 +24,18 @@ void OnTerm(int) {
   g_stop = 1;
 }
 
+txn_recovery::Status RunOne(txn_recovery::chaos::ChaosApp& app, std::mt19937_64& rng,
+                            const txn_recovery::chaos::AppParams& params, int step_delay_ms) {
+  return app.RunOne(rng, params, [step_delay_ms](const txn_recovery::Value& id, int n) {
+    // One write per line, unbuffered: the line is on disk before the next step starts.
+    std::string line = "step " + id.ToString() + " " + std::to_string(n) + "\n";
+    (void)!write(STDOUT_FILENO, line.data(), line.size());
+    // A pause at each step boundary, so that most SIGKILLs land between two steps rather
+    // than during a round trip (both happen).
+    if (step_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(step_delay_ms));
+  });
+}
+
 int Usage() {
   std::cerr << "usage: txn-recovery-chaos-worker --uri URI --database DB [--profile transfer]\n"
                "  [--participants N] [--hot N] [--seed N] [--first-id N] [--step-delay-ms N]\n";
@@ -84,14 +96,14 @@ int main(int argc, char** argv) {
   if (!app) return Usage();
   std::mt19937_64 rng(seed);
   while (!g_stop) {
-    Status s = app->RunOne(rng, params, [step_delay_ms](const Value& id, int n) {
-      // One write per line, unbuffered: the line is on disk before the next step starts.
-      std::string line = "step " + id.ToString() + " " + std::to_string(n) + "\n";
-      (void)!write(STDOUT_FILENO, line.data(), line.size());
-      // A pause at each step boundary, so that most SIGKILLs land between two steps
-      // rather than during a round trip (both happen).
-      if (step_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(step_delay_ms));
-    });
+    Status s;
+    try {
+      s = RunOne(*app, rng, params, step_delay_ms);
+    } catch (const std::exception& e) {
+      // A simulator's helper read failed (the connection was cut): the application gives
+      // up on the transaction in hand, as it would on any error.
+      s = Status::Unavailable(e.what());
+    }
     if (!s.ok()) {
       std::string line = "gave-up " + s.ToString() + "\n";
       (void)!write(STDOUT_FILENO, line.data(), line.size());
