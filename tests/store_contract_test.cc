@@ -147,7 +147,9 @@ TEST_P(StoreContract, CurrentDateIsTheServersClock) {
   WriteResult r;
   Must(store()->UpdateOne(ns_, Filter().Eq("_id", "t"), Update().CurrentDate("at"), &r));
   Must(store()->ServerTime(&after));
-  const DateTime* at = Get("t").Get("at")->as_datetime();
+  // Keep the document: a pointer into Get()'s temporary would dangle (ASan caught it).
+  const Document doc = Get("t");
+  const DateTime* at = doc.Get("at")->as_datetime();
   ASSERT_NE(at, nullptr);
   EXPECT_GE(at->millis, before.millis - 1000);
   EXPECT_LE(at->millis, after.millis + 1000);
