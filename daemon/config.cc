@@ -438,14 +438,26 @@ Status LoadWatch(const Reader& r, const toml::table& t, std::size_t index, Watch
   if (const toml::node* states = t.get("states"))
     if (!(s = LoadStates(r, *states, prefix, p, &p.states)).ok()) return s;
   if (Status v = p.Validate(); !v.ok()) {
-    // The messages start with the key at fault: point at it when the file sets it.
-    std::string key = v.message().substr(0, v.message().find(' '));
-    if (const toml::node* n = t.get(key)) return r.Error(n->source(), prefix + key, v.message());
-    bool known = false;
-    for (auto c : kCommonWatchKeys) known = known || key == c;
-    for (const auto& pk : AllProtocolKeys())
-      for (auto name : pk.keys) known = known || key == name;
-    return r.Error(t.source(), known ? prefix + key : prefix, v.message());
+    // The message names the offending keys first ("state_field and time_field must
+    // differ"): point at the first of them this table sets, else name the first.
+    const std::string& msg = v.message();
+    std::string key = msg.substr(0, msg.find_first_of(" '"));
+    if (key == "state") key = "states";
+    const toml::node* at = nullptr;
+    // Only the words before the verb name keys ("... must name the collections" does not
+    // mean the key `name`).
+    std::size_t verb = msg.size();
+    for (const char* v : {" must ", " may ", " is ", " are ", " cannot "})
+      verb = std::min(verb, msg.find(v));
+    for (std::size_t i = 0; i < verb && at == nullptr;) {
+      std::size_t end = msg.find_first_of(" '", i);
+      if (end == std::string::npos || end > verb) end = verb;
+      std::string word = msg.substr(i, end - i);
+      if (word == "participants_collection") word = "participants";
+      if (!word.empty() && (at = t.get(word)) != nullptr) key = word;
+      i = end + 1;
+    }
+    return r.Error(at ? at->source() : t.source(), prefix + key, msg);
   }
   if (w->lease_field.empty() || w->lease_field[0] == '$' ||
       w->lease_field.find('.') != std::string::npos)
@@ -456,7 +468,10 @@ Status LoadWatch(const Reader& r, const toml::table& t, std::size_t index, Watch
   }
   const auto& th = w->thresholds;
   if (th.rollback_after <= th.resume_after)
-    return r.Error(t.source(), prefix + "rollback_after",
+    return r.Error(t.get("rollback_after") ? t.get("rollback_after")->source()
+                   : t.get("resume_after") ? t.get("resume_after")->source()
+                                           : t.source(),
+                   prefix + "rollback_after",
                    "must be longer than resume_after (" + FormatDuration(th.rollback_after) +
                        " <= " + FormatDuration(th.resume_after) + ")");
   return Status::Ok();
@@ -528,6 +543,7 @@ Status LoadConfig(const std::string& path, const EnvLookup& env, Config* config)
 
   // [mongodb]
   std::string uri_file;
+  const toml::node* uri_file_node = nullptr;
   if (const toml::node* n = root.get("mongodb")) {
     const toml::table* m = n->as_table();
     if (m == nullptr) return r.Error(n->source(), "mongodb", "must be a table");
@@ -542,13 +558,15 @@ Status LoadConfig(const std::string& path, const EnvLookup& env, Config* config)
              .ok() ||
         !(s = r.Duration(*m, "mongodb.", "socket_timeout", &c.mongodb.socket_timeout)).ok())
       return s;
+    uri_file_node = m->get("uri_file");
     if (!c.mongodb.uri.empty() && !uri_file.empty())
       return r.Error(m->source(), "mongodb", "set either uri or uri_file, not both");
     if (!c.mongodb.uri.empty()) c.mongodb.uri_source = path;
   }
   if (!uri_file.empty()) {
     if (Status s = ReadSecretFile(uri_file, &c.mongodb.uri); !s.ok())
-      return r.Error("mongodb.uri_file", s.message());
+      return uri_file_node ? r.Error(uri_file_node->source(), "mongodb.uri_file", s.message())
+                           : r.Error("mongodb.uri_file", s.message());
     c.mongodb.uri_source = "uri_file " + uri_file;
   }
   // systemd's LoadCredential=mongodb-uri:... puts the secret where only this service reads it.
@@ -628,7 +646,9 @@ Status LoadConfig(const std::string& path, const EnvLookup& env, Config* config)
       c.daemon.jitter = *v;
     }
     if (c.daemon.backoff_max < c.daemon.backoff_initial)
-      return r.Error(t->source(), "daemon.backoff_max", "must not be below backoff_initial");
+      return r.Error(t->get("backoff_max") ? t->get("backoff_max")->source()
+                                           : t->get("backoff_initial")->source(),
+                     "daemon.backoff_max", "must not be below backoff_initial");
   }
 
   // [log]

@@ -149,10 +149,29 @@ TEST_P(StoreContract, CurrentDateIsTheServersClock) {
   WriteResult r;
   Must(store()->UpdateOne(ns_, Filter().Eq("_id", "t"), Update().CurrentDate("at"), &r));
   Must(store()->ServerTime(&after));
-  const DateTime* at = Get("t").Get("at")->as_datetime();
+  // Keep the document: a pointer into Get()'s temporary would dangle (ASan caught it).
+  const Document doc = Get("t");
+  const DateTime* at = doc.Get("at")->as_datetime();
   ASSERT_NE(at, nullptr);
   EXPECT_GE(at->millis, before.millis - 1000);
   EXPECT_LE(at->millis, after.millis + 1000);
+}
+
+// Found by the chaos suite (a daemon that could never claim an application's stuck
+// transaction): the test server keeps $currentDate below the millisecond, so the value read
+// back (BSON dates are milliseconds) need not equal the stored one. What holds everywhere,
+// and what the claim relies on: the stored time lies within the millisecond read back.
+TEST_P(StoreContract, ChaosCurrentDateLiesWithinTheMillisecondReadBack) {
+  Must(store()->InsertMany(ns_, {Document{{"_id", "t"}}}));
+  WriteResult r;
+  Must(store()->UpdateOne(ns_, Filter().Eq("_id", "t"), Update().CurrentDate("at"), &r));
+  const DateTime at = *Get("t").Get("at")->as_datetime();
+  Filter same_millisecond;
+  same_millisecond.Gte("at", at).Lt("at", DateTime{at.millis + 1});
+  std::optional<Document> claimed;
+  Must(store()->FindOneAndUpdate(ns_, Filter().Eq("_id", "t").And(same_millisecond),
+                                 Update().Set("claimed", true), &claimed));
+  EXPECT_TRUE(claimed);
 }
 
 TEST_P(StoreContract, UpdatesMongoDBRefusesFailAndChangeNothing) {

@@ -264,6 +264,10 @@ Status Profile::Parse(const Document& doc, const Namespace& txn_ns, std::string_
     return Missing(time_field);
   }
 
+  // Only the daemon writes its sub-document; anything else there is not ours to guess at
+  // (and no path below it could be written).
+  if (const Value* own = doc.GetPath(lease_field); own && own->as_document() == nullptr)
+    return WrongType(lease_field, *own, "object");
   if (const Value* lease = doc.GetPath(std::string(lease_field) + ".lease")) {
     const Document* ld = lease->as_document();
     if (ld == nullptr) return WrongType(std::string(lease_field) + ".lease", *lease, "object");

@@ -406,7 +406,13 @@ Filter StateMachine::ClaimFilter(const Transaction& txn, DateTime now) const {
   const std::string lease_path = lease_field_ + ".lease";
   Filter f;
   f.Eq("_id", txn.id).Eq(profile_->state_field, txn.state_as_read);
-  if (txn.time_as_read) {
+  if (txn.time_as_read && txn.time_as_read->as_datetime() != nullptr) {
+    // Within the millisecond read, not equal to it: a server may keep $currentDate finer
+    // than the milliseconds a BSON date carries (the embedded test server does), and the
+    // value read back then never equals the stored one.
+    const DateTime read = *txn.time_as_read->as_datetime();
+    f.Gte(profile_->time_field, read).Lt(profile_->time_field, DateTime{read.millis + 1});
+  } else if (txn.time_as_read) {
     f.Eq(profile_->time_field, *txn.time_as_read);
   } else {
     f.NotExists(profile_->time_field);
@@ -438,12 +444,28 @@ Status StateMachine::RecordFailure(const Value& id, std::string_view error,
 }
 
 Status StateMachine::Quarantine(const Value& id, std::string_view reason) {
+  const Document record{{"reason", std::string(reason)}, {"by", lease_.owner}};
   Update u;
-  u.Set(lease_field_ + ".quarantine",
-        Document{{"reason", std::string(reason)}, {"by", lease_.owner}})
-      .CurrentDate(lease_field_ + ".quarantinedAt");
+  u.Set(lease_field_ + ".quarantine", record).CurrentDate(lease_field_ + ".quarantinedAt");
   WriteResult r;
-  return store_->UpdateOne(txn_ns_, Filter().Eq("_id", id), u, &r);
+  Status s = store_->UpdateOne(txn_ns_, Filter().Eq("_id", id), u, &r);
+  if (s.ok() || s.IsUnavailable()) return s;
+  // The server refuses a path below a field that is not a document: our sub-document holds
+  // something else (written by someone else). Replace it, keeping what it held for the
+  // operator, or the document would fail every sweep without ever being set aside.
+  std::optional<Document> doc;
+  if (Status f = store_->FindOne(txn_ns_, Filter().Eq("_id", id), &doc); !f.ok()) return f;
+  const Value* held = doc ? doc->GetPath(lease_field_) : nullptr;
+  if (held == nullptr || held->as_document() != nullptr) return s;
+  Update replace;
+  replace.Set(lease_field_, Document{{"quarantine", record}, {"replacedValue", *held}});
+  if (Status w =
+          store_->UpdateOne(txn_ns_, Filter().Eq("_id", id).Eq(lease_field_, *held), replace, &r);
+      !w.ok())
+    return w;
+  // A second write: MongoDB refuses setting a field and a path below it at once.
+  return store_->UpdateOne(txn_ns_, Filter().Eq("_id", id),
+                           Update().CurrentDate(lease_field_ + ".quarantinedAt"), &r);
 }
 
 }  // namespace txn_recovery

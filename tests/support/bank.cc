@@ -1,5 +1,6 @@
 #include "bank.h"
 
+#include <climits>
 #include <set>
 #include <stdexcept>
 
@@ -58,20 +59,19 @@ void Bank::Open(int n, std::int32_t balance) {
 
 Value Bank::Begin(const std::string& from, const std::string& to, std::int32_t amount,
                   std::chrono::milliseconds created_ago) {
+  // The seeds' integer ids are int32 until a base beyond its range is asked for.
+  const std::int64_t n = next_id_++;
   Value id = dialect_ == Dialect::kSchemaBook ? Value(ObjectIdAged(store_, created_ago))
-                                              : Value(std::int32_t{next_id_++});
+             : n <= INT32_MAX                 ? Value(static_cast<std::int32_t>(n))
+                                              : Value(n);
   Document doc{{"_id", id}};
   doc.SetPath(tp_.source_field, from);
   doc.SetPath(tp_.destination_field, to);
   doc.SetPath(tp_.amount_field, amount);
   doc.SetPath(profile_.state_field, profile_.states.Written(TxnState::kInitial));
-  if (dialect_ == Dialect::kManual) {
-    // One insert with its time, as seed 002 writes it ({..., lastModified: new Date()}): a
-    // daemon sweeping meanwhile must never see the transaction without one.
-    DateTime now;
-    Must(store_->ServerTime(&now));
-    doc.SetPath(profile_.time_field, now);
-  }
+  // Seed 002 inserts the time with the document ({..., lastModified: new Date()}): one
+  // write, so that no crash can leave a transaction without one.
+  if (dialect_ == Dialect::kManual) doc.SetPath(profile_.time_field, ServerNow(store_));
   Must(store_->InsertMany(txns_, {doc}));
   return id;
 }
@@ -101,7 +101,11 @@ Status Bank::RunStep(const Value& id, AppStep step) {
       f.Eq(profile_.state_field, st.Written(from));
       u.CurrentDate(profile_.time_field);
     }
-    return store_->UpdateOne(txns_, f, u, &r);
+    if (Status s = store_->UpdateOne(txns_, f, u, &r); !s.ok()) return s;
+    if (!seed001 && r.matched == 0)
+      return Status::Conflict("transaction " + id.ToString() + " is no longer " + st.Written(from) +
+                              ": the application stops");
+    return Status::Ok();
   };
   auto apply = [&](const Value& who, const Value& delta, bool debit) {
     Filter f;

@@ -58,6 +58,9 @@ class Bank {
   // The application name the seed-001 application claims its transactions with when it
   // marks them pending; nullopt (the default) claims none.
   void set_application(std::optional<std::string> name) { application_ = std::move(name); }
+  // The integer _id the next Begin uses (kManual); several application processes sharing
+  // one bank each start at their own base so that their ids never collide.
+  void set_next_id(std::int64_t id) { next_id_ = id; }
 
   // Accounts "A0".."A<n-1>" with `balance` each, plus bystanders: an account no
   // transaction names and a document in an unrelated collection. With a participant key
@@ -73,7 +76,10 @@ class Bank {
   // Inserts a transfer and runs its first `steps` steps (kAppStepCount = all of them).
   Value Transfer(const std::string& from, const std::string& to, std::int32_t amount, int steps,
                  std::chrono::milliseconds created_ago = {});
-  // Runs one application step for `id` (a no-op where the seed's guard says so).
+  // Runs one application step for `id` (a no-op where the seed's guard says so). A state
+  // change that matches nothing returns Conflict: seed 002's application checks nMatched
+  // and goes no further, since someone else (the daemon) has moved the transaction on.
+  // (Seed 001 sets the state unconditionally and cannot tell.)
   Status RunStep(const Value& id, AppStep step);
 
   // Sets the transaction's time to the server's now minus `age` (time passing).
@@ -101,7 +107,7 @@ class Bank {
   Dialect dialect_;
   std::optional<std::string> application_;
   Namespace txns_, accounts_, other_;
-  int next_id_ = 1;
+  std::int64_t next_id_ = 1;
 };
 
 }  // namespace txn_recovery::testing

@@ -69,15 +69,18 @@ class Document {
   // Removes a dotted path; returns whether something was removed.
   bool UnsetPath(std::string_view path);
 
-  bool empty() const noexcept { return fields_.empty(); }
-  std::size_t size() const noexcept { return fields_.size(); }
-  auto begin() const noexcept { return fields_.begin(); }
-  auto end() const noexcept { return fields_.end(); }
+  // Defined after Value: clang instantiates the pair for an inline body here, when
+  // Value is still incomplete.
+  using Fields = std::vector<std::pair<std::string, Value>>;
+  bool empty() const noexcept;
+  std::size_t size() const noexcept;
+  Fields::const_iterator begin() const noexcept;
+  Fields::const_iterator end() const noexcept;
 
   friend bool operator==(const Document& a, const Document& b);
 
  private:
-  std::vector<std::pair<std::string, Value>> fields_;
+  Fields fields_;
 };
 
 class Value {
@@ -144,5 +147,18 @@ std::optional<Value> NegateNumber(const Value& v);
 std::optional<Value> AddNumbers(const Value& a, const Value& b);
 // Numeric comparison: <0, 0, >0; nullopt if either is not a number.
 std::optional<int> CompareNumbers(const Value& a, const Value& b);
+
+inline bool Document::empty() const noexcept {
+  return fields_.empty();
+}
+inline std::size_t Document::size() const noexcept {
+  return fields_.size();
+}
+inline Document::Fields::const_iterator Document::begin() const noexcept {
+  return fields_.begin();
+}
+inline Document::Fields::const_iterator Document::end() const noexcept {
+  return fields_.end();
+}
 
 }  // namespace txn_recovery
