@@ -45,14 +45,8 @@ Status ScanOrphans(Store* store, Clock* clock, const WatchSpec& watch, const Orp
     return s;
   DateTime server_start;
   if (Status s = store->ServerTime(&server_start); !s.ok()) return s;
-  const auto mono_start = clock->MonotonicNow();
-  auto server_now = [clock, server_start, mono_start] {
-    auto elapsed =
-        std::chrono::duration_cast<std::chrono::milliseconds>(clock->MonotonicNow() - mono_start);
-    return DateTime{server_start.millis + elapsed.count()};
-  };
   StateMachine machine(store, clock, watch.ns, &watch.profile, watch.lease_field, options.lease,
-                       server_now);
+                       ServerNowFrom(clock, server_start));
   const Filter owned = watch.profile.owner.Condition();
   auto report = [&](OrphanFinding f) {
     switch (f.kind) {

@@ -42,6 +42,15 @@ std::string_view OutcomeName(Outcome o) noexcept {
   return "?";
 }
 
+std::function<DateTime()> ServerNowFrom(Clock* clock, DateTime server_reading) {
+  const auto mono_start = clock->MonotonicNow();
+  return [clock, server_reading, mono_start] {
+    auto elapsed =
+        std::chrono::duration_cast<std::chrono::milliseconds>(clock->MonotonicNow() - mono_start);
+    return DateTime{server_reading.millis + elapsed.count()};
+  };
+}
+
 Action Decide(const Transaction& txn, DateTime now, const Thresholds& t) {
   const std::chrono::milliseconds age(now.millis - txn.last_modified.millis);
   switch (txn.state) {

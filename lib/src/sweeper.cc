@@ -266,12 +266,7 @@ Status Sweeper::SweepWatch(const WatchSpec& watch,
     summary->status = s;
     return s;
   }
-  const auto mono_start = clock_->MonotonicNow();
-  auto server_now = [this, server_start, mono_start] {
-    auto elapsed =
-        std::chrono::duration_cast<std::chrono::milliseconds>(clock_->MonotonicNow() - mono_start);
-    return DateTime{server_start.millis + elapsed.count()};
-  };
+  const std::function<DateTime()> server_now = ServerNowFrom(clock_, server_start);
 
   StateMachine machine(store_, clock_, watch.ns, &watch.profile, watch.lease_field, options_.lease,
                        server_now);

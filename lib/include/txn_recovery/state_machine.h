@@ -48,6 +48,11 @@ enum class Outcome {
 };
 std::string_view OutcomeName(Outcome o) noexcept;
 
+// The server's time now, extrapolated from one reading of it (`server_reading`, taken just
+// before the call) with this host's monotonic clock: ages stay on the server's clock
+// without a round trip per transaction. `clock` must outlive the returned function.
+std::function<DateTime()> ServerNowFrom(Clock* clock, DateTime server_reading);
+
 // Pure decision table (DESIGN.md). `now` is the server's time.
 Action Decide(const Transaction& txn, DateTime now, const Thresholds& thresholds);
 
@@ -75,7 +80,7 @@ struct ExecuteResult {
 class StateMachine {
  public:
   // `store` and `clock` must outlive the machine. `server_now` estimates the server's
-  // current time (see ServerClock in sweeper.h).
+  // current time (see ServerNowFrom).
   StateMachine(Store* store, Clock* clock, Namespace txn_ns, const Profile* profile,
                std::string lease_field, LeaseOptions lease, std::function<DateTime()> server_now);
 
