@@ -382,13 +382,15 @@ class TransferBench final : public BenchProfile {
         pool.emplace_back([&, th] {
           try {
             std::vector<UpdateRequest> t, a;
-            WriteResult w;
+            BulkResult w;
             const std::int64_t chunk = 1000;
             for (std::int64_t start = th * chunk; start < n; start += chunk * threads) {
               for (std::int64_t i = start; i < std::min(n, start + chunk); ++i)
                 phase(PlanOf(i, n), &t, &a);
               Check(store->UpdateEach(txns, t, &w), "bulk transactions");
+              if (!w.refused.empty()) Check(w.refused.front().second, "bulk transactions");
               Check(store->UpdateEach(accts, a, &w), "bulk accounts");
+              if (!w.refused.empty()) Check(w.refused.front().second, "bulk accounts");
               t.clear();
               a.clear();
             }

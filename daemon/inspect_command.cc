@@ -6,7 +6,8 @@
 #include "index_check.h"
 #include "txn_recovery/clock.h"
 #include "txn_recovery/indexes.h"
-#include "txn_recovery/sweeper.h"
+#include "txn_recovery/inspect.h"
+#include "txn_recovery/state_machine.h"
 
 namespace txn_recoveryd {
 
@@ -21,31 +22,23 @@ int ExitFor(const Status& s) {
 }  // namespace
 
 int RunInspect(const Config& config, txn_recovery::Store* store, bool json, std::ostream& out) {
-  txn_recovery::Sweeper sweeper(store, txn_recovery::Clock::Real(), {});
   nlohmann::json watches = nlohmann::json::array();
   int code = kExitOk;
   for (const auto& w : config.watches) {
     bool paused = false;
     txn_recovery::StuckReport report;
-    Status s = txn_recovery::Sweeper::IsPaused(store, w, &paused);
-    if (s.ok()) s = sweeper.Inspect(w, &report);
+    Status s = txn_recovery::IsPaused(store, w, &paused);
+    if (s.ok()) s = txn_recovery::Inspect(store, w, &report);
     nlohmann::json quarantined = nlohmann::json::array();
     if (s.ok()) {
-      std::unique_ptr<txn_recovery::Cursor> cursor;
-      s = store->Find(w.ns, txn_recovery::Filter().Exists(w.lease_field + ".quarantine"), {},
-                      &cursor);
-      txn_recovery::Document d;
-      for (bool has = true; s.ok();) {
-        s = cursor->Next(&d, &has);
-        if (!s.ok() || !has) break;
-        const auto* reason = d.GetPath(w.lease_field + ".quarantine.reason");
-        const auto* state = d.GetPath(w.profile.state_field);
+      s = txn_recovery::ListQuarantined(store, w, [&](const txn_recovery::QuarantinedTxn& q) {
+        const auto* state = q.state ? &*q.state : nullptr;
         quarantined.push_back(
-            {{"_id", d.Get("_id")->ToString()},
+            {{"_id", q.id.ToString()},
              {"state",
               state ? (state->is_string() ? *state->as_string() : state->ToString()) : "<missing>"},
-             {"reason", reason && reason->is_string() ? *reason->as_string() : "?"}});
-      }
+             {"reason", q.record.reason}});
+      });
     }
     // Inspect never creates indexes (it only reads); it shows what is missing.
     nlohmann::json missing = nlohmann::json::array();
@@ -104,7 +97,7 @@ int RunPause(const Config& config, txn_recovery::Store* store, bool paused, std:
   int code = kExitOk;
   std::string by = txn_recovery::MakeOwnerId();
   for (const auto& w : config.watches) {
-    Status s = txn_recovery::Sweeper::SetPaused(store, w, paused, by);
+    Status s = txn_recovery::SetPaused(store, w, paused, by);
     out << "watch " << w.name << ": "
         << (s.ok() ? (paused ? "paused" : "resumed") : "ERROR " + s.ToString()) << "\n";
     if (!s.ok()) code = std::max(code, ExitFor(s));

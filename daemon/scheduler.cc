@@ -27,6 +27,7 @@
 #include "notifier.h"
 #include "sweep_command.h"
 #include "txn_recovery/clock.h"
+#include "txn_recovery/inspect.h"
 #include "txn_recovery/mongo_store.h"
 #include "txn_recovery/sweeper.h"
 
@@ -394,8 +395,7 @@ void Daemon::RecordWatch(const txn_recovery::WatchSpec& w,
 
   // What is still stuck after the sweep: the gauges an operator alerts on.
   txn_recovery::StuckReport report;
-  txn_recovery::Sweeper inspector(store_.get(), txn_recovery::Clock::Real(), {});
-  if (Status is = inspector.Inspect(w, &report); !is.ok()) {
+  if (Status is = txn_recovery::Inspect(store_.get(), w, &report); !is.ok()) {
     LogFields f({{"watch", w.name}});
     spdlog::warn("could not count stuck transactions: {}", is.ToString());
     if (is.IsUnavailable()) out->database_up = false;

@@ -132,8 +132,9 @@ TEST_P(Indexes, UpdateEachAppliesEveryRequestOnItsOwnAndSumsWhatMatched) {
       {Filter().Eq("_id", "B").Ne("m", 1), Update().Inc("balance", 5).Push("m", 1)},
       {Filter().Eq("_id", "missing"), Update().Inc("balance", 5)},
   };
-  WriteResult r;
+  BulkResult r;
   Must(store()->UpdateEach(ns, batch, &r));
+  EXPECT_TRUE(r.refused.empty());
   EXPECT_EQ(r.matched, 2);
   EXPECT_EQ(r.modified, 2);
   // Repeated, the guards refuse every request: the batch is as idempotent as each request.

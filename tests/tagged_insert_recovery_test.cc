@@ -10,6 +10,7 @@
 #include "support/tagged_insert_app.h"
 #include "support/test_env.h"
 #include "support/watch_config.h"
+#include "txn_recovery/inspect.h"
 #include "txn_recovery/orphans.h"
 
 namespace txn_recovery::testing {
@@ -222,10 +223,8 @@ TEST_P(TaggedInsert, AStartedTransactionIsNeverCommittedByTheDaemonOnlyRolledBac
   WatchSummary s = Sweep(&reports);
   EXPECT_EQ(s.examined, 0) << "not even read before rollback_after";
   EXPECT_TRUE(reports.empty());
-  SweepOptions o;
-  Sweeper sweeper(store(), backend_->clock(), o);
   StuckReport stuck;
-  ASSERT_TRUE(sweeper.Inspect(watch_, &stuck).ok());
+  ASSERT_TRUE(Inspect(store(), watch_, &stuck).ok());
   EXPECT_EQ(stuck.stuck.count(TxnState::kPending), 0u) << "not stuck while it may be working";
   EXPECT_FALSE(stuck.oldest_age.has_value());
 

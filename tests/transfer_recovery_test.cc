@@ -8,6 +8,7 @@
 #include "support/bank.h"
 #include "support/fault_store.h"
 #include "support/test_env.h"
+#include "txn_recovery/inspect.h"
 #include "txn_recovery/memory_store.h"
 #include "txn_recovery/sweeper.h"
 
@@ -350,14 +351,14 @@ TEST_P(TransferRecovery, ThePauseSwitchStopsEveryInstanceUntilResumed) {
   Value id = bank_->Transfer("A0", "A1", 100, 3);
   bank_->Age(id, kStuck);
   WatchSpec watch = bank_->Watch();
-  ASSERT_TRUE(Sweeper::SetPaused(backend_->store(), watch, true, "operator").ok());
-  ASSERT_TRUE(Sweeper::SetPaused(backend_->store(), watch, true, "operator").ok());  // twice
+  ASSERT_TRUE(SetPaused(backend_->store(), watch, true, "operator").ok());
+  ASSERT_TRUE(SetPaused(backend_->store(), watch, true, "operator").ok());  // twice
 
   WatchSummary s = Sweep();
   EXPECT_TRUE(s.paused);
   EXPECT_EQ(bank_->State(id), "pending");
 
-  ASSERT_TRUE(Sweeper::SetPaused(backend_->store(), watch, false, "operator").ok());
+  ASSERT_TRUE(SetPaused(backend_->store(), watch, false, "operator").ok());
   s = Sweep();
   EXPECT_FALSE(s.paused);
   EXPECT_EQ(bank_->State(id), "done");
@@ -373,10 +374,8 @@ TEST_P(TransferRecovery, InspectCountsStuckTransactionsPerStateAndTheOldest) {
   bank_->Age(b, minutes(7));
   bank_->Age(c, minutes(2));
   bank_->Age(young, seconds(5));
-  SweepOptions o;
-  Sweeper sweeper(backend_->store(), backend_->clock(), o);
   StuckReport r;
-  ASSERT_TRUE(sweeper.Inspect(bank_->Watch(), &r).ok());
+  ASSERT_TRUE(Inspect(backend_->store(), bank_->Watch(), &r).ok());
   EXPECT_EQ(r.stuck[TxnState::kPending], 2);
   EXPECT_EQ(r.stuck[TxnState::kApplied], 1);
   ASSERT_TRUE(r.oldest_age);

@@ -196,6 +196,35 @@ Status AppendPredicate(bson_t* out, const Predicate& p) {
       bson_append_document_end(out, &cond);
       return Status::Ok();
     }
+    case Predicate::Op::kPresentNotArray: {
+      bson_t not_doc;
+      bson_append_document_begin(out, k, -1, &cond);
+      bson_append_bool(&cond, "$exists", -1, true);
+      bson_append_document_begin(&cond, "$not", -1, &not_doc);
+      bson_append_utf8(&not_doc, "$type", -1, "array", -1);
+      bson_append_document_end(&cond, &not_doc);
+      bson_append_document_end(out, &cond);
+      return Status::Ok();
+    }
+    case Predicate::Op::kServerNowBefore:
+    case Predicate::Op::kBeforeServerNow: {
+      // {$expr: {$lt: [a, b]}}: evaluated by the server as it applies the write, on its
+      // own clock ($$NOW), so the comparison and the write are one atomic step.
+      bson_t args;
+      bson_append_document_begin(out, "$expr", -1, &cond);
+      bson_append_array_begin(&cond, "$lt", -1, &args);
+      if (p.op == Predicate::Op::kServerNowBefore) {
+        bson_append_utf8(&args, "0", -1, "$$NOW", -1);
+        if (Status s = AppendValue(&args, "1", p.value); !s.ok()) return s;
+      } else {
+        const std::string field = "$" + p.path;
+        bson_append_utf8(&args, "0", -1, field.c_str(), -1);
+        bson_append_utf8(&args, "1", -1, "$$NOW", -1);
+      }
+      bson_append_array_end(&cond, &args);
+      bson_append_document_end(out, &cond);
+      return Status::Ok();
+    }
     case Predicate::Op::kNotDateTime:
     case Predicate::Op::kNotObjectId: {
       bson_t not_doc;
@@ -219,12 +248,21 @@ Status AppendPredicate(bson_t* out, const Predicate& p) {
 // collection for `{$and: [{_id: 1}]}`, making every update by _id cost a scan). Two
 // predicates on the same path (e.g. a time range) would collide as duplicate keys of one
 // document: then {$and: [{pred}, ..., {$or: [...]}]}, which means the same.
+// The top-level key a predicate is written under.
+static std::string_view KeyOf(const Predicate& p) {
+  if (p.op == Predicate::Op::kServerNowBefore || p.op == Predicate::Op::kBeforeServerNow)
+    return "$expr";
+  if (p.op == Predicate::Op::kNonEmptyArray) return {};  // "path.0": never collides
+  return p.path;
+}
+
 Status FilterToBson(const Filter& filter, bson_t* out) {
   if (filter.all().empty() && filter.any_of().empty()) return Status::Ok();
   bool distinct = true;
   for (std::size_t i = 0; i < filter.all().size() && distinct; ++i)
     for (std::size_t j = 0; j < i && distinct; ++j)
-      if (filter.all()[i].path == filter.all()[j].path) distinct = false;
+      if (!KeyOf(filter.all()[i]).empty() && KeyOf(filter.all()[i]) == KeyOf(filter.all()[j]))
+        distinct = false;
   if (distinct) {
     for (const auto& p : filter.all())
       if (Status s = AppendPredicate(out, p); !s.ok()) return s;

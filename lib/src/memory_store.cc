@@ -37,8 +37,9 @@ Status MemoryStore::Find(const Namespace& ns, const Filter& filter, const FindOp
   std::vector<Document> out;
   {
     std::lock_guard lock(mu_);
+    const DateTime now{clock_->WallMillis()};
     for (const Document& d : Collection(ns))
-      if (filter.Matches(d)) out.push_back(d);
+      if (filter.Matches(d, now)) out.push_back(d);
   }
   if (options.sort_ascending_by) {
     const std::string& path = *options.sort_ascending_by;
@@ -65,7 +66,7 @@ Status MemoryStore::UpdateOne(const Namespace& ns, const Filter& filter, const U
   *result = {};
   DateTime now{clock_->WallMillis()};
   for (Document& d : Collection(ns)) {
-    if (!filter.Matches(d)) continue;
+    if (!filter.Matches(d, now)) continue;
     Document copy = d;  // all-or-nothing, as a single-document write in MongoDB
     if (Status s = update.ApplyTo(&copy, now); !s.ok()) return s;
     result->matched = 1;
@@ -82,7 +83,7 @@ Status MemoryStore::UpdateMany(const Namespace& ns, const Filter& filter, const 
   *result = {};
   DateTime now{clock_->WallMillis()};
   for (Document& d : Collection(ns)) {
-    if (!filter.Matches(d)) continue;
+    if (!filter.Matches(d, now)) continue;
     Document copy = d;
     if (Status s = update.ApplyTo(&copy, now); !s.ok()) return s;
     ++result->matched;
@@ -98,7 +99,7 @@ Status MemoryStore::FindOneAndUpdate(const Namespace& ns, const Filter& filter,
   after->reset();
   DateTime now{clock_->WallMillis()};
   for (Document& d : Collection(ns)) {
-    if (!filter.Matches(d)) continue;
+    if (!filter.Matches(d, now)) continue;
     Document copy = d;
     if (Status s = update.ApplyTo(&copy, now); !s.ok()) return s;
     d = std::move(copy);
@@ -111,7 +112,8 @@ Status MemoryStore::FindOneAndUpdate(const Namespace& ns, const Filter& filter,
 Status MemoryStore::DeleteMany(const Namespace& ns, const Filter& filter, WriteResult* result) {
   std::lock_guard lock(mu_);
   auto& coll = Collection(ns);
-  auto removed = std::erase_if(coll, [&](const Document& d) { return filter.Matches(d); });
+  const DateTime now{clock_->WallMillis()};
+  auto removed = std::erase_if(coll, [&](const Document& d) { return filter.Matches(d, now); });
   result->matched = result->modified = static_cast<std::int64_t>(removed);
   return Status::Ok();
 }

@@ -1,6 +1,7 @@
 #include "txn_recovery/mongo_store.h"
 
 #include <atomic>
+#include <cstring>
 #include <mutex>
 
 #include "mongo_handles.h"
@@ -507,9 +508,45 @@ Status MongoStore::InsertMany(const Namespace& ns, const std::vector<Document>& 
   return Status::Ok();
 }
 
+namespace {
+
+// The requests an unordered bulk write's reply says the server refused (writeErrors), each
+// with its index and message. False when the reply carries none.
+bool RefusedRequests(const bson_t* reply, const Namespace& ns,
+                     std::vector<std::pair<std::size_t, Status>>* refused) {
+  bson_iter_t it, errors;
+  if (!bson_iter_init_find(&it, reply, "writeErrors") || !BSON_ITER_HOLDS_ARRAY(&it) ||
+      !bson_iter_recurse(&it, &errors))
+    return false;
+  while (bson_iter_next(&errors)) {
+    bson_iter_t e;
+    if (!BSON_ITER_HOLDS_DOCUMENT(&errors) || !bson_iter_recurse(&errors, &e)) continue;
+    std::int64_t index = -1, code = 0;
+    std::string message = "refused";
+    while (bson_iter_next(&e)) {
+      const char* key = bson_iter_key(&e);
+      if (std::strcmp(key, "index") == 0 && BSON_ITER_HOLDS_NUMBER(&e)) {
+        index = bson_iter_as_int64(&e);
+      } else if (std::strcmp(key, "code") == 0 && BSON_ITER_HOLDS_NUMBER(&e)) {
+        code = bson_iter_as_int64(&e);
+      } else if (std::strcmp(key, "errmsg") == 0 && BSON_ITER_HOLDS_UTF8(&e)) {
+        message = bson_iter_utf8(&e, nullptr);
+      }
+    }
+    if (index < 0) continue;
+    refused->emplace_back(
+        static_cast<std::size_t>(index),
+        Status::ServerError("update on " + ns.ToString() + " refused: " + RedactUri(message) +
+                            " (code " + std::to_string(code) + ")"));
+  }
+  return !refused->empty();
+}
+
+}  // namespace
+
 Status MongoStore::UpdateEach(const Namespace& ns, const std::vector<UpdateRequest>& requests,
-                              WriteResult* result) {
-  *result = WriteResult{};
+                              BulkResult* result) {
+  *result = BulkResult{};
   if (requests.empty()) return Status::Ok();
   std::vector<std::pair<mongo::BsonPtr, mongo::BsonPtr>> owned;
   owned.reserve(requests.size());
@@ -529,8 +566,19 @@ Status MongoStore::UpdateEach(const Namespace& ns, const std::vector<UpdateReque
                                                     &error))
       return mongo::StatusFromBsonError(error, "bulk update on " + ns.ToString());
   Reply reply;
-  if (mongoc_bulk_operation_execute(bulk.get(), reply.get(), &error) == 0)
-    return mongo::StatusFromBsonError(error, "bulk update on " + ns.ToString());
+  if (mongoc_bulk_operation_execute(bulk.get(), reply.get(), &error) == 0) {
+    Status s = mongo::StatusFromBsonError(error, "bulk update on " + ns.ToString());
+    // Unordered: the server went on past a request it refused. Those are the caller's to
+    // charge one by one; a failure of the bulk itself (the network, a write concern that
+    // was not satisfied) is everybody's.
+    bson_iter_t it;
+    const bool wc_error = bson_iter_init_find(&it, reply.get(), "writeConcernErrors") &&
+                          BSON_ITER_HOLDS_ARRAY(&it) && ArrayLength(&it) > 0;
+    if (s.IsUnavailable() || wc_error || !RefusedRequests(reply.get(), ns, &result->refused)) {
+      result->refused.clear();
+      return s;
+    }
+  }
   result->matched = ReplyInt(reply.get(), "nMatched");
   result->modified = ReplyInt(reply.get(), "nModified");
   return Status::Ok();

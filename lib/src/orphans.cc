@@ -35,123 +35,159 @@ bool NamesParticipant(const Transaction& txn, const Namespace& ns, const Documen
   return false;
 }
 
-}  // namespace
+// One scan of one watch: its counters, its reports and the machine that undoes late writes.
+class OrphanScan {
+ public:
+  OrphanScan(Store* store, Clock* clock, const WatchSpec& watch, const OrphanOptions& options,
+             DateTime server_start, const std::function<void(const OrphanFinding&)>& on_finding,
+             OrphanSummary* summary)
+      : store_(store),
+        watch_(watch),
+        options_(options),
+        machine_(store, clock, watch.ns, &watch.profile, watch.lease_field, options.lease,
+                 ServerNowFrom(clock, server_start)),
+        owned_(watch.profile.owner.Condition()),
+        on_finding_(on_finding),
+        summary_(summary) {}
 
-Status ScanOrphans(Store* store, Clock* clock, const WatchSpec& watch, const OrphanOptions& options,
-                   const std::function<void(const OrphanFinding&)>& on_finding,
-                   OrphanSummary* summary) {
-  *summary = OrphanSummary{};
-  if (Status s = Sweeper::IsPaused(store, watch, &summary->paused); !s.ok() || summary->paused)
-    return s;
-  DateTime server_start;
-  if (Status s = store->ServerTime(&server_start); !s.ok()) return s;
-  StateMachine machine(store, clock, watch.ns, &watch.profile, watch.lease_field, options.lease,
-                       ServerNowFrom(clock, server_start));
-  const Filter owned = watch.profile.owner.Condition();
-  auto report = [&](OrphanFinding f) {
-    switch (f.kind) {
-      case OrphanFinding::Kind::kLateWriteUndone:
-        summary->late_writes_undone++;
-        break;
-      case OrphanFinding::Kind::kMissingTransaction:
-        summary->missing_transactions++;
-        break;
-      case OrphanFinding::Kind::kForeignMarker:
-        summary->foreign_markers++;
-        break;
-      case OrphanFinding::Kind::kTooManyMarkers:
-        summary->crowded_participants++;
-        break;
-      case OrphanFinding::Kind::kQuarantined:
-        summary->quarantined++;
-        break;
-      case OrphanFinding::Kind::kFailed:
-        summary->failed++;
-        break;
-    }
-    if (on_finding) on_finding(f);
-  };
-
-  for (const MarkerLocation& loc : watch.profile.MarkerLocations(watch.ns)) {
+  // Every participant of `loc` that carries a marker.
+  Status ScanLocation(const MarkerLocation& loc) {
     FindOptions fo;
-    fo.batch_size = options.batch_size;
-    std::unique_ptr<Cursor> cursor;
+    fo.batch_size = options_.batch_size;
     Filter marked;
     if (loc.scalar) {
       marked.Exists(loc.field).Ne(loc.field, Null{});
     } else {
       marked.NonEmptyArray(loc.field);
     }
-    if (Status s = store->Find(loc.ns, marked, fo, &cursor); !s.ok()) return s;
+    std::unique_ptr<Cursor> cursor;
+    if (Status s = store_->Find(loc.ns, marked, fo, &cursor); !s.ok()) return s;
     Document participant;
     for (bool has = true;;) {
-      if (options.stop != nullptr && options.stop->load())
+      if (options_.stop != nullptr && options_.stop->load())
         return Status::Aborted("orphan scan stopped");
       if (Status s = cursor->Next(&participant, &has); !s.ok()) return s;
-      if (!has) break;
-      const Value* pid = participant.Get("_id");
-      const Value* markers = participant.GetPath(loc.field);
-      if (pid == nullptr || markers == nullptr) continue;
-      Array list;
-      if (const Array* a = markers->as_array()) {
-        list = *a;
-      } else if (loc.scalar) {
-        list.push_back(*markers);
-      } else {
-        continue;
-      }
-      summary->participants_scanned++;
-      if (options.progress) options.progress();
-      if (static_cast<std::int64_t>(list.size()) > options.marker_cap)
-        report({OrphanFinding::Kind::kTooManyMarkers, loc.ns, *pid, Value(),
-                std::to_string(list.size()) + " markers in " + loc.field + " (cap " +
-                    std::to_string(options.marker_cap) + ")"});
-      std::set<std::string> seen;
-      for (const Value& marker : list) {
-        if (!seen.insert(marker.ToString()).second) continue;
-        summary->markers_checked++;
-        std::optional<Document> doc;
-        if (Status s = store->FindOne(watch.ns, Filter().Eq("_id", marker), &doc); !s.ok())
-          return s;
-        if (!doc) {
-          report({OrphanFinding::Kind::kMissingTransaction, loc.ns, *pid, marker,
-                  "no transaction " + marker.ToString() + " in " + watch.ns.ToString() +
-                      "; nothing undone: there is no record of the change"});
-          continue;
-        }
-        Transaction txn;
-        // Another application's transaction, or one the sweep will quarantine: not ours.
-        if (!owned.Matches(*doc) ||
-            !watch.profile.Parse(*doc, watch.ns, watch.lease_field, &txn).ok() ||
-            !IsTerminal(txn.state)) {
-          summary->in_flight++;
-          continue;
-        }
-        if (!NamesParticipant(txn, loc.ns, participant)) {
-          report({OrphanFinding::Kind::kForeignMarker, loc.ns, *pid, marker,
-                  "transaction " + marker.ToString() + " is " +
-                      std::string(TxnStateName(txn.state)) +
-                      " and does not name this document; nothing undone"});
-          continue;
-        }
-        if (options.dry_run) {
-          report({OrphanFinding::Kind::kLateWriteUndone, loc.ns, *pid, marker,
-                  "would undo the late write of " + std::string(TxnStateName(txn.state)) +
-                      " transaction " + marker.ToString()});
-          continue;
-        }
-        ExecuteResult r = machine.Execute(txn, Action::kCheckLateWrites);
-        if (r.outcome == Outcome::kQuarantined) {
-          report({OrphanFinding::Kind::kQuarantined, loc.ns, *pid, marker, r.detail});
-        } else if (r.outcome == Outcome::kFailed) {
-          report({OrphanFinding::Kind::kFailed, loc.ns, *pid, marker, r.status.ToString()});
-          if (r.status.IsUnavailable()) return r.status;
-        } else if (r.late_writes_undone > 0) {
-          report({OrphanFinding::Kind::kLateWriteUndone, loc.ns, *pid, marker, r.detail});
-        }
-      }
+      if (!has) return Status::Ok();
+      if (Status s = ScanParticipant(loc, participant); !s.ok()) return s;
     }
   }
+
+ private:
+  Status ScanParticipant(const MarkerLocation& loc, const Document& participant) {
+    const Value* pid = participant.Get("_id");
+    const Value* markers = participant.GetPath(loc.field);
+    if (pid == nullptr || markers == nullptr) return Status::Ok();
+    Array list;
+    if (const Array* a = markers->as_array()) {
+      list = *a;
+    } else if (loc.scalar) {
+      list.push_back(*markers);
+    } else {
+      return Status::Ok();
+    }
+    summary_->participants_scanned++;
+    if (options_.progress) options_.progress();
+    if (static_cast<std::int64_t>(list.size()) > options_.marker_cap)
+      Report({OrphanFinding::Kind::kTooManyMarkers, loc.ns, *pid, Value(),
+              std::to_string(list.size()) + " markers in " + loc.field + " (cap " +
+                  std::to_string(options_.marker_cap) + ")"});
+    std::set<std::string> seen;
+    for (const Value& marker : list) {
+      if (!seen.insert(marker.ToString()).second) continue;
+      summary_->markers_checked++;
+      if (Status s = CheckMarker(loc, participant, *pid, marker); !s.ok()) return s;
+    }
+    return Status::Ok();
+  }
+
+  // One marker: the transaction it names decides what it is.
+  Status CheckMarker(const MarkerLocation& loc, const Document& participant, const Value& pid,
+                     const Value& marker) {
+    std::optional<Document> doc;
+    if (Status s = store_->FindOne(watch_.ns, Filter().Eq("_id", marker), &doc); !s.ok()) return s;
+    if (!doc) {
+      Report({OrphanFinding::Kind::kMissingTransaction, loc.ns, pid, marker,
+              "no transaction " + marker.ToString() + " in " + watch_.ns.ToString() +
+                  "; nothing undone: there is no record of the change"});
+      return Status::Ok();
+    }
+    Transaction txn;
+    // Another application's transaction, or one the sweep will quarantine: not ours.
+    if (!owned_.Matches(*doc) ||
+        !watch_.profile.Parse(*doc, watch_.ns, watch_.lease_field, &txn).ok() ||
+        !IsTerminal(txn.state)) {
+      summary_->in_flight++;
+      return Status::Ok();
+    }
+    if (!NamesParticipant(txn, loc.ns, participant)) {
+      Report({OrphanFinding::Kind::kForeignMarker, loc.ns, pid, marker,
+              "transaction " + marker.ToString() + " is " + std::string(TxnStateName(txn.state)) +
+                  " and does not name this document; nothing undone"});
+      return Status::Ok();
+    }
+    if (options_.dry_run) {
+      Report({OrphanFinding::Kind::kLateWriteUndone, loc.ns, pid, marker,
+              "would undo the late write of " + std::string(TxnStateName(txn.state)) +
+                  " transaction " + marker.ToString()});
+      return Status::Ok();
+    }
+    ExecuteResult r = machine_.Execute(txn, Action::kCheckLateWrites);
+    if (r.outcome == Outcome::kQuarantined) {
+      Report({OrphanFinding::Kind::kQuarantined, loc.ns, pid, marker, r.detail});
+    } else if (r.outcome == Outcome::kFailed) {
+      Report({OrphanFinding::Kind::kFailed, loc.ns, pid, marker, r.status.ToString()});
+      if (r.status.IsUnavailable()) return r.status;
+    } else if (r.late_writes_undone > 0) {
+      Report({OrphanFinding::Kind::kLateWriteUndone, loc.ns, pid, marker, r.detail});
+    }
+    return Status::Ok();
+  }
+
+  void Report(OrphanFinding f) {
+    switch (f.kind) {
+      case OrphanFinding::Kind::kLateWriteUndone:
+        summary_->late_writes_undone++;
+        break;
+      case OrphanFinding::Kind::kMissingTransaction:
+        summary_->missing_transactions++;
+        break;
+      case OrphanFinding::Kind::kForeignMarker:
+        summary_->foreign_markers++;
+        break;
+      case OrphanFinding::Kind::kTooManyMarkers:
+        summary_->crowded_participants++;
+        break;
+      case OrphanFinding::Kind::kQuarantined:
+        summary_->quarantined++;
+        break;
+      case OrphanFinding::Kind::kFailed:
+        summary_->failed++;
+        break;
+    }
+    if (on_finding_) on_finding_(f);
+  }
+
+  Store* store_;
+  const WatchSpec& watch_;
+  const OrphanOptions& options_;
+  StateMachine machine_;
+  const Filter owned_;
+  const std::function<void(const OrphanFinding&)>& on_finding_;
+  OrphanSummary* summary_;
+};
+
+}  // namespace
+
+Status ScanOrphans(Store* store, Clock* clock, const WatchSpec& watch, const OrphanOptions& options,
+                   const std::function<void(const OrphanFinding&)>& on_finding,
+                   OrphanSummary* summary) {
+  *summary = OrphanSummary{};
+  if (Status s = IsPaused(store, watch, &summary->paused); !s.ok() || summary->paused) return s;
+  DateTime server_start;
+  if (Status s = store->ServerTime(&server_start); !s.ok()) return s;
+  OrphanScan scan(store, clock, watch, options, server_start, on_finding, summary);
+  for (const MarkerLocation& loc : watch.profile.MarkerLocations(watch.ns))
+    if (Status s = scan.ScanLocation(loc); !s.ok()) return s;
   return Status::Ok();
 }
 

@@ -266,23 +266,15 @@ Status Profile::Parse(const Document& doc, const Namespace& txn_ns, std::string_
 
   // Only the daemon writes its sub-document; anything else there is not ours to guess at
   // (and no path below it could be written).
-  if (const Value* own = doc.GetPath(lease_field); own && own->as_document() == nullptr)
-    return WrongType(lease_field, *own, "object");
-  if (const Value* lease = doc.GetPath(std::string(lease_field) + ".lease")) {
-    const Document* ld = lease->as_document();
-    if (ld == nullptr) return WrongType(std::string(lease_field) + ".lease", *lease, "object");
-    if (const Value* o = ld->Get("owner"); o && o->is_string()) txn->lease_owner = *o->as_string();
-    if (const Value* e = ld->Get("expires"); e && e->is_datetime())
-      txn->lease_expires = *e->as_datetime();
-  }
+  const RecoveryPaths paths{std::string(lease_field)};
+  if (Status s = RecoveryRecord::Read(doc, paths, &txn->record); !s.ok()) return s;
 
   // A profile that ends rollbacks in `done` (seed 003) tells them apart only by the
   // daemon's record; late writes are undone in the direction the transaction went.
   if (txn->state == TxnState::kDone && states.cancelled.empty()) {
-    const Value* outcome = doc.GetPath(std::string(lease_field) + ".outcome");
-    if (outcome != nullptr && *outcome == Value("rolled back")) {
+    if (txn->record.outcome == RecoveryPaths::kRolledBack) {
       txn->state = TxnState::kCancelled;
-    } else if (outcome == nullptr || !(*outcome == Value("committed"))) {
+    } else if (txn->record.outcome != RecoveryPaths::kCommitted) {
       txn->outcome_unknown = true;
     }
   }

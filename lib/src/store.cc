@@ -50,8 +50,18 @@ bool AnyScalar(const Value* field, Pred pred) {
   return false;
 }
 
-bool PredicateMatches(const Predicate& p, const Document& doc) {
-  const Value* field = doc.GetPath(p.path);
+// MongoDB's aggregation order ($expr) of a value against a date: every type MongoDB sorts
+// before dates (null, numbers, strings, documents, arrays, binary, ObjectId, booleans) is
+// less; a type this model does not interpret is not known to be.
+std::optional<bool> LessThanDate(const Value* v, DateTime date) {
+  if (v == nullptr || v->is_null()) return true;
+  if (const DateTime* d = v->as_datetime()) return d->millis < date.millis;
+  if (std::holds_alternative<OtherValue>(v->storage())) return std::nullopt;
+  return true;
+}
+
+bool PredicateMatches(const Predicate& p, const Document& doc, std::optional<DateTime> now) {
+  const Value* field = p.op == Predicate::Op::kServerNowBefore ? nullptr : doc.GetPath(p.path);
   switch (p.op) {
     case Predicate::Op::kEq:
       return EqualsOrContains(field, p.value);
@@ -83,6 +93,12 @@ bool PredicateMatches(const Predicate& p, const Document& doc) {
       return field != nullptr && !field->is_object_id();
     case Predicate::Op::kNonEmptyArray:
       return field != nullptr && field->as_array() != nullptr && !field->as_array()->empty();
+    case Predicate::Op::kPresentNotArray:
+      return field != nullptr && !field->is_array();
+    case Predicate::Op::kServerNowBefore:
+      return now && p.value.as_datetime() && now->millis < p.value.as_datetime()->millis;
+    case Predicate::Op::kBeforeServerNow:
+      return now && LessThanDate(field, *now).value_or(false);
   }
   return false;
 }
@@ -111,6 +127,12 @@ std::string_view OpName(Predicate::Op op) {
       return "$notObjectId";
     case Predicate::Op::kNonEmptyArray:
       return "$nonEmptyArray";
+    case Predicate::Op::kPresentNotArray:
+      return "$presentNotArray";
+    case Predicate::Op::kServerNowBefore:
+      return "$serverNowBefore";
+    case Predicate::Op::kBeforeServerNow:
+      return "$beforeServerNow";
   }
   return "?";
 }
@@ -179,6 +201,18 @@ Filter& Filter::NonEmptyArray(std::string path) {
   all_.push_back(Make(Predicate::Op::kNonEmptyArray, std::move(path)));
   return *this;
 }
+Filter& Filter::PresentNotArray(std::string path) {
+  all_.push_back(Make(Predicate::Op::kPresentNotArray, std::move(path)));
+  return *this;
+}
+Filter& Filter::ServerNowBefore(DateTime deadline) {
+  all_.push_back(Make(Predicate::Op::kServerNowBefore, "$$NOW", Value(deadline)));
+  return *this;
+}
+Filter& Filter::BeforeServerNow(std::string path) {
+  all_.push_back(Make(Predicate::Op::kBeforeServerNow, std::move(path)));
+  return *this;
+}
 Filter& Filter::AnyOf(std::vector<Filter> alternatives) {
   assert(any_of_.empty() && "one disjunction per filter level");
   any_of_ = std::move(alternatives);
@@ -191,12 +225,20 @@ Filter& Filter::And(const Filter& other) {
   return *this;
 }
 
-bool Filter::Matches(const Document& doc) const {
+bool Filter::Matches(const Document& doc, std::optional<DateTime> server_now) const {
   for (const auto& p : all_)
-    if (!PredicateMatches(p, doc)) return false;
+    if (!PredicateMatches(p, doc, server_now)) return false;
   if (any_of_.empty()) return true;
   return std::any_of(any_of_.begin(), any_of_.end(),
-                     [&](const Filter& f) { return f.Matches(doc); });
+                     [&](const Filter& f) { return f.Matches(doc, server_now); });
+}
+
+bool Filter::UsesServerClock() const {
+  for (const auto& p : all_)
+    if (p.op == Predicate::Op::kServerNowBefore || p.op == Predicate::Op::kBeforeServerNow)
+      return true;
+  return std::any_of(any_of_.begin(), any_of_.end(),
+                     [](const Filter& f) { return f.UsesServerClock(); });
 }
 
 std::string Filter::ToString() const {
@@ -205,12 +247,20 @@ std::string Filter::ToString() const {
   for (const auto& p : all_) {
     if (!first) out += ", ";
     first = false;
+    if (p.op == Predicate::Op::kServerNowBefore) {
+      out += "$$NOW: {$lt: " + p.value.ToString() + "}";
+      continue;
+    }
+    if (p.op == Predicate::Op::kBeforeServerNow) {
+      out += p.path + ": {$lt: $$NOW}";
+      continue;
+    }
     out += p.path + ": {" + std::string(OpName(p.op));
     if (p.op == Predicate::Op::kIn || p.op == Predicate::Op::kNin) {
       out += ": " + Value(Array(p.values)).ToString();
     } else if (p.op != Predicate::Op::kExists && p.op != Predicate::Op::kNotExists &&
                p.op != Predicate::Op::kNotDateTime && p.op != Predicate::Op::kNotObjectId &&
-               p.op != Predicate::Op::kNonEmptyArray) {
+               p.op != Predicate::Op::kNonEmptyArray && p.op != Predicate::Op::kPresentNotArray) {
       out += ": " + p.value.ToString();
     }
     out += "}";
@@ -355,11 +405,17 @@ Status Store::Count(const Namespace& ns, const Filter& filter, std::int64_t* cou
 namespace txn_recovery {
 
 Status Store::UpdateEach(const Namespace& ns, const std::vector<UpdateRequest>& requests,
-                         WriteResult* result) {
-  *result = WriteResult{};
-  for (const UpdateRequest& r : requests) {
+                         BulkResult* result) {
+  *result = BulkResult{};
+  for (std::size_t i = 0; i < requests.size(); ++i) {
     WriteResult one;
-    if (Status s = UpdateOne(ns, r.filter, r.update, &one); !s.ok()) return s;
+    Status s = UpdateOne(ns, requests[i].filter, requests[i].update, &one);
+    // Unreachable or stopped: the bulk as a whole failed. Anything else is this request's.
+    if (s.IsUnavailable() || s.IsAborted()) return s;
+    if (!s.ok()) {
+      result->refused.emplace_back(i, std::move(s));
+      continue;
+    }
     result->matched += one.matched;
     result->modified += one.modified;
   }

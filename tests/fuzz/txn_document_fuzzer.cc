@@ -9,9 +9,9 @@
 #include <cstdlib>
 
 #include "mongo_handles.h"
+#include "txn_recovery/candidates.h"
 #include "txn_recovery/profile.h"
 #include "txn_recovery/state_machine.h"
-#include "txn_recovery/sweeper.h"
 
 namespace {
 
@@ -49,7 +49,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   for (const WatchSpec& w : Watches()) {
     Transaction txn;
     Status s = w.profile.Parse(doc, w.ns, w.lease_field, &txn);
-    (void)Sweeper::CandidateFilter(w, now).Matches(doc);
+    (void)CandidateFilter(w, now).Matches(doc);
     if (!s.ok()) {
       if (!s.IsMalformed()) std::abort();  // a bad document is Malformed, nothing else
       continue;

@@ -67,9 +67,10 @@ class MongoStore final : public Store {
                           std::optional<Document>* after) override;
   Status DeleteMany(const Namespace& ns, const Filter& filter, WriteResult* result) override;
   Status InsertMany(const Namespace& ns, const std::vector<Document>& docs) override;
-  // One unordered bulk write (the driver splits it only past the server's batch limits).
+  // One unordered bulk write (the driver splits it only past the server's batch limits);
+  // the reply's writeErrors become result->refused.
   Status UpdateEach(const Namespace& ns, const std::vector<UpdateRequest>& requests,
-                    WriteResult* result) override;
+                    BulkResult* result) override;
   // The listIndexes and createIndexes commands.
   Status ListIndexes(const Namespace& ns, std::vector<IndexSpec>* indexes) override;
   Status CreateIndexes(const Namespace& ns, const std::vector<IndexSpec>& indexes) override;

@@ -27,7 +27,7 @@
 #include "txn_recovery/clock.h"
 #include "txn_recovery/state_machine.h"
 #include "txn_recovery/store.h"
-#include "txn_recovery/sweeper.h"
+#include "txn_recovery/watch.h"
 
 namespace txn_recovery {
 

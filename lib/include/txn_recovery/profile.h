@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "txn_recovery/document.h"
+#include "txn_recovery/recovery_record.h"
 #include "txn_recovery/status.h"
 #include "txn_recovery/store.h"
 
@@ -192,9 +193,8 @@ struct Transaction {
   // not say which way this done transaction ended (the application ended it itself).
   // A done transaction whose record says "rolled back" is parsed as kCancelled instead.
   bool outcome_unknown = false;
-  // The lease sub-document's owner and expiry, if any.
-  std::optional<std::string> lease_owner;
-  std::optional<DateTime> lease_expires;
+  // The daemon's own sub-document as read (lease, quarantine, outcome, failures).
+  RecoveryRecord record;
 };
 
 // Where a protocol leaves markers (arrays of transaction ids) on the documents it changes.

@@ -3,6 +3,8 @@
 // Modelled on LevelDB's Status: a cheap value (one pointer when OK) carrying a code
 // and a human-readable message. Callers branch on the code, never on the message.
 // Thread-safety: a Status is an immutable value; copies may cross threads freely.
+// [[nodiscard]]: an ignored error is how a recovery daemon loses money silently. Where
+// ignoring one is right (a best-effort release), the caller writes (void) and says why.
 #pragma once
 
 #include <memory>
@@ -11,7 +13,7 @@
 
 namespace txn_recovery {
 
-class Status {
+class [[nodiscard]] Status {
  public:
   enum class Code {
     kOk = 0,

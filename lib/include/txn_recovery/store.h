@@ -36,17 +36,22 @@ struct Namespace {
 
 struct Predicate {
   enum class Op {
-    kEq,             // path == value (on an array path: the array contains value)
-    kNe,             // negation of kEq (on an array path: the array does not contain value)
-    kIn,             // path equals one of values
-    kNin,            // path equals none of values (also true when the path is absent)
-    kLt,             // path < value (same type family only: numbers, dates, strings)
-    kGte,            // path >= value (same type family only)
-    kExists,         // path is present
-    kNotExists,      // path is absent
-    kNotDateTime,    // path is present and is not a date
-    kNotObjectId,    // path is present and is not an ObjectId
-    kNonEmptyArray,  // path is an array with at least one element
+    kEq,               // path == value (on an array path: the array contains value)
+    kNe,               // negation of kEq (on an array path: the array does not contain value)
+    kIn,               // path equals one of values
+    kNin,              // path equals none of values (also true when the path is absent)
+    kLt,               // path < value (same type family only: numbers, dates, strings)
+    kGte,              // path >= value (same type family only)
+    kExists,           // path is present
+    kNotExists,        // path is absent
+    kNotDateTime,      // path is present and is not a date
+    kNotObjectId,      // path is present and is not an ObjectId
+    kNonEmptyArray,    // path is an array with at least one element
+    kPresentNotArray,  // path is present and is not an array
+    // Compared with the server's clock at the moment the server applies the write
+    // (MongoDB: $expr with $$NOW), so that the comparison is atomic with the write:
+    kServerNowBefore,  // the server's now < value (a date); path unused
+    kBeforeServerNow,  // path < the server's now (a date; an absent path counts as before)
   };
   Op op;
   std::string path;
@@ -67,6 +72,12 @@ class Filter {
   Filter& NotDateTime(std::string path);
   Filter& NotObjectId(std::string path);
   Filter& NonEmptyArray(std::string path);
+  Filter& PresentNotArray(std::string path);
+  // Only while the server's clock reads before `deadline` when it applies the write: a
+  // request that reaches the server late (a stalled daemon) matches nothing.
+  Filter& ServerNowBefore(DateTime deadline);
+  // Only where the date at `path` has passed on the server's clock (or is absent).
+  Filter& BeforeServerNow(std::string path);
   // The filter also requires that at least one of `alternatives` matches ($or). At most
   // one disjunction per filter; alternatives may carry their own.
   Filter& AnyOf(std::vector<Filter> alternatives);
@@ -77,8 +88,12 @@ class Filter {
   const std::vector<Predicate>& all() const noexcept { return all_; }
   const std::vector<Filter>& any_of() const noexcept { return any_of_; }
 
-  // True if `doc` satisfies the filter. Used by the in-memory store and by tests.
-  bool Matches(const Document& doc) const;
+  // True if `doc` satisfies the filter when the server's clock reads `server_now`. Used by
+  // the in-memory store and by tests. Without `server_now`, a predicate on the server's
+  // clock never matches.
+  bool Matches(const Document& doc, std::optional<DateTime> server_now = std::nullopt) const;
+  // Whether some predicate compares with the server's clock.
+  bool UsesServerClock() const;
   std::string ToString() const;
 
  private:
@@ -144,6 +159,17 @@ struct WriteResult {
   std::int64_t modified = 0;  // for deletes: the number deleted
 };
 
+// The result of Store::UpdateEach.
+struct BulkResult {
+  // Summed over the requests the server accepted.
+  std::int64_t matched = 0;
+  std::int64_t modified = 0;
+  // The requests the server refused (a document it will not write, say), by their index in
+  // the request list, with its reason. A refused request changed nothing; every other
+  // request was applied or matched nothing.
+  std::vector<std::pair<std::size_t, Status>> refused;
+};
+
 // A forward-only stream of documents. Not thread-safe; owned by one caller.
 class Cursor {
  public:
@@ -192,13 +218,16 @@ class Store {
   virtual Status InsertMany(const Namespace& ns, const std::vector<Document>& docs) = 0;
 
   // Applies each request as UpdateOne would, independently and in any order (MongoDB: one
-  // unordered bulk write, a single round trip). `result` sums what every request matched
-  // and modified; which request matched is not reported, so a caller that needs to know
-  // reads the documents back. On error some requests may have been applied and others not
-  // (each one entirely or not at all): every request must therefore be safe to repeat.
+  // unordered bulk write, a single round trip). `result` sums what the accepted requests
+  // matched and modified; which one matched is not reported, so a caller that needs to
+  // know reads the documents back. A request the server refuses on its own (the document
+  // cannot take the update) is listed in result->refused and does not stop the others.
+  // The returned Status is an error only when the bulk as a whole failed (the database
+  // unreachable, say): then some requests may have been applied and others not (each one
+  // entirely or not at all), so every request must be safe to repeat.
   // The default issues the requests one by one through UpdateOne.
   virtual Status UpdateEach(const Namespace& ns, const std::vector<UpdateRequest>& requests,
-                            WriteResult* result);
+                            BulkResult* result);
 
   // The indexes of a collection, the _id index included; empty (and OK) when the
   // collection does not exist.

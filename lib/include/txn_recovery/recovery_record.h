@@ -1,0 +1,89 @@
+// The daemon's own sub-document of a transaction (`lease_field`, "recovery" by default):
+// the lease it holds while driving the transaction, the record of how it resolved it, the
+// count of failed attempts and the quarantine record. Applications never write it.
+//
+// Every path into the sub-document is spelled by RecoveryPaths and nowhere else; every
+// reading of it goes through RecoveryRecord::Read, which refuses what the daemon would
+// never have written (a lease whose owner is not a string, an expiry that is not a date):
+// such a transaction is quarantined rather than taken as "leased by someone" forever.
+//
+// Thread-safety: both types are values.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "txn_recovery/document.h"
+#include "txn_recovery/status.h"
+
+namespace txn_recovery {
+
+class RecoveryPaths {
+ public:
+  explicit RecoveryPaths(std::string field) : field_(std::move(field)) {}
+
+  const std::string& field() const noexcept { return field_; }
+  // {owner, expires, claim}: who drives the transaction, until when (server time), and
+  // the nonce of the bulk claim that took it.
+  std::string Lease() const { return field_ + ".lease"; }
+  std::string LeaseOwner() const { return field_ + ".lease.owner"; }
+  std::string LeaseExpires() const { return field_ + ".lease.expires"; }
+  std::string LeaseClaim() const { return field_ + ".lease.claim"; }
+  // {reason, by}, and when: set aside for an operator.
+  std::string Quarantine() const { return field_ + ".quarantine"; }
+  std::string QuarantineReason() const { return field_ + ".quarantine.reason"; }
+  std::string QuarantinedAt() const { return field_ + ".quarantinedAt"; }
+  // Failed attempts in a row, and the last error.
+  std::string Failures() const { return field_ + ".failures"; }
+  std::string LastError() const { return field_ + ".lastError"; }
+  // How the daemon ended the transaction.
+  std::string ResolvedBy() const { return field_ + ".resolvedBy"; }
+  std::string ResolvedAction() const { return field_ + ".resolvedAction"; }
+  std::string Outcome() const { return field_ + ".outcome"; }
+  std::string ResolvedAt() const { return field_ + ".resolvedAt"; }
+
+  // The values of Outcome().
+  static constexpr std::string_view kCommitted = "committed";
+  static constexpr std::string_view kRolledBack = "rolled back";
+
+ private:
+  std::string field_;
+};
+
+struct RecoveryRecord {
+  struct Lease {
+    std::string owner;
+    DateTime expires;
+    std::optional<std::string> claim;
+  };
+  struct QuarantineRecord {
+    std::string reason;  // the reason written, or a rendering of whatever is there
+    std::optional<std::string> by;
+    std::optional<DateTime> at;
+  };
+
+  std::optional<Lease> lease;
+  std::optional<QuarantineRecord> quarantine;
+  std::int64_t failures = 0;
+  std::optional<std::string> last_error;
+  std::optional<std::string> outcome;  // RecoveryPaths::kCommitted / kRolledBack
+  std::optional<std::string> resolved_by;
+  std::optional<std::string> resolved_action;
+  std::optional<DateTime> resolved_at;
+
+  // Reads the sub-document of the transaction document `txn`. Absent: an empty record.
+  // Malformed, naming the path, when it is not what the daemon writes: the sub-document or
+  // its lease not a document, a lease owner that is not a non-empty string, an expiry or
+  // claim of the wrong type, an outcome other than the two the daemon writes. A quarantine
+  // record of any shape still counts as a quarantine (an operator may have written it by
+  // hand), its reason rendered as read.
+  static Status Read(const Document& txn, const RecoveryPaths& paths, RecoveryRecord* out);
+  // Only the quarantine record, whatever else the sub-document holds (an operator listing
+  // quarantined transactions must see the one quarantined for a malformed lease too).
+  static std::optional<QuarantineRecord> ReadQuarantine(const Document& txn,
+                                                        const RecoveryPaths& paths);
+};
+
+}  // namespace txn_recovery

@@ -1,0 +1,67 @@
+#include "txn_recovery/candidates.h"
+
+#include <map>
+
+#include "txn_recovery/recovery_record.h"
+
+namespace txn_recovery {
+
+std::vector<Filter> AgedAlternatives(const WatchSpec& watch, const std::vector<TxnState>& states,
+                                     DateTime now, AgeClock clock) {
+  const Profile& p = watch.profile;
+  if (clock == AgeClock::kObjectId && p.missing_time != MissingTime::kObjectIdTime) return {};
+  // States sharing an age window share one alternative: {state: {$in: [...]}, age in it}.
+  std::map<std::pair<std::int64_t, std::int64_t>, std::vector<Value>> groups;
+  for (TxnState st : states) {
+    const std::optional<AgeWindow> w = EligibleAges(st, p.ResumesPending(), watch.thresholds);
+    if (!w) continue;
+    std::vector<Value> spellings = p.states.SpellingsOf({st});
+    if (spellings.empty()) continue;
+    auto& group = groups[{w->from.count(), w->until ? w->until->count() : -1}];
+    group.insert(group.end(), spellings.begin(), spellings.end());
+  }
+  std::vector<Filter> out;
+  for (auto& [window, spellings] : groups) {
+    // Older than `from`: a time before now - from; younger than `until`: at or after.
+    const DateTime oldest_allowed = Minus(now, std::chrono::milliseconds(window.first));
+    Filter f;
+    f.In(p.state_field, std::move(spellings));
+    if (clock == AgeClock::kTimeField) {
+      f.Lt(p.time_field, oldest_allowed);
+      if (window.second >= 0)
+        f.Gte(p.time_field, Minus(now, std::chrono::milliseconds(window.second)));
+    } else {
+      f.NotExists(p.time_field).Lt("_id", ObjectId::AtTime(oldest_allowed.millis));
+      if (window.second >= 0)
+        f.Gte("_id", ObjectId::AtTime(Minus(now, std::chrono::milliseconds(window.second)).millis));
+    }
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+Filter CandidateFilter(const WatchSpec& watch, DateTime now) {
+  const Profile& p = watch.profile;
+  const std::vector<TxnState> all = {TxnState::kInitial, TxnState::kPending,
+                                     TxnState::kApplied, TxnState::kCanceling,
+                                     TxnState::kDone,    TxnState::kCancelled};
+  std::vector<Filter> alternatives = AgedAlternatives(watch, all, now, AgeClock::kTimeField);
+  for (Filter& f : AgedAlternatives(watch, all, now, AgeClock::kObjectId))
+    alternatives.push_back(std::move(f));
+  // Documents that can never match the alternatives above must still be found, or they
+  // would stay stuck without anyone knowing: unknown states and unreadable times.
+  alternatives.push_back(Filter().Nin(p.state_field, p.states.AllSpellings()));
+  if (p.missing_time == MissingTime::kObjectIdTime) {
+    alternatives.push_back(Filter().NotExists(p.time_field).NotObjectId("_id"));
+  } else {
+    alternatives.push_back(Filter().NotExists(p.time_field));
+  }
+  alternatives.push_back(Filter().NotDateTime(p.time_field));
+  Filter f;
+  f.NotExists(RecoveryPaths(watch.lease_field).Quarantine())
+      .And(p.owner.Condition())
+      .AnyOf(std::move(alternatives));
+  return f;
+}
+
+}  // namespace txn_recovery

@@ -1,0 +1,748 @@
+// StateMachine::ExecuteBatch: the one execution path of the recovery engine.
+//
+// Each transaction follows a program, a list of phases (after the claim: e.g. apply, mark
+// applied, finish, mark done). In each round every transaction still running performs its
+// next phase, and the writes of one phase are sent per collection as one unordered bulk of
+// single-document guarded updates. A bulk reports how many of its updates matched, not
+// which: where a transaction's fate depends on whether its own update matched, the
+// documents are read back (one query per collection). Participants are read before they
+// are written (apply, undo, late writes), which spares the writes of steps already done
+// and makes the accounting exact.
+//
+// Every write goes through Send (or SendMany), and with it the lease-deadline rule
+// (LeaseOptions in state_machine.h): a write under a lease is sent only while that lease's
+// local deadline has not passed, and carries the lease's fence, which the server checks
+// as it applies the write. A LeaseGuard releases, on every way out of a batch, the leases
+// the batch still holds.
+#include <map>
+#include <random>
+#include <set>
+
+#include "requests.h"
+#include "txn_recovery/state_machine.h"
+
+namespace txn_recovery {
+namespace {
+
+enum class Phase { kApply, kToApplied, kFinish, kToDone, kToCanceling, kUndo, kToCancelled };
+
+std::vector<Phase> ProgramOf(Action a) {
+  switch (a) {
+    case Action::kCancel:
+      return {Phase::kToCancelled};
+    case Action::kResume:
+      return {Phase::kApply, Phase::kToApplied, Phase::kFinish, Phase::kToDone};
+    case Action::kRollback:
+      return {Phase::kToCanceling, Phase::kUndo, Phase::kToCancelled};
+    case Action::kFinish:
+      return {Phase::kFinish, Phase::kToDone};
+    case Action::kFinishRollback:
+      return {Phase::kUndo, Phase::kToCancelled};
+    default:
+      return {};
+  }
+}
+
+// The state a transition phase moves to; nullopt for the participant phases.
+std::optional<TxnState> TargetOf(Phase p) {
+  switch (p) {
+    case Phase::kToApplied:
+      return TxnState::kApplied;
+    case Phase::kToDone:
+      return TxnState::kDone;
+    case Phase::kToCanceling:
+      return TxnState::kCanceling;
+    case Phase::kToCancelled:
+      return TxnState::kCancelled;
+    default:
+      return std::nullopt;
+  }
+}
+
+std::string NewNonce() {
+  std::random_device rd;
+  std::uniform_int_distribution<std::uint64_t> dist;
+  return std::to_string(dist(rd));
+}
+
+// The equality a step's target names its participant by, when it is one (every profile's
+// is): participants are then read many at once with {path: {$in: [...]}}.
+const Predicate* TargetKey(const ParticipantStep& step) {
+  const Filter& t = step.target;
+  if (!t.any_of().empty() || t.all().size() != 1) return nullptr;
+  const Predicate& p = t.all().front();
+  return p.op == Predicate::Op::kEq ? &p : nullptr;
+}
+
+bool HasMarker(const Document& doc, const ParticipantStep& step, const Value& txn_id) {
+  return Filter().Eq(step.marker_field, txn_id).Matches(doc);
+}
+
+// What a participant read before writing it may say besides "missing" and "marker
+// present": that the step cannot be applied to it or undone from it safely.
+Status CheckParticipant(const ParticipantStep& step, const Document& doc) {
+  // A marker field that is not an array reads as "marker present" when it equals the
+  // transaction id and as "marker absent" otherwise, both wrong: the participant does not
+  // fit the protocol, and nothing is written to it.
+  if (const Value* m = doc.GetPath(step.marker_field); m != nullptr && !m->is_array()) {
+    const Value* id = doc.Get("_id");
+    return Status::Malformed("participant " + (id ? id->ToString() : std::string("?")) + " in " +
+                             step.ns.ToString() + ": its marker field '" + step.marker_field +
+                             "' is " + std::string(m->type_name()) + ", not an array");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+class StateMachine::Batch {
+ public:
+  explicit Batch(StateMachine* m) : m_(m), paths_(m->paths_) {}
+
+  std::vector<ExecuteResult> Go(const std::vector<const Transaction*>& txns,
+                                const std::vector<Action>& actions) {
+    std::vector<ExecuteResult> results(txns.size());
+    std::set<std::string> seen;
+    items_.reserve(txns.size());
+    for (std::size_t i = 0; i < txns.size(); ++i) {
+      results[i].action = actions[i];
+      results[i].final_state = txns[i]->state;
+      if (actions[i] == Action::kNone || actions[i] == Action::kQuarantine) continue;
+      if (!seen.insert(txns[i]->id.ToString()).second) {
+        // The cursor may return a document twice; the first copy is the one acted on.
+        results[i].outcome = Outcome::kBusy;
+        results[i].status = Status::Conflict("transaction " + txns[i]->id.ToString() +
+                                             " is already being recovered in this batch");
+        results[i].detail = results[i].status.message();
+        continue;
+      }
+      Item it;
+      it.txn = txns[i];
+      it.result = &results[i];
+      it.state_spelling = txns[i]->state_as_read;
+      it.late = actions[i] == Action::kCheckLateWrites;
+      it.program = ProgramOf(actions[i]);
+      items_.push_back(std::move(it));
+    }
+    CheckLateWrites();
+    if (Claim()) {
+      LeaseGuard guard(this);
+      Run();
+    }
+    QuarantineMalformed();
+    return results;
+  }
+
+ private:
+  struct Item {
+    const Transaction* txn = nullptr;
+    ExecuteResult* result = nullptr;
+    bool late = false;   // a late-write check: no lease, no program
+    bool ended = false;  // failed, busy or quarantined: nothing more is done for it
+    std::vector<Phase> program;
+    std::size_t pc = 0;  // the next phase
+    Value state_spelling;
+    // Once claimed: the lease's terms and the local deadline for writing under it.
+    bool leased = false;
+    bool resolved = false;  // a terminal transition removed the lease
+    bool released = false;  // the LeaseGuard gave it back (or left it to expire)
+    requests::LeaseTerms lease;
+    std::chrono::steady_clock::time_point deadline{};
+    std::string cannot_apply;  // why a resume turns into a rollback
+    Status malformed;          // a participant that does not fit: quarantine the transaction
+  };
+
+  // One write on behalf of `item`, for its participant `step` (null for the transaction
+  // document itself).
+  struct Write {
+    Item* item;
+    const ParticipantStep* step;
+    Namespace ns;
+    UpdateRequest request;
+  };
+
+  // Releases, on every way out of the batch's run, the leases the batch still holds
+  // (SQLiteCpp's Transaction rolls back unless committed; a lease is "committed" by the
+  // terminal transition that removes it).
+  class LeaseGuard {
+   public:
+    explicit LeaseGuard(Batch* b) : b_(b) {}
+    ~LeaseGuard() { b_->ReleaseHeld(); }
+    LeaseGuard(const LeaseGuard&) = delete;
+    LeaseGuard& operator=(const LeaseGuard&) = delete;
+
+   private:
+    Batch* b_;
+  };
+
+  const Profile& profile() const { return *m_->profile_; }
+  bool Running(const Item& it) const { return !it.ended && it.pc < it.program.size(); }
+  bool LeaseLive(const Item& it) const { return m_->clock_->MonotonicNow() < it.deadline; }
+
+  static Status LeaseExpired(const Item& it) {
+    return Status::Aborted("lease on transaction " + it.txn->id.ToString() +
+                           " expired before the work was done");
+  }
+
+  // Ends `it` with `s` (the first reason wins): Busy for a lease it never got, Failed
+  // otherwise. A malformed participant is remembered, so that the transaction is
+  // quarantined once its lease is released.
+  void Fail(Item* it, Status s, Outcome outcome = Outcome::kFailed) {
+    if (it->ended) return;
+    it->ended = true;
+    it->result->outcome = outcome;
+    if (outcome == Outcome::kBusy || it->result->detail.empty())
+      it->result->detail = outcome == Outcome::kBusy ? s.message() : s.ToString();
+    if (s.IsMalformed()) it->malformed = s;
+    it->result->status = std::move(s);
+  }
+
+  // ---- The writer: every write of the engine is sent here ---------------------------------
+
+  // Which of the writes the server accepted (indices into the list given), and how many
+  // of those matched in all.
+  struct Sent {
+    std::vector<std::size_t> accepted;
+    std::int64_t matched = 0;
+    bool all_matched() const { return matched == static_cast<std::int64_t>(accepted.size()); }
+  };
+
+  // Sends `writes`, one unordered bulk per collection. A write under a lease whose local
+  // deadline has passed is not sent (its item fails); every other write under a lease
+  // carries the lease's fence. A write the server refuses fails its item; a bulk that fails
+  // as a whole fails every item with a write in it.
+  Sent Send(std::vector<Write>& writes) {
+    Sent sent;
+    std::map<std::string, std::vector<std::size_t>> by_ns;
+    for (std::size_t i = 0; i < writes.size(); ++i) {
+      Item* it = writes[i].item;
+      if (it->leased) {
+        if (!LeaseLive(*it)) {
+          Fail(it, LeaseExpired(*it));
+          continue;
+        }
+        writes[i].request.filter = requests::Fenced(std::move(writes[i].request.filter), it->lease);
+      }
+      by_ns[writes[i].ns.ToString()].push_back(i);
+    }
+    for (const auto& [key, indices] : by_ns) {
+      std::vector<UpdateRequest> bulk;
+      bulk.reserve(indices.size());
+      for (std::size_t i : indices) bulk.push_back(writes[i].request);
+      BulkResult r;
+      if (Status s = m_->store_->UpdateEach(writes[indices.front()].ns, bulk, &r); !s.ok()) {
+        for (std::size_t i : indices) Fail(writes[i].item, s);
+        continue;
+      }
+      std::set<std::size_t> refused;
+      for (auto& [index, why] : r.refused) {
+        if (index >= indices.size()) continue;
+        refused.insert(index);
+        Fail(writes[indices[index]].item, std::move(why));
+      }
+      for (std::size_t k = 0; k < indices.size(); ++k)
+        if (!refused.count(k)) sent.accepted.push_back(indices[k]);
+      sent.matched += r.matched;
+    }
+    return sent;
+  }
+
+  // A write to every document of a tagged set for `it`: UpdateMany with `update`, or
+  // DeleteMany when it is null. The same rule as Send. Returns the documents changed (or
+  // deleted); nullopt when nothing was written (the item failed).
+  std::optional<std::int64_t> SendMany(Item* it, const Namespace& ns, Filter filter,
+                                       const Update* update) {
+    if (it->leased) {
+      if (!LeaseLive(*it)) {
+        Fail(it, LeaseExpired(*it));
+        return std::nullopt;
+      }
+      filter = requests::Fenced(std::move(filter), it->lease);
+    }
+    WriteResult r;
+    Status s = update ? m_->store_->UpdateMany(ns, filter, *update, &r)
+                      : m_->store_->DeleteMany(ns, filter, &r);
+    if (!s.ok()) {
+      Fail(it, s);
+      return std::nullopt;
+    }
+    return update ? r.matched : r.modified;
+  }
+
+  // ---- Reading participants ---------------------------------------------------------------
+
+  using StepRef = std::pair<Item*, const ParticipantStep*>;
+  // Every document a step's target names (normally one).
+  using Found = std::vector<Document>;
+
+  // Reads the participants of `steps`, many at a time: one {key: {$in: [...]}} query per
+  // collection and key. A read error fails the items concerned.
+  std::vector<Found> ReadParticipants(const std::vector<StepRef>& steps) {
+    std::vector<Found> found(steps.size());
+    std::map<std::pair<std::string, std::string>, std::vector<std::size_t>> groups;
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      const Predicate* key = TargetKey(*steps[i].second);
+      groups[{steps[i].second->ns.ToString(), key ? key->path : std::string()}].push_back(i);
+    }
+    for (const auto& [group, indices] : groups) {
+      std::vector<Filter> queries;
+      if (!group.second.empty()) {
+        std::vector<Value> values;
+        for (std::size_t i : indices) values.push_back(TargetKey(*steps[i].second)->value);
+        queries.push_back(Filter().In(group.second, std::move(values)));
+      } else {
+        for (std::size_t i : indices) queries.push_back(steps[i].second->target);
+      }
+      std::vector<Document> docs;
+      Status s = Status::Ok();
+      for (const Filter& q : queries) {
+        s = ReadAll(steps[indices.front()].second->ns, q, &docs);
+        if (!s.ok()) break;
+      }
+      if (!s.ok()) {
+        for (std::size_t i : indices) Fail(steps[i].first, s);
+        continue;
+      }
+      for (std::size_t i : indices)
+        for (const Document& d : docs)
+          if (steps[i].second->target.Matches(d)) found[i].push_back(d);
+    }
+    return found;
+  }
+
+  Status ReadAll(const Namespace& ns, const Filter& f, std::vector<Document>* out) {
+    std::unique_ptr<Cursor> c;
+    if (Status s = m_->store_->Find(ns, f, FindOptions{}, &c); !s.ok()) return s;
+    Document d;
+    for (bool has = true;;) {
+      if (Status s = c->Next(&d, &has); !s.ok()) return s;
+      if (!has) return Status::Ok();
+      out->push_back(std::move(d));
+    }
+  }
+
+  // The participants of `steps` that do not fit (CheckParticipant) fail their item.
+  void CheckAll(const std::vector<StepRef>& steps, const std::vector<Found>& found) {
+    for (std::size_t i = 0; i < steps.size(); ++i)
+      for (const Document& d : found[i])
+        if (Status s = CheckParticipant(*steps[i].second, d); !s.ok()) Fail(steps[i].first, s);
+  }
+
+  static bool AnyHasMarker(const Found& docs, const ParticipantStep& step, const Value& id) {
+    for (const Document& d : docs)
+      if (HasMarker(d, step, id)) return true;
+    return false;
+  }
+
+  // The participant steps of the writes the server accepted, read back.
+  std::vector<Found> ReadBack(const std::vector<Write>& writes, const Sent& sent,
+                              std::vector<StepRef>* refs) {
+    for (std::size_t i : sent.accepted) refs->emplace_back(writes[i].item, writes[i].step);
+    return ReadParticipants(*refs);
+  }
+
+  // ---- Claiming and releasing -------------------------------------------------------------
+
+  // Takes every lease in one bulk write. Each claim carries this batch's nonce, so that when
+  // some did not match, the ones that did are found by reading the nonce back. False when
+  // no lease was taken.
+  bool Claim() {
+    std::vector<Write> writes;
+    const DateTime now = m_->server_now_();
+    const std::string nonce = NewNonce();
+    for (Item& it : items_) {
+      if (it.late) continue;
+      it.lease.owner = m_->lease_.owner;
+      it.lease.claim = nonce;
+      SetExpiry(&it, now);
+      writes.push_back(
+          {&it, nullptr, m_->txn_ns_, requests::Claim(*it.txn, profile(), paths_, it.lease)});
+    }
+    if (writes.empty()) return false;
+    const auto start = m_->clock_->MonotonicNow();
+    const Sent sent = Send(writes);
+    std::set<std::string> claimed;
+    Status read = Status::Ok();
+    if (!sent.all_matched()) {
+      std::vector<Value> ids;
+      for (std::size_t i : sent.accepted) ids.push_back(writes[i].item->txn->id);
+      std::vector<Document> mine;
+      read = ReadAll(m_->txn_ns_, Filter().In("_id", std::move(ids)).Eq(paths_.LeaseClaim(), nonce),
+                     &mine);
+      for (const Document& d : mine)
+        if (const Value* id = d.Get("_id")) claimed.insert(id->ToString());
+    }
+    bool any = false;
+    for (std::size_t i : sent.accepted) {
+      Item* it = writes[i].item;
+      if (!read.ok()) {
+        // Some leases may be ours without our knowing which: release them all by nonce.
+        it->leased = true;
+        it->deadline = start + m_->lease_.duration - m_->lease_.margin;
+        Fail(it, read);
+      } else if (sent.all_matched() || claimed.count(it->txn->id.ToString())) {
+        it->leased = true;
+        it->deadline = start + m_->lease_.duration - m_->lease_.margin;
+        any = true;
+      } else {
+        Fail(it,
+             Status::Conflict("transaction " + it->txn->id.ToString() +
+                              " changed since it was read or is leased by another daemon"),
+             Outcome::kBusy);
+      }
+    }
+    if (!read.ok()) ReleaseHeld();
+    return any;
+  }
+
+  // The lease a claim or renewal at server time `now` writes, and its fence.
+  void SetExpiry(Item* it, DateTime now) const {
+    it->lease.expires = DateTime{now.millis + m_->lease_.duration.count()};
+    it->lease.fence = DateTime{it->lease.expires.millis - m_->lease_.margin.count() / 2};
+  }
+
+  // Releases every lease still held, as one bulk (best effort: a lease that cannot be
+  // released expires on its own). Send leaves a lease past its local deadline to expire:
+  // after the deadline, even releasing it is no longer this daemon's to do.
+  void ReleaseHeld() {
+    std::vector<Write> writes;
+    for (Item& it : items_) {
+      if (!it.leased || it.resolved || it.released) continue;
+      it.released = true;
+      it.pc = it.program.size();  // nothing more is written for it
+      writes.push_back(
+          {&it, nullptr, m_->txn_ns_, requests::Release(it.txn->id, paths_, it.lease)});
+    }
+    if (!writes.empty()) (void)Send(writes);
+  }
+
+  // ---- The rounds ---------------------------------------------------------------------------
+
+  void Run() {
+    while (true) {
+      std::map<Phase, std::vector<Item*>> round;
+      for (Item& it : items_)
+        if (Running(it)) round[it.program[it.pc]].push_back(&it);
+      if (round.empty()) break;
+      // Apply first: a transaction whose apply cannot be done is rolled back, and its
+      // rollback starts in this same round's transitions.
+      if (auto a = round.find(Phase::kApply); a != round.end()) {
+        Apply(a->second);
+        round.erase(a);
+        for (Item& it : items_)
+          if (Running(it) && it.program[it.pc] == Phase::kToCanceling && !it.cannot_apply.empty())
+            round[Phase::kToCanceling].push_back(&it);
+      }
+      std::vector<Item*> transitions;
+      for (auto& [phase, list] : round) {
+        if (TargetOf(phase)) {
+          transitions.insert(transitions.end(), list.begin(), list.end());
+        } else if (phase == Phase::kUndo) {
+          Undo(list);
+        } else if (phase == Phase::kFinish) {
+          Finish(list);
+        }
+      }
+      Transition(transitions);
+    }
+  }
+
+  static std::vector<StepRef> StepsOf(const std::vector<Item*>& list) {
+    std::vector<StepRef> steps;
+    for (Item* it : list)
+      for (const auto& step : it->txn->steps) steps.emplace_back(it, &step);
+    return steps;
+  }
+
+  // Applies each step unless already applied. A step that can never apply (participant
+  // missing, guard failing) turns the resume into a rollback; a participant that does not
+  // fit ends the transaction before anything is written to any of its participants.
+  void Apply(const std::vector<Item*>& list) {
+    const std::vector<StepRef> steps = StepsOf(list);
+    const std::vector<Found> before = ReadParticipants(steps);
+    CheckAll(steps, before);
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      auto [it, step] = steps[i];
+      if (before[i].size() > 1) {
+        // A key other than _id may name two documents: the guard would then let the change
+        // be applied once to each. Refuse to guess which one is meant.
+        Fail(it, Status::Malformed(step->describe + ": " + std::to_string(before[i].size()) +
+                                   " documents in " + step->ns.ToString() + " match " +
+                                   step->target.ToString()));
+      } else if (before[i].empty() && it->cannot_apply.empty()) {
+        it->cannot_apply = step->describe + ": participant not found in " + step->ns.ToString();
+      }
+    }
+    std::vector<Write> writes;
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      auto [it, step] = steps[i];
+      if (!Running(*it) || !it->cannot_apply.empty()) continue;
+      if (HasMarker(before[i].front(), *step, it->txn->id)) continue;  // applied before a crash
+      writes.push_back({it, step, step->ns, requests::Apply(*step, it->txn->id)});
+    }
+    const Sent sent = Send(writes);
+    if (sent.all_matched()) {
+      for (std::size_t i : sent.accepted) ++writes[i].item->result->operations_applied;
+    } else {
+      // Some guard refused: read the participants again to tell which.
+      std::vector<StepRef> refs;
+      const std::vector<Found> after = ReadBack(writes, sent, &refs);
+      for (std::size_t k = 0; k < refs.size(); ++k) {
+        auto [it, step] = refs[k];
+        if (!Running(*it)) continue;
+        if (AnyHasMarker(after[k], *step, it->txn->id)) {
+          ++it->result->operations_applied;
+        } else if (!LeaseLive(*it)) {
+          Fail(it, LeaseExpired(*it));  // the fence, not the guard, may have refused it
+        } else if (it->cannot_apply.empty()) {
+          it->cannot_apply =
+              after[k].empty()
+                  ? step->describe + ": participant not found in " + step->ns.ToString()
+                  : step->describe + ": guard failed (" + step->apply_guard.ToString() + ")";
+        }
+      }
+    }
+    for (Item* it : list) {
+      if (!Running(*it)) continue;
+      if (it->cannot_apply.empty()) {
+        ++it->pc;
+        continue;
+      }
+      it->result->action = Action::kRollback;
+      it->result->detail = "rolled back instead of resumed: " + it->cannot_apply;
+      it->program = ProgramOf(Action::kRollback);
+      it->pc = 0;
+    }
+  }
+
+  // Undoes each applied step (marker present), then deletes the tagged sets' documents.
+  // An undo that does not take effect ends the transaction: marking it cancelled with a
+  // change still applied would leave the change for the late-write check to find.
+  void Undo(const std::vector<Item*>& list) {
+    const std::vector<StepRef> steps = StepsOf(list);
+    const std::vector<Found> before = ReadParticipants(steps);
+    CheckAll(steps, before);
+    std::vector<Write> writes;
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      auto [it, step] = steps[i];
+      if (Running(*it) && AnyHasMarker(before[i], *step, it->txn->id))
+        writes.push_back({it, step, step->ns, requests::Undo(*step, it->txn->id)});
+    }
+    const Sent sent = Send(writes);
+    if (sent.all_matched()) {
+      for (std::size_t i : sent.accepted) ++writes[i].item->result->operations_undone;
+    } else {
+      std::vector<StepRef> refs;
+      const std::vector<Found> after = ReadBack(writes, sent, &refs);
+      for (std::size_t k = 0; k < refs.size(); ++k) {
+        auto [it, step] = refs[k];
+        if (!AnyHasMarker(after[k], *step, it->txn->id)) {
+          ++it->result->operations_undone;
+        } else {
+          Fail(it, LeaseLive(*it)
+                       ? Status::Conflict(step->describe + ": the undo did not take effect")
+                       : LeaseExpired(*it));
+        }
+      }
+    }
+    for (Item* it : list) {
+      for (const TaggedSet& set : it->txn->tagged_sets) {
+        if (!Running(*it)) break;
+        if (auto n = SendMany(it, set.ns, set.members, nullptr))
+          it->result->operations_undone += static_cast<int>(*n);
+      }
+      if (Running(*it)) ++it->pc;
+    }
+  }
+
+  // Pulls every marker (guarded by its presence) and finishes every tagged set.
+  void Finish(const std::vector<Item*>& list) {
+    std::vector<Write> writes;
+    for (Item* it : list)
+      for (const auto& step : it->txn->steps)
+        writes.push_back({it, &step, step.ns, requests::Finish(step, it->txn->id)});
+    (void)Send(writes);  // a finish that matches nothing had nothing left to do
+    for (Item* it : list) {
+      for (const TaggedSet& set : it->txn->tagged_sets) {
+        if (!Running(*it)) break;
+        const UpdateRequest finish = requests::FinishTagged(set);
+        if (auto n = SendMany(it, set.ns, finish.filter, &finish.update))
+          it->result->operations_applied += static_cast<int>(*n);
+      }
+      if (Running(*it)) ++it->pc;
+    }
+  }
+
+  // Compare-and-set of each state, under the lease. A terminal move releases the lease
+  // (and commits the LeaseGuard for it); any other renews it.
+  void Transition(const std::vector<Item*>& list) {
+    if (list.empty()) return;
+    const Profile& p = profile();
+    const DateTime now = m_->server_now_();
+    std::vector<Write> writes;
+    for (Item* it : list) {
+      if (!Running(*it)) continue;
+      const TxnState to = *TargetOf(it->program[it->pc]);
+      const DateTime renewed{now.millis + m_->lease_.duration.count()};
+      writes.push_back({it, nullptr, m_->txn_ns_,
+                        requests::Transition(it->txn->id, it->state_spelling, to,
+                                             it->result->action, p, paths_, it->lease, renewed)});
+    }
+    const auto start = m_->clock_->MonotonicNow();
+    const Sent sent = Send(writes);
+    std::map<std::string, Document> docs;
+    if (!sent.all_matched()) {
+      // Some lost their lease: read back which moved.
+      std::vector<Value> ids;
+      for (std::size_t i : sent.accepted) ids.push_back(writes[i].item->txn->id);
+      std::vector<Document> read;
+      if (Status s = ReadAll(m_->txn_ns_, Filter().In("_id", std::move(ids)), &read); !s.ok()) {
+        for (std::size_t i : sent.accepted) Fail(writes[i].item, s);
+        return;
+      }
+      for (Document& d : read)
+        if (const Value* id = d.Get("_id")) docs[id->ToString()] = std::move(d);
+    }
+    for (std::size_t i : sent.accepted) {
+      Item* it = writes[i].item;
+      const TxnState to = *TargetOf(it->program[it->pc]);
+      if (!sent.all_matched() && !Moved(docs, *it, to)) {
+        Fail(it, LeaseLive(*it)
+                     ? Status::Conflict("lost the lease on transaction " + it->txn->id.ToString() +
+                                        " before moving it to " + std::string(TxnStateName(to)))
+                     : LeaseExpired(*it));
+        continue;
+      }
+      it->state_spelling = Value(p.states.Written(to));
+      it->result->final_state = to;
+      ++it->pc;
+      if (IsTerminal(to)) {
+        it->result->outcome = Outcome::kResolved;
+        it->resolved = true;
+      } else {
+        SetExpiry(it, now);
+        it->deadline = start + m_->lease_.duration - m_->lease_.margin;
+      }
+    }
+  }
+
+  // Whether the transaction read back shows our move to `to`: the state written and, for a
+  // terminal move, resolved by us, otherwise our lease still on it.
+  bool Moved(const std::map<std::string, Document>& docs, const Item& it, TxnState to) const {
+    auto d = docs.find(it.txn->id.ToString());
+    if (d == docs.end()) return false;
+    const Value* st = d->second.GetPath(profile().state_field);
+    if (st == nullptr || !(*st == Value(profile().states.Written(to)))) return false;
+    if (IsTerminal(to)) {
+      const Value* by = d->second.GetPath(paths_.ResolvedBy());
+      return by && *by == Value(it.lease.owner);
+    }
+    const Value* owner = d->second.GetPath(paths_.LeaseOwner());
+    const Value* claim = d->second.GetPath(paths_.LeaseClaim());
+    return owner && *owner == Value(it.lease.owner) && claim && *claim == Value(it.lease.claim);
+  }
+
+  // ---- Late writes --------------------------------------------------------------------------
+
+  // A marker of a terminal transaction on a participant can only be a change applied after
+  // the transaction was resolved (markers are removed before the terminal state is
+  // written): undo it, guarded by the marker so that it is undone at most once. Without a
+  // lease: terminal states never change. The participants are read first, so that the usual
+  // case (no late write) is one query.
+  void CheckLateWrites() {
+    std::vector<Item*> late;
+    for (Item& it : items_)
+      if (it.late) late.push_back(&it);
+    if (late.empty()) return;
+    const std::vector<StepRef> steps = StepsOf(late);
+    const std::vector<Found> found = ReadParticipants(steps);
+    CheckAll(steps, found);
+    std::vector<Write> writes;
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      auto [it, step] = steps[i];
+      if (!it->ended && AnyHasMarker(found[i], *step, it->txn->id))
+        writes.push_back(
+            {it, step, step->ns, requests::LateUndo(*step, it->txn->id, it->txn->state)});
+    }
+    const Sent sent = Send(writes);
+    std::vector<bool> undone(sent.accepted.size(), sent.all_matched());
+    if (!sent.all_matched()) {
+      // Another daemon may have undone some of them meanwhile; only what is gone counts.
+      std::vector<StepRef> refs;
+      const std::vector<Found> after = ReadBack(writes, sent, &refs);
+      for (std::size_t k = 0; k < refs.size(); ++k)
+        undone[k] = !AnyHasMarker(after[k], *refs[k].second, refs[k].first->txn->id);
+    }
+    for (std::size_t k = 0; k < sent.accepted.size(); ++k) {
+      const Write& w = writes[sent.accepted[k]];
+      if (!undone[k] || w.item->ended) continue;
+      ++w.item->result->late_writes_undone;
+      std::string& detail = w.item->result->detail;
+      detail += (detail.empty() ? "undid late write: " : "; ") + w.step->describe;
+    }
+    for (Item* it : late) {
+      for (const TaggedSet& set : it->txn->tagged_sets)
+        if (!it->ended) CheckLateTagged(it, set);
+      if (it->ended) continue;
+      it->result->outcome =
+          it->result->late_writes_undone ? Outcome::kResolved : Outcome::kUntouched;
+    }
+  }
+
+  // A document tagged with a terminal transaction was inserted (or left) after it ended:
+  // a rolled-back transaction's is deleted, a committed one's is finished like the rest.
+  // When the record does not say which way the transaction went, nothing is guessed: the
+  // transaction is set aside for an operator.
+  void CheckLateTagged(Item* it, const TaggedSet& set) {
+    std::optional<std::int64_t> n;
+    std::string what;
+    if (it->txn->state == TxnState::kCancelled) {
+      n = SendMany(it, set.ns, set.members, nullptr);
+      what = "deleted ";
+    } else if (!it->txn->outcome_unknown) {
+      const UpdateRequest finish = requests::FinishTagged(set);
+      n = SendMany(it, set.ns, finish.filter, &finish.update);
+      what = "finished ";
+    } else {
+      std::int64_t left = 0;
+      if (Status s = m_->store_->Count(set.ns, set.members, &left); !s.ok()) return Fail(it, s);
+      if (left > 0)
+        Fail(it, Status::Malformed(std::to_string(left) + " " + set.describe +
+                                   " remain after it was done, and nothing records whether it "
+                                   "committed or rolled back"));
+      return;
+    }
+    if (n && *n > 0) {
+      it->result->late_writes_undone += static_cast<int>(*n);
+      std::string& detail = it->result->detail;
+      detail +=
+          (detail.empty() ? "late write: " : "; ") + what + std::to_string(*n) + " " + set.describe;
+    }
+  }
+
+  // ---- Quarantine ---------------------------------------------------------------------------
+
+  // A transaction with a participant that does not fit is set aside for an operator, after
+  // its lease was released: nothing was written for the participant concerned.
+  void QuarantineMalformed() {
+    for (Item& it : items_) {
+      if (it.malformed.ok()) continue;
+      if (Status q = m_->Quarantine(it.txn->id, it.malformed.message()); q.ok()) {
+        it.result->outcome = Outcome::kQuarantined;
+        it.result->detail = it.malformed.message();
+        if (it.late) it.result->action = Action::kQuarantine;
+      }
+    }
+  }
+
+  StateMachine* m_;
+  const RecoveryPaths& paths_;
+  std::vector<Item> items_;
+};
+
+std::vector<ExecuteResult> StateMachine::ExecuteBatch(const std::vector<const Transaction*>& txns,
+                                                      const std::vector<Action>& actions) {
+  return Batch(this).Go(txns, actions);
+}
+
+}  // namespace txn_recovery

@@ -1,0 +1,92 @@
+#include "txn_recovery/inspect.h"
+
+#include "txn_recovery/candidates.h"
+
+namespace txn_recovery {
+namespace {
+
+const std::vector<TxnState> kNonTerminal = {TxnState::kInitial, TxnState::kPending,
+                                            TxnState::kApplied, TxnState::kCanceling};
+
+// The first document of `f` sorted by `sort_by`, if any.
+Status First(Store* store, const Namespace& ns, const Filter& f, const std::string& sort_by,
+             std::optional<Document>* out) {
+  FindOptions o;
+  o.sort_ascending_by = sort_by;
+  o.limit = 1;
+  std::unique_ptr<Cursor> cursor;
+  if (Status s = store->Find(ns, f, o, &cursor); !s.ok()) return s;
+  Document d;
+  bool has = false;
+  if (Status s = cursor->Next(&d, &has); !s.ok()) return s;
+  *out = has ? std::optional<Document>(std::move(d)) : std::nullopt;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status Inspect(Store* store, const WatchSpec& watch, StuckReport* report) {
+  *report = StuckReport{};
+  DateTime now;
+  if (Status s = store->ServerTime(&now); !s.ok()) return s;
+  const Profile& p = watch.profile;
+  const RecoveryPaths paths(watch.lease_field);
+  Filter base;
+  base.NotExists(paths.Quarantine()).And(p.owner.Condition());
+  auto matching = [&](std::vector<Filter> alternatives) {
+    return alternatives.size() == 1 ? Filter(base).And(alternatives.front())
+                                    : Filter(base).AnyOf(std::move(alternatives));
+  };
+
+  for (TxnState st : kNonTerminal) {
+    std::vector<Filter> alts = AgedAlternatives(watch, {st}, now, AgeClock::kTimeField);
+    for (Filter& f : AgedAlternatives(watch, {st}, now, AgeClock::kObjectId))
+      alts.push_back(std::move(f));
+    if (alts.empty()) continue;
+    std::int64_t n = 0;
+    if (Status s = store->Count(watch.ns, matching(std::move(alts)), &n); !s.ok()) return s;
+    if (n > 0) report->stuck[st] = n;
+  }
+
+  // The oldest: the first by time, and (ObjectId time) the first by _id among those without.
+  auto oldest = [&](AgeClock clock, const std::string& sort_by) -> Status {
+    std::vector<Filter> alts = AgedAlternatives(watch, kNonTerminal, now, clock);
+    if (alts.empty()) return Status::Ok();
+    std::optional<Document> doc;
+    if (Status s = First(store, watch.ns, matching(std::move(alts)), sort_by, &doc); !s.ok())
+      return s;
+    if (!doc) return Status::Ok();
+    std::optional<DateTime> since;
+    if (const Value* t = doc->GetPath(p.time_field); t && t->is_datetime())
+      since = *t->as_datetime();
+    if (const Value* id = doc->Get("_id"); !since && id && id->is_object_id())
+      since = DateTime{id->as_object_id()->CreationMillis()};
+    if (!since) return Status::Ok();
+    const std::chrono::milliseconds age = AgeOf(now, *since);
+    if (!report->oldest_age || age > *report->oldest_age) report->oldest_age = age;
+    return Status::Ok();
+  };
+  if (Status s = oldest(AgeClock::kTimeField, p.time_field); !s.ok()) return s;
+  if (Status s = oldest(AgeClock::kObjectId, "_id"); !s.ok()) return s;
+  return store->Count(watch.ns, Filter().Exists(paths.Quarantine()), &report->quarantined);
+}
+
+Status ListQuarantined(Store* store, const WatchSpec& watch,
+                       const std::function<void(const QuarantinedTxn&)>& each) {
+  const RecoveryPaths paths(watch.lease_field);
+  std::unique_ptr<Cursor> cursor;
+  if (Status s = store->Find(watch.ns, Filter().Exists(paths.Quarantine()), {}, &cursor); !s.ok())
+    return s;
+  Document d;
+  for (bool has = true;;) {
+    if (Status s = cursor->Next(&d, &has); !s.ok()) return s;
+    if (!has) return Status::Ok();
+    QuarantinedTxn q;
+    if (const Value* id = d.Get("_id")) q.id = *id;
+    if (const Value* st = d.GetPath(watch.profile.state_field)) q.state = *st;
+    if (auto record = RecoveryRecord::ReadQuarantine(d, paths)) q.record = std::move(*record);
+    each(q);
+  }
+}
+
+}  // namespace txn_recovery

@@ -1,0 +1,79 @@
+#include "txn_recovery/recovery_record.h"
+
+namespace txn_recovery {
+namespace {
+
+Status Wrong(const std::string& path, const Value& v, std::string_view expected) {
+  return Status::Malformed("field '" + path + "' has type " + std::string(v.type_name()) +
+                           ", expected " + std::string(expected) +
+                           " (the daemon's own sub-document holds something it never writes)");
+}
+
+}  // namespace
+
+std::optional<RecoveryRecord::QuarantineRecord> RecoveryRecord::ReadQuarantine(
+    const Document& txn, const RecoveryPaths& paths) {
+  const Value* q = txn.GetPath(paths.Quarantine());
+  if (q == nullptr) return std::nullopt;
+  QuarantineRecord record;
+  const Document* qd = q->as_document();
+  const Value* reason = qd ? qd->Get("reason") : nullptr;
+  record.reason = reason && reason->is_string() ? *reason->as_string() : q->ToString();
+  if (const Value* by = qd ? qd->Get("by") : nullptr; by && by->is_string())
+    record.by = *by->as_string();
+  if (const Value* at = txn.GetPath(paths.QuarantinedAt()); at && at->is_datetime())
+    record.at = *at->as_datetime();
+  return record;
+}
+
+Status RecoveryRecord::Read(const Document& txn, const RecoveryPaths& paths, RecoveryRecord* out) {
+  *out = RecoveryRecord{};
+  const Value* own = txn.GetPath(paths.field());
+  if (own == nullptr) return Status::Ok();
+  const Document* d = own->as_document();
+  if (d == nullptr) return Wrong(paths.field(), *own, "object");
+
+  if (const Value* lease = d->Get("lease")) {
+    const Document* l = lease->as_document();
+    if (l == nullptr) return Wrong(paths.Lease(), *lease, "object");
+    const Value* owner = l->Get("owner");
+    const Value* expires = l->Get("expires");
+    if (owner == nullptr) return Status::Malformed("field '" + paths.LeaseOwner() + "' is missing");
+    if (!owner->is_string() || owner->as_string()->empty())
+      return Wrong(paths.LeaseOwner(), *owner, "non-empty string");
+    if (expires == nullptr)
+      return Status::Malformed("field '" + paths.LeaseExpires() + "' is missing");
+    if (!expires->is_datetime()) return Wrong(paths.LeaseExpires(), *expires, "date");
+    Lease parsed{*owner->as_string(), *expires->as_datetime(), std::nullopt};
+    if (const Value* claim = l->Get("claim")) {
+      if (!claim->is_string()) return Wrong(paths.LeaseClaim(), *claim, "string");
+      parsed.claim = *claim->as_string();
+    }
+    out->lease = std::move(parsed);
+  }
+
+  out->quarantine = ReadQuarantine(txn, paths);
+
+  if (const Value* f = d->Get("failures"); f && f->is_number()) {
+    const double n = *f->as_double();
+    out->failures = n > 0 && n < 1e15 ? static_cast<std::int64_t>(n) : 0;
+  }
+  if (const Value* e = d->Get("lastError"); e && e->is_string()) out->last_error = *e->as_string();
+
+  if (const Value* o = d->Get("outcome")) {
+    if (!o->is_string() || (*o->as_string() != RecoveryPaths::kCommitted &&
+                            *o->as_string() != RecoveryPaths::kRolledBack))
+      return Status::Malformed("field '" + paths.Outcome() + "' is " + o->ToString() +
+                               ", expected \"committed\" or \"rolled back\"");
+    out->outcome = *o->as_string();
+  }
+  if (const Value* b = d->Get("resolvedBy"); b && b->is_string())
+    out->resolved_by = *b->as_string();
+  if (const Value* a = d->Get("resolvedAction"); a && a->is_string())
+    out->resolved_action = *a->as_string();
+  if (const Value* t = d->Get("resolvedAt"); t && t->is_datetime())
+    out->resolved_at = *t->as_datetime();
+  return Status::Ok();
+}
+
+}  // namespace txn_recovery

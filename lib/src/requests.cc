@@ -1,0 +1,92 @@
+#include "requests.h"
+
+namespace txn_recovery::requests {
+
+Filter Fenced(Filter filter, const LeaseTerms& lease) {
+  filter.ServerNowBefore(lease.fence);
+  return filter;
+}
+
+UpdateRequest Claim(const Transaction& txn, const Profile& profile, const RecoveryPaths& paths,
+                    const LeaseTerms& lease) {
+  Filter f;
+  f.Eq("_id", txn.id).Eq(profile.state_field, txn.state_as_read);
+  if (txn.time_as_read && txn.time_as_read->as_datetime() != nullptr) {
+    // Within the millisecond read, not equal to it: a server may keep $currentDate finer
+    // than the milliseconds a BSON date carries (the embedded test server does), and the
+    // value read back then never equals the stored one.
+    const DateTime read = *txn.time_as_read->as_datetime();
+    f.Gte(profile.time_field, read).Lt(profile.time_field, DateTime{read.millis + 1});
+  } else if (txn.time_as_read) {
+    f.Eq(profile.time_field, *txn.time_as_read);
+  } else {
+    f.NotExists(profile.time_field);
+  }
+  f.NotExists(paths.Quarantine());
+  f.And(profile.owner.Condition());
+  // Another daemon's lease is taken over only once it has expired on the server's clock,
+  // compared by the server itself. Our own live lease is not taken either: two workers of
+  // one process must not drive one transaction at once any more than two hosts.
+  f.AnyOf({Filter().NotExists(paths.Lease()), Filter().BeforeServerNow(paths.LeaseExpires())});
+  const Document record{{"owner", lease.owner}, {"expires", lease.expires}, {"claim", lease.claim}};
+  return {std::move(f), Update().Set(paths.Lease(), record)};
+}
+
+UpdateRequest Release(const Value& txn_id, const RecoveryPaths& paths, const LeaseTerms& lease) {
+  Filter f;
+  f.Eq("_id", txn_id).Eq(paths.LeaseOwner(), lease.owner).Eq(paths.LeaseClaim(), lease.claim);
+  return {std::move(f), Update().Unset(paths.Lease())};
+}
+
+UpdateRequest Transition(const Value& txn_id, const Value& from, TxnState to, Action action,
+                         const Profile& profile, const RecoveryPaths& paths,
+                         const LeaseTerms& lease, DateTime renewed_expires) {
+  Filter f;
+  f.Eq("_id", txn_id)
+      .Eq(profile.state_field, from)
+      .Eq(paths.LeaseOwner(), lease.owner)
+      .Eq(paths.LeaseClaim(), lease.claim);
+  Update u;
+  u.Set(profile.state_field, profile.states.Written(to)).CurrentDate(profile.time_field);
+  if (IsTerminal(to)) {
+    u.Unset(paths.Lease())
+        .Set(paths.ResolvedBy(), lease.owner)
+        .Set(paths.ResolvedAction(), std::string(ActionName(action)))
+        .Set(paths.Outcome(), std::string(to == TxnState::kDone ? RecoveryPaths::kCommitted
+                                                                : RecoveryPaths::kRolledBack))
+        .CurrentDate(paths.ResolvedAt());
+  } else {
+    u.Set(paths.LeaseExpires(), renewed_expires);
+  }
+  return {std::move(f), std::move(u)};
+}
+
+UpdateRequest Apply(const ParticipantStep& step, const Value& txn_id) {
+  Filter f = step.target;
+  f.Ne(step.marker_field, txn_id).And(step.apply_guard);
+  return {std::move(f), step.apply};
+}
+
+UpdateRequest Undo(const ParticipantStep& step, const Value& txn_id) {
+  Filter f = step.target;
+  f.Eq(step.marker_field, txn_id);
+  return {std::move(f), step.undo};
+}
+
+UpdateRequest Finish(const ParticipantStep& step, const Value& txn_id) {
+  Filter f = step.target;
+  f.Eq(step.marker_field, txn_id);
+  return {std::move(f), step.finish};
+}
+
+UpdateRequest LateUndo(const ParticipantStep& step, const Value& txn_id, TxnState terminal) {
+  Filter f = step.target;
+  f.Eq(step.marker_field, txn_id);
+  return {std::move(f), terminal == TxnState::kDone ? step.undo_duplicate : step.undo};
+}
+
+UpdateRequest FinishTagged(const TaggedSet& set) {
+  return {set.members, set.finish};
+}
+
+}  // namespace txn_recovery::requests

@@ -1,0 +1,62 @@
+// The recovery engine's writes, each built here and nowhere else: pure functions from a
+// transaction (and the lease held on it) to the filter and update sent to the server. The
+// engine (execution.cc) decides when to send them, and adds the lease's fence (Fenced) to
+// every write made under a lease as it sends it; these decide what they say. The guards in
+// each filter are what makes a write safe to repeat after a crash; docs/state-machine.md
+// explains each one.
+#pragma once
+
+#include <string>
+
+#include "txn_recovery/decision.h"
+#include "txn_recovery/profile.h"
+#include "txn_recovery/recovery_record.h"
+#include "txn_recovery/store.h"
+
+namespace txn_recovery::requests {
+
+// A lease the engine holds (or is about to take) on one transaction.
+struct LeaseTerms {
+  std::string owner;  // this daemon instance
+  std::string claim;  // the nonce of the claim that took it
+  DateTime expires;   // on the server's clock, as written into the lease
+  // Writes under the lease carry "server now < fence" in their filter, so that one reaching
+  // the server after it (a daemon stalled between its deadline check and the send) changes
+  // nothing. Earlier than `expires`, so that it has passed before anyone may take the lease.
+  DateTime fence;
+};
+
+// Takes the lease of `txn`, read as it is: same state, same time, not quarantined, owned
+// as the watch requires, and nobody's lease live on the server's clock.
+UpdateRequest Claim(const Transaction& txn, const Profile& profile, const RecoveryPaths& paths,
+                    const LeaseTerms& lease);
+
+// Gives the lease back; matches only the lease this claim took.
+UpdateRequest Release(const Value& txn_id, const RecoveryPaths& paths, const LeaseTerms& lease);
+
+// Compare-and-set of the state from `from` (the exact spelling read or last written) to
+// `to`, under the lease. A move to a terminal state removes the lease and records how the
+// transaction ended; any other renews the lease until `renewed_expires`.
+UpdateRequest Transition(const Value& txn_id, const Value& from, TxnState to, Action action,
+                         const Profile& profile, const RecoveryPaths& paths,
+                         const LeaseTerms& lease, DateTime renewed_expires);
+
+// A participant step: apply where the marker is absent (and the step's own guard holds),
+// undo or finish where it is present.
+UpdateRequest Apply(const ParticipantStep& step, const Value& txn_id);
+UpdateRequest Undo(const ParticipantStep& step, const Value& txn_id);
+UpdateRequest Finish(const ParticipantStep& step, const Value& txn_id);
+// A marker of a terminal transaction: a change applied after it ended. On a done
+// transaction it is a second application (its duplicate is undone), on a cancelled one the
+// only one (undone). Made without a lease: terminal states never change, and the marker
+// guard undoes each late write at most once.
+UpdateRequest LateUndo(const ParticipantStep& step, const Value& txn_id, TxnState terminal);
+
+// The members of a tagged set, and what finishing them does.
+UpdateRequest FinishTagged(const TaggedSet& set);
+
+// `filter` restricted to the life of `lease` on the server's clock: the engine's writer
+// applies it to every write under a lease.
+Filter Fenced(Filter filter, const LeaseTerms& lease);
+
+}  // namespace txn_recovery::requests

@@ -1,0 +1,30 @@
+#include "txn_recovery/watch.h"
+
+namespace txn_recovery {
+
+Status IsPaused(Store* store, const WatchSpec& watch, bool* paused) {
+  std::optional<Document> doc;
+  if (Status s = store->FindOne(watch.control_ns(), Filter().Eq("_id", "pause"), &doc); !s.ok())
+    return s;
+  const Value* v = doc ? doc->Get("paused") : nullptr;
+  *paused = v != nullptr && *v == Value(true);
+  return Status::Ok();
+}
+
+Status SetPaused(Store* store, const WatchSpec& watch, bool paused, const std::string& by) {
+  const Namespace ns = watch.control_ns();
+  std::optional<Document> existing;
+  if (Status s = store->FindOne(ns, Filter().Eq("_id", "pause"), &existing); !s.ok()) return s;
+  // There is no upsert in the Store algebra: create the document once (a concurrent
+  // creator may win; its duplicate-key error is harmless), then update it.
+  if (!existing) (void)store->InsertMany(ns, {Document{{"_id", "pause"}}});
+  WriteResult r;
+  Update u;
+  u.Set("paused", paused).Set("by", by).CurrentDate("at");
+  if (Status s = store->UpdateOne(ns, Filter().Eq("_id", "pause"), u, &r); !s.ok()) return s;
+  if (r.matched == 0)
+    return Status::ServerError("the pause switch of " + ns.ToString() + " could not be written");
+  return Status::Ok();
+}
+
+}  // namespace txn_recovery
