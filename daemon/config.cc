@@ -488,8 +488,8 @@ static Status OverlayEnvironment(const EnvLookup& env, toml::table* root) {
   static const std::map<std::string, std::vector<std::string>> kKeys = {
       {"mongodb", {"server_selection_timeout", "socket_timeout"}},
       {"sweep",
-       {"workers", "batch_size", "lease", "max_failures", "retention_batch_size", "retention_pause",
-        "retention_max_batches", "marker_cap", "manage_indexes"}},
+       {"workers", "batch_size", "bulk_size", "lease", "max_failures", "retention_batch_size",
+        "retention_pause", "retention_max_batches", "marker_cap", "manage_indexes"}},
       {"daemon",
        {"interval", "jitter", "backoff_initial", "backoff_max", "drain_deadline",
         "orphan_scan_interval"}},
@@ -591,15 +591,15 @@ Status LoadConfig(const std::string& path, const EnvLookup& env, Config* config)
   if (const toml::node* n = root.get("sweep")) {
     const toml::table* t = n->as_table();
     if (t == nullptr) return r.Error(n->source(), "sweep", "must be a table");
-    long long workers = c.sweep.workers, batch = c.sweep.batch_size,
+    long long workers = c.sweep.workers, batch = c.sweep.batch_size, bulk = c.sweep.bulk_size,
               max_failures = c.sweep.max_failures;
     Status s;
     long long retention_batch = c.sweep.retention_batch_size,
               retention_batches = c.sweep.retention_max_batches, marker_cap = c.sweep.marker_cap;
-    if (!(s = r.OnlyKnownKeys(
-              *t, "sweep.",
-              {"workers", "batch_size", "lease", "max_failures", "retention_batch_size",
-               "retention_pause", "retention_max_batches", "marker_cap", "manage_indexes"}))
+    if (!(s = r.OnlyKnownKeys(*t, "sweep.",
+                              {"workers", "batch_size", "bulk_size", "lease", "max_failures",
+                               "retention_batch_size", "retention_pause", "retention_max_batches",
+                               "marker_cap", "manage_indexes"}))
              .ok() ||
         !(s = r.Bool(*t, "sweep.", "manage_indexes", &c.sweep.manage_indexes)).ok() ||
         !(s = r.Int(*t, "sweep.", "marker_cap", 1, 1'000'000, &marker_cap)).ok() ||
@@ -610,10 +610,12 @@ Status LoadConfig(const std::string& path, const EnvLookup& env, Config* config)
         !(s = r.Int(*t, "sweep.", "max_failures", 1, 1000, &max_failures)).ok() ||
         !(s = r.Int(*t, "sweep.", "workers", 1, 256, &workers)).ok() ||
         !(s = r.Int(*t, "sweep.", "batch_size", 1, 100'000, &batch)).ok() ||
+        !(s = r.Int(*t, "sweep.", "bulk_size", 1, 10'000, &bulk)).ok() ||
         !(s = r.Duration(*t, "sweep.", "lease", &c.sweep.lease_duration)).ok())
       return s;
     c.sweep.workers = static_cast<int>(workers);
     c.sweep.batch_size = static_cast<std::int32_t>(batch);
+    c.sweep.bulk_size = static_cast<std::int32_t>(bulk);
     c.sweep.max_failures = static_cast<int>(max_failures);
     c.sweep.retention_batch_size = static_cast<std::int32_t>(retention_batch);
     c.sweep.retention_max_batches = static_cast<std::int32_t>(retention_batches);
@@ -748,6 +750,7 @@ std::string DescribeConfig(const Config& c) {
      << "\nserver_selection_timeout = " << q(FormatDuration(c.mongodb.server_selection_timeout))
      << "\nsocket_timeout = " << q(FormatDuration(c.mongodb.socket_timeout)) << "\n\n";
   os << "[sweep]\nworkers = " << c.sweep.workers << "\nbatch_size = " << c.sweep.batch_size
+     << "\nbulk_size = " << c.sweep.bulk_size
      << "\nlease = " << q(FormatDuration(c.sweep.lease_duration))
      << "\nmax_failures = " << c.sweep.max_failures
      << "\nretention_batch_size = " << c.sweep.retention_batch_size

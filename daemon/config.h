@@ -26,7 +26,9 @@ struct MongoConfig {
 
 struct SweepConfig {
   int workers = 4;
-  std::int32_t batch_size = 500;
+  std::int32_t batch_size = 500;  // documents per cursor batch (bounds memory)
+  // Transactions a worker drives together, each phase one bulk write per collection.
+  std::int32_t bulk_size = 125;
   std::chrono::milliseconds lease_duration{std::chrono::seconds(60)};
   int max_failures = 5;
   // How every watch's retention removes finished transactions (see retention.h): documents

@@ -443,6 +443,7 @@ Daemon::SweepOutcome Daemon::SweepAll() {
   txn_recovery::SweepOptions so;
   so.workers = config_.sweep.workers;
   so.batch_size = config_.sweep.batch_size;
+  so.bulk_size = config_.sweep.bulk_size;
   so.lease.owner = owner_;
   so.lease.duration = config_.sweep.lease_duration;
   so.max_failures = config_.sweep.max_failures;

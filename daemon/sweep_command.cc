@@ -88,6 +88,7 @@ int RunSweep(const Config& config, txn_recovery::Store* store, const SweepComman
   so.dry_run = options.dry_run;
   so.workers = config.sweep.workers;
   so.batch_size = config.sweep.batch_size;
+  so.bulk_size = config.sweep.bulk_size;
   so.lease.owner = txn_recovery::MakeOwnerId();
   so.lease.duration = config.sweep.lease_duration;
   so.max_failures = config.sweep.max_failures;

@@ -202,6 +202,77 @@ TEST_P(StoreContract, UpdateManyAndDeleteManyCountEachDocument) {
   EXPECT_EQ(left, 1);
 }
 
+// The lease fence: conditions on the server's own clock, evaluated as it applies the write
+// ($expr with $$NOW), alone, next to an _id, inside an $or, in a bulk and a findAndModify.
+TEST_P(StoreContract, ConditionsOnTheServersClockAreCheckedByTheServer) {
+  const DateTime now = ServerNow(store());
+  const DateTime past{now.millis - 60'000}, future{now.millis + 60'000};
+  Must(store()->InsertMany(
+      ns_, {Document{{"_id", "expired"}, {"until", past}},
+            Document{{"_id", "live"}, {"until", future}}, Document{{"_id", "never"}}}));
+  using V = std::vector<std::string>;
+  EXPECT_EQ(Ids(Filter().ServerNowBefore(future)), (V{"expired", "live", "never"}));
+  EXPECT_EQ(Ids(Filter().ServerNowBefore(past)), (V{}));
+  EXPECT_EQ(Ids(Filter().BeforeServerNow("until")), (V{"expired", "never"}))
+      << "an absent date counts as passed";
+  EXPECT_EQ(Ids(Filter().AnyOf({Filter().Eq("_id", "live"), Filter().BeforeServerNow("until")})),
+            (V{"expired", "live", "never"}));
+  EXPECT_EQ(Ids(Filter().BeforeServerNow("until").ServerNowBefore(future)), (V{"expired", "never"}))
+      << "two clock conditions in one filter";
+
+  WriteResult r;
+  Must(store()->UpdateOne(ns_, Filter().Eq("_id", "live").ServerNowBefore(past),
+                          Update().Set("x", 1), &r));
+  EXPECT_EQ(r.matched, 0) << "a write reaching the server after its fence changes nothing";
+  Must(store()->UpdateOne(ns_, Filter().Eq("_id", "live").ServerNowBefore(future),
+                          Update().Set("x", 1), &r));
+  EXPECT_EQ(r.matched, 1);
+  BulkResult b;
+  Must(store()->UpdateEach(
+      ns_,
+      {{Filter().Eq("_id", "live").ServerNowBefore(past), Update().Set("y", 1)},
+       {Filter().Eq("_id", "never").ServerNowBefore(future), Update().Set("y", 1)}},
+      &b));
+  EXPECT_EQ(b.matched, 1);
+  std::optional<Document> after;
+  Must(store()->FindOneAndUpdate(
+      ns_,
+      Filter()
+          .Eq("_id", "expired")
+          .AnyOf({Filter().NotExists("lease"), Filter().BeforeServerNow("until")}),
+      Update().Set("taken", true), &after));
+  EXPECT_TRUE(after.has_value()) << "a claim of an expired lease";
+}
+
+TEST_P(StoreContract, PresentNotArraySelectsScalarMarkers) {
+  Must(store()->InsertMany(
+      ns_, {Document{{"_id", "array"}, {"m", Array{Value(1)}}},
+            Document{{"_id", "empty"}, {"m", Array{}}}, Document{{"_id", "number"}, {"m", 606}},
+            Document{{"_id", "none"}}}));
+  EXPECT_EQ(Ids(Filter().PresentNotArray("m")), (std::vector<std::string>{"number"}));
+}
+
+// One request the server refuses (a $inc on a string) is reported by its index, and the
+// others of the bulk are applied.
+TEST_P(StoreContract, ABulkReportsTheRequestTheServerRefusedAndAppliesTheOthers) {
+  Must(store()->InsertMany(ns_,
+                           {Document{{"_id", "a"}, {"n", 1}}, Document{{"_id", "b"}, {"n", "x"}},
+                            Document{{"_id", "c"}, {"n", 1}}}));
+  BulkResult r;
+  Must(store()->UpdateEach(ns_,
+                           {{Filter().Eq("_id", "a"), Update().Inc("n", 1)},
+                            {Filter().Eq("_id", "b"), Update().Inc("n", 1)},
+                            {Filter().Eq("_id", "c"), Update().Inc("n", 1)}},
+                           &r));
+  ASSERT_EQ(r.refused.size(), 1u);
+  EXPECT_EQ(r.refused.front().first, 1u);
+  EXPECT_TRUE(r.refused.front().second.IsServerError()) << r.refused.front().second.ToString();
+  EXPECT_EQ(r.matched, 2);
+  EXPECT_EQ(*Get("a").Get("n"), Value(2));
+  EXPECT_EQ(*Get("b").Get("n"), Value("x"));
+  EXPECT_EQ(*Get("c").Get("n"), Value(2));
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, StoreContract, ::testing::Values("memory", "mongo"),
                          [](const auto& info) { return info.param; });
 

@@ -355,8 +355,11 @@ class StateMachine::Batch {
       it.lease.owner = m_->lease_.owner;
       it.lease.claim = nonce;
       SetExpiry(&it, now);
-      writes.push_back(
-          {&it, nullptr, m_->txn_ns_, requests::Claim(*it.txn, profile(), paths_, it.lease)});
+      // Fenced by the lease it takes: a claim that reaches the server too late for its
+      // lease to be used would only keep others out until it expired.
+      UpdateRequest claim = requests::Claim(*it.txn, profile(), paths_, it.lease);
+      claim.filter = requests::Fenced(std::move(claim.filter), it.lease);
+      writes.push_back({&it, nullptr, m_->txn_ns_, std::move(claim)});
     }
     if (writes.empty()) return false;
     const auto start = m_->clock_->MonotonicNow();

@@ -1,14 +1,17 @@
 // Fuzz target: a transaction document as the driver hands it over (BSON bytes, never
-// validated beyond its framing), converted to our Document and parsed by each profile the
-// daemon ships, then decided on and matched against the candidate query. Parse must return
-// a Status for anything (never crash, never accept a document it cannot act on); a
-// document it accepts must convert back to BSON.
+// validated beyond its framing), converted to our Document and parsed by a watch of every
+// profile the daemon ships (transfer as seeds 002/004 and 001 write it, operations,
+// tagged-insert), then decided on and matched against the candidate query. Parse must
+// return a Status for anything (never crash, never accept a document it cannot act on);
+// for a document it accepts, every write the engine could make of it must be expressible
+// as BSON.
 #include <bson/bson.h>
 
 #include <cstdint>
 #include <cstdlib>
 
 #include "mongo_handles.h"
+#include "requests.h"
 #include "txn_recovery/candidates.h"
 #include "txn_recovery/profile.h"
 #include "txn_recovery/state_machine.h"
@@ -19,7 +22,7 @@ using namespace txn_recovery;
 
 const std::vector<WatchSpec>& Watches() {
   static const std::vector<WatchSpec> watches = [] {
-    std::vector<WatchSpec> w(2);
+    std::vector<WatchSpec> w(4);
     w[0].name = "manual";  // seeds 002/004
     w[0].ns = {"bank", "transactions"};
     w[0].profile = Profile::Transfer();
@@ -34,9 +37,25 @@ const std::vector<WatchSpec>& Watches() {
     p.transfer()->participant_key = "name";
     p.transfer()->amount_field = "amount";
     p.transfer()->require_funds = true;
+    w[2].name = "mongoose";  // seed 000
+    w[2].ns = {"app", "transactions"};
+    w[2].profile = Profile::Operations();
+    w[3].name = "orders";  // seed 003
+    w[3].ns = {"shop", "transactions"};
+    w[3].profile = Profile::TaggedInsert();
+    w[3].profile.tagged_insert()->tagged_collections = {"orders", "lines"};
     return w;
   }();
   return watches;
+}
+
+bool Expressible(const UpdateRequest& r) {
+  bson_t* q = bson_new();
+  bson_t* u = bson_new();
+  const bool ok = mongo::FilterToBson(r.filter, q).ok() && mongo::UpdateToBson(r.update, u).ok();
+  bson_destroy(q);
+  bson_destroy(u);
+  return ok;
 }
 
 }  // namespace
@@ -49,23 +68,31 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   for (const WatchSpec& w : Watches()) {
     Transaction txn;
     Status s = w.profile.Parse(doc, w.ns, w.lease_field, &txn);
-    (void)CandidateFilter(w, now).Matches(doc);
+    (void)CandidateFilter(w, now).Matches(doc, now);
     if (!s.ok()) {
       if (!s.IsMalformed()) std::abort();  // a bad document is Malformed, nothing else
       continue;
     }
-    // What Parse accepts, the state machine acts on: its writes must be expressible.
-    if (txn.steps.empty()) std::abort();
+    // What Parse accepts, the engine acts on: every write it could make must be expressible.
+    if (txn.steps.empty() && txn.tagged_sets.empty()) std::abort();
     (void)Decide(txn, now, w.thresholds);
+    const RecoveryPaths paths(w.lease_field);
+    requests::LeaseTerms lease{"fuzzer", "1", now, now};
+    if (!Expressible(requests::Claim(txn, w.profile, paths, lease))) std::abort();
+    for (TxnState to :
+         {TxnState::kApplied, TxnState::kDone, TxnState::kCanceling, TxnState::kCancelled})
+      if (!Expressible(requests::Transition(txn.id, txn.state_as_read, to, Action::kResume,
+                                            w.profile, paths, lease, now)))
+        std::abort();
     for (const auto& step : txn.steps) {
-      bson_t* q = bson_new();
-      bson_t* u = bson_new();
-      Status fs = mongo::FilterToBson(step.target, q);
-      Status us = mongo::UpdateToBson(step.apply, u);
-      bson_destroy(q);
-      bson_destroy(u);
-      if (!fs.ok() || !us.ok()) std::abort();
+      for (const UpdateRequest& r :
+           {requests::Apply(step, txn.id), requests::Undo(step, txn.id),
+            requests::Finish(step, txn.id), requests::LateUndo(step, txn.id, TxnState::kDone),
+            requests::LateUndo(step, txn.id, TxnState::kCancelled)})
+        if (!Expressible(r)) std::abort();
     }
+    for (const auto& set : txn.tagged_sets)
+      if (!Expressible(requests::FinishTagged(set))) std::abort();
   }
   bson_t* again = bson_new();
   (void)mongo::ToBson(doc, again);

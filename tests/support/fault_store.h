@@ -1,11 +1,19 @@
 // FaultStore: a Store wrapper that simulates the daemon being killed (SIGKILL) after a
 // given number of writes. Once "dead", every further call fails with Aborted and nothing
 // more reaches the wrapped store, which is exactly what a killed process leaves behind.
+//
+// It also stalls the daemon (SIGSTOP, a long pause, a slow network) at a chosen write, by
+// advancing a ManualClock: either before the daemon checks its lease for that write (the
+// stall falls after the previous write returned) or in flight (after the check, before the
+// write reaches the server).
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <functional>
 #include <memory>
 
+#include "txn_recovery/clock.h"
 #include "txn_recovery/store.h"
 
 namespace txn_recovery::testing {
@@ -16,6 +24,21 @@ class FaultStore final : public Store {
 
   // Lets `n` more writes through, then dies. Negative: never dies.
   void CrashAfterWrites(int n) { writes_left_ = n; }
+
+  enum class Stall {
+    kBeforeCheck,  // once write `n - 1` has returned: the daemon checks its lease after it
+    kInFlight,     // as write `n` arrives, already checked by the daemon, before the server
+  };
+  // Advances `clock` by `d` at the `n`-th write (1-based) counted from now; `before` is
+  // called first (e.g. to snapshot the data as the daemon left it). One stall at a time.
+  void StallAt(int n, Stall when, ManualClock* clock, std::chrono::milliseconds d,
+               std::function<void()> before = nullptr) {
+    stall_at_ = writes_ + n;
+    stall_when_ = when;
+    stall_clock_ = clock;
+    stall_for_ = d;
+    before_stall_ = std::move(before);
+  }
   bool crashed() const { return crashed_; }
   int writes() const { return writes_; }
 
@@ -34,36 +57,44 @@ class FaultStore final : public Store {
   }
   Status UpdateOne(const Namespace& ns, const Filter& f, const Update& u, WriteResult* r) override {
     if (Status s = BeforeWrite(); !s.ok()) return s;
-    return base_->UpdateOne(ns, f, u, r);
+    return AfterWrite(base_->UpdateOne(ns, f, u, r));
   }
   Status UpdateMany(const Namespace& ns, const Filter& f, const Update& u,
                     WriteResult* r) override {
     if (Status s = BeforeWrite(); !s.ok()) return s;
-    return base_->UpdateMany(ns, f, u, r);
+    return AfterWrite(base_->UpdateMany(ns, f, u, r));
   }
   Status FindOneAndUpdate(const Namespace& ns, const Filter& f, const Update& u,
                           std::optional<Document>* after) override {
     if (Status s = BeforeWrite(); !s.ok()) return s;
-    return base_->FindOneAndUpdate(ns, f, u, after);
+    return AfterWrite(base_->FindOneAndUpdate(ns, f, u, after));
   }
   Status DeleteMany(const Namespace& ns, const Filter& f, WriteResult* r) override {
     if (Status s = BeforeWrite(); !s.ok()) return s;
-    return base_->DeleteMany(ns, f, r);
+    return AfterWrite(base_->DeleteMany(ns, f, r));
   }
   Status InsertMany(const Namespace& ns, const std::vector<Document>& docs) override {
     if (Status s = BeforeWrite(); !s.ok()) return s;
-    return base_->InsertMany(ns, docs);
+    return AfterWrite(base_->InsertMany(ns, docs));
   }
-  // UpdateEach stays the default: one UpdateOne (one counted write) per request, so a
-  // crash can fall between any two requests of a batch, as it can between two documents
-  // of an unordered bulk write.
+  // The default UpdateEach: one UpdateOne (one counted write) per request, so a crash or an
+  // in-flight stall can fall between any two requests of a batch, as it can between two
+  // documents of an unordered bulk write. A stall before the daemon's check waits for the
+  // bulk to return: the daemon checks its lease once per bulk, before sending it.
+  Status UpdateEach(const Namespace& ns, const std::vector<UpdateRequest>& requests,
+                    BulkResult* result) override {
+    in_bulk_ = true;
+    Status s = Store::UpdateEach(ns, requests, result);
+    in_bulk_ = false;
+    return AfterWrite(std::move(s));
+  }
   Status ListIndexes(const Namespace& ns, std::vector<IndexSpec>* indexes) override {
     if (crashed_) return Dead();
     return base_->ListIndexes(ns, indexes);
   }
   Status CreateIndexes(const Namespace& ns, const std::vector<IndexSpec>& indexes) override {
     if (Status s = BeforeWrite(); !s.ok()) return s;
-    return base_->CreateIndexes(ns, indexes);
+    return AfterWrite(base_->CreateIndexes(ns, indexes));
   }
 
  private:
@@ -76,13 +107,35 @@ class FaultStore final : public Store {
     }
     if (writes_left_ > 0) --writes_left_;
     ++writes_;
+    if (writes_ == stall_at_ && stall_when_ == Stall::kInFlight) DoStall();
+    if (writes_ + 1 == stall_at_ && stall_when_ == Stall::kBeforeCheck) stall_next_ = true;
     return Status::Ok();
+  }
+  // Called by each write method once the wrapped store has answered.
+  Status AfterWrite(Status s) {
+    if (stall_next_ && !in_bulk_) {
+      stall_next_ = false;
+      DoStall();
+    }
+    return s;
+  }
+  void DoStall() {
+    if (before_stall_) before_stall_();
+    if (stall_clock_ != nullptr) stall_clock_->Advance(stall_for_);
+    stall_at_ = -1;
   }
 
   Store* base_;
   std::atomic<int> writes_left_{-1};
   std::atomic<int> writes_{0};
   std::atomic<bool> crashed_{false};
+  int stall_at_ = -1;
+  Stall stall_when_ = Stall::kInFlight;
+  bool stall_next_ = false;
+  bool in_bulk_ = false;
+  ManualClock* stall_clock_ = nullptr;
+  std::chrono::milliseconds stall_for_{0};
+  std::function<void()> before_stall_;
 };
 
 }  // namespace txn_recovery::testing

@@ -1,0 +1,373 @@
+// The one recovery engine (StateMachine::ExecuteBatch, Execute being a batch of one):
+//  - driving transactions one at a time or all together leaves the same documents;
+//  - a daemon stalled past its lease deadline writes nothing more, whichever write the
+//    stall falls before or inside (a bulk's writes one by one included), and a second
+//    daemon then finishes the work with the invariants intact;
+//  - a write the server refuses fails its own transaction and no other.
+#include <gtest/gtest.h>
+
+#include "support/bank.h"
+#include "support/fault_store.h"
+#include "support/tagged_insert_app.h"
+#include "support/test_env.h"
+#include "support/watch_config.h"
+#include "txn_recovery/memory_store.h"
+#include "txn_recovery/state_machine.h"
+#include "txn_recovery/sweeper.h"
+
+namespace txn_recovery::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::minutes;
+using std::chrono::seconds;
+
+constexpr auto kStuck = minutes(2);     // past resume_after (1m), before rollback_after (30m)
+constexpr auto kExpired = minutes(31);  // past rollback_after and initial_timeout (30m)
+
+// Every transaction of `ns`, parsed, with the action the decision table gives it now.
+struct Planned {
+  std::vector<Transaction> txns;
+  std::vector<Action> actions;
+  std::vector<const Transaction*> Pointers() const {
+    std::vector<const Transaction*> out;
+    for (const auto& t : txns) out.push_back(&t);
+    return out;
+  }
+};
+
+Planned Plan(Store* store, const WatchSpec& watch) {
+  Planned p;
+  const DateTime now = ServerNow(store);
+  for (const Document& d : AllDocs(store, watch.ns)) {
+    Transaction t;
+    Must(watch.profile.Parse(d, watch.ns, watch.lease_field, &t));
+    p.actions.push_back(Decide(t, now, watch.thresholds));
+    p.txns.push_back(std::move(t));
+  }
+  return p;
+}
+
+StateMachine MachineFor(Store* store, Clock* clock, const WatchSpec& watch,
+                        const std::string& owner) {
+  LeaseOptions lease;
+  lease.owner = owner;
+  return StateMachine(store, clock, watch.ns, &watch.profile, watch.lease_field, lease,
+                      ServerNowFrom(clock, ServerNow(store)));
+}
+
+// The parts of a transfer's documents the protocol decides: states, balances, markers.
+std::vector<std::string> Outcomes(Bank& bank, const std::vector<Value>& ids, int accounts) {
+  std::vector<std::string> out;
+  for (const Value& id : ids) out.push_back(id.ToString() + ": " + bank.State(id));
+  for (int i = 0; i < accounts; ++i) {
+    const std::string a = "A" + std::to_string(i);
+    out.push_back(a + ": " + std::to_string(bank.Balance(a)) + " " +
+                  Value(bank.Markers(a)).ToString());
+  }
+  return out;
+}
+
+// A collection as text, so that a difference reads as one.
+std::vector<std::string> Rendered(const std::vector<Document>& docs) {
+  std::vector<std::string> out;
+  for (const Document& d : docs) out.push_back(Value(d).ToString());
+  return out;
+}
+
+// ---- One engine, whatever the batch --------------------------------------------------------
+
+class OneEngine : public ::testing::TestWithParam<std::string> {};
+
+// A transfer killed after each of the application's first seven steps, stuck and expired:
+// fourteen transactions, each between its own two accounts.
+std::vector<Value> KillAtEveryStep(Bank& bank) {
+  std::vector<Value> ids;
+  int account = 0;
+  for (auto age : {kStuck, kExpired}) {
+    for (int steps = 1; steps < kAppStepCount; ++steps) {
+      const std::string from = "A" + std::to_string(account++);
+      const std::string to = "A" + std::to_string(account++);
+      Value id = bank.Transfer(from, to, 10 * steps, steps);
+      bank.Age(id, age);
+      ids.push_back(id);
+    }
+  }
+  return ids;
+}
+
+TEST_P(OneEngine, TransactionsDrivenOneByOneOrAllTogetherEndTheSame) {
+  auto one_by_one = TestBackend::Create(GetParam());
+  auto together = TestBackend::Create(GetParam());
+  ASSERT_TRUE(one_by_one->error().empty()) << one_by_one->error();
+  ASSERT_TRUE(together->error().empty()) << together->error();
+  Bank a(one_by_one->store(), one_by_one->database());
+  Bank b(together->store(), together->database());
+  a.Open(28);
+  b.Open(28);
+  const Snapshot before_a = a.Take(), before_b = b.Take();
+  const std::vector<Value> ids_a = KillAtEveryStep(a);
+  const std::vector<Value> ids_b = KillAtEveryStep(b);
+
+  const WatchSpec wa = a.Watch(), wb = b.Watch();
+  Planned pa = Plan(one_by_one->store(), wa), pb = Plan(together->store(), wb);
+  ASSERT_EQ(pa.actions, pb.actions) << "the same documents, the same decisions";
+  StateMachine ma = MachineFor(one_by_one->store(), one_by_one->clock(), wa, "daemon-a");
+  StateMachine mb = MachineFor(together->store(), together->clock(), wb, "daemon-b");
+  std::vector<ExecuteResult> ra;
+  for (std::size_t i = 0; i < pa.txns.size(); ++i)
+    ra.push_back(ma.Execute(pa.txns[i], pa.actions[i]));
+  std::vector<ExecuteResult> rb = mb.ExecuteBatch(pb.Pointers(), pb.actions);
+
+  ASSERT_EQ(ra.size(), rb.size());
+  for (std::size_t i = 0; i < ra.size(); ++i) {
+    SCOPED_TRACE("transaction " + pa.txns[i].id.ToString());
+    EXPECT_EQ(ra[i].outcome, rb[i].outcome);
+    EXPECT_EQ(ra[i].action, rb[i].action);
+    EXPECT_EQ(ra[i].final_state, rb[i].final_state);
+    EXPECT_EQ(ra[i].operations_applied, rb[i].operations_applied);
+    EXPECT_EQ(ra[i].operations_undone, rb[i].operations_undone);
+  }
+  EXPECT_EQ(Outcomes(a, ids_a, 28), Outcomes(b, ids_b, 28));
+  for (const auto& v : a.Violations(before_a, /*all_terminal=*/false)) ADD_FAILURE() << v;
+  for (const auto& v : b.Violations(before_b, /*all_terminal=*/false)) ADD_FAILURE() << v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, OneEngine, ::testing::Values("memory", "mongo"),
+                         [](const auto& info) { return info.param; });
+
+// ---- The lease-deadline rule ----------------------------------------------------------------
+
+// A scenario on the in-memory store with a hand-driven clock, through a fault store.
+struct Scene {
+  ManualClock clock;
+  MemoryStore store{&clock};
+  FaultStore fault{&store};
+};
+
+struct StallCase {
+  const char* name;
+  int app_steps;     // transfer steps the application made before it was killed
+  minutes age;       // how long ago
+  int transactions;  // how many such transfers one batch drives
+};
+
+class LeaseDeadline : public ::testing::TestWithParam<std::tuple<StallCase, FaultStore::Stall>> {};
+
+// With the default lease (60s, margin 10s) the local deadline falls 50s after the claim and
+// the fence 55s after it on the server's clock.
+milliseconds StallFor(FaultStore::Stall when) {
+  const LeaseOptions lease;
+  return when == FaultStore::Stall::kBeforeCheck ? lease.duration - lease.margin + seconds(1)
+                                                 : lease.duration - lease.margin / 2 + seconds(1);
+}
+
+TEST_P(LeaseDeadline, ADaemonStalledPastItsDeadlineWritesNothingMoreAtAnyWrite) {
+  const auto [c, when] = GetParam();
+  // How many writes the unstalled run makes: the stall is tried at each of them.
+  int writes = 0;
+  {
+    Scene s;
+    Bank bank(&s.store, "test");
+    bank.Open(2 * c.transactions);
+    for (int i = 0; i < c.transactions; ++i)
+      bank.Age(bank.Transfer("A" + std::to_string(2 * i), "A" + std::to_string(2 * i + 1), 100,
+                             c.app_steps),
+               c.age);
+    const WatchSpec watch = bank.Watch();
+    Planned p = Plan(&s.store, watch);
+    StateMachine m = MachineFor(&s.fault, &s.clock, watch, "daemon-1");
+    (void)m.ExecuteBatch(p.Pointers(), p.actions);
+    writes = s.fault.writes();
+  }
+  ASSERT_GT(writes, 1);
+  // The claim is write 1 and made before any lease exists: every later write is under one.
+  for (int k = 2; k <= writes; ++k) {
+    SCOPED_TRACE("stalled at write " + std::to_string(k) + " of " + std::to_string(writes));
+    Scene s;
+    Bank bank(&s.store, "test");
+    bank.Open(2 * c.transactions);
+    const Snapshot before = bank.Take();
+    for (int i = 0; i < c.transactions; ++i)
+      bank.Age(bank.Transfer("A" + std::to_string(2 * i), "A" + std::to_string(2 * i + 1), 100,
+                             c.app_steps),
+               c.age);
+    const WatchSpec watch = bank.Watch();
+    Planned p = Plan(&s.store, watch);
+    StateMachine stalled = MachineFor(&s.fault, &s.clock, watch, "daemon-1");
+    std::vector<std::string> at_stall_txns, at_stall_accounts;
+    s.fault.StallAt(k, when, &s.clock, StallFor(when), [&] {
+      at_stall_txns = Rendered(s.store.Dump(bank.txns()));
+      at_stall_accounts = Rendered(s.store.Dump(bank.accounts()));
+    });
+    (void)stalled.ExecuteBatch(p.Pointers(), p.actions);
+    ASSERT_FALSE(at_stall_txns.empty()) << "the stall did not happen";
+    EXPECT_EQ(Rendered(s.store.Dump(bank.txns())), at_stall_txns)
+        << "a transaction was written after it";
+    EXPECT_EQ(Rendered(s.store.Dump(bank.accounts())), at_stall_accounts)
+        << "a participant was written after it";
+
+    // The lease expires; another daemon finishes the work.
+    s.clock.Advance(LeaseOptions{}.duration);
+    WatchSummary sum = SweepOnce(&s.store, &s.clock, watch, "daemon-2");
+    EXPECT_EQ(sum.busy, 0);
+    EXPECT_EQ(sum.failed, 0);
+    for (const auto& v : bank.Violations(before)) ADD_FAILURE() << v;
+  }
+}
+
+const StallCase kStallCases[] = {
+    {"resume", 3, kStuck, 1},           // apply, mark applied, finish, mark done
+    {"rollback", 3, kExpired, 1},       // mark canceling, undo, mark cancelled
+    {"finish", 6, kStuck, 1},           // finish, mark done
+    {"cancel", 1, kExpired, 1},         // mark cancelled
+    {"resume_bulk", 3, kStuck, 3},      // the same writes of three transfers in each bulk
+    {"rollback_bulk", 3, kExpired, 3},  // (the in-memory store applies a bulk one by one)
+};
+
+INSTANTIATE_TEST_SUITE_P(EveryWrite, LeaseDeadline,
+                         ::testing::Combine(::testing::ValuesIn(kStallCases),
+                                            ::testing::Values(FaultStore::Stall::kBeforeCheck,
+                                                              FaultStore::Stall::kInFlight)),
+                         [](const auto& info) {
+                           return std::string(std::get<0>(info.param).name) +
+                                  (std::get<1>(info.param) == FaultStore::Stall::kBeforeCheck
+                                       ? "_stall_before_check"
+                                       : "_stall_in_flight");
+                         });
+
+// Tagged sets are written many documents at a time (untag, delete): the same rule.
+constexpr const char* kTaggedWatch = R"(
+[[watch]]
+name = "orders"
+database = "shop"
+profile = "tagged-insert"
+tagged_collections = ["orders", "lines"]
+)";
+
+class TaggedLeaseDeadline : public ::testing::TestWithParam<FaultStore::Stall> {};
+
+TEST_P(TaggedLeaseDeadline, UntaggingAndDeletingStopAtTheDeadline) {
+  const FaultStore::Stall when = GetParam();
+  for (bool rolling_back : {false, true}) {
+    for (int k = 2; k <= 4; ++k) {  // claim, then each collection's write, then the state
+      SCOPED_TRACE(std::string(rolling_back ? "rollback" : "finish") + ", stalled at write " +
+                   std::to_string(k));
+      Scene s;
+      WatchSpec watch = WatchFromToml(kTaggedWatch, "test");
+      TaggedInsertApp app(&s.store, "test", watch.profile);
+      app.AddBystanders();
+      const TaggedSnapshot before = app.Take();
+      Value tx = app.InsertTransaction();
+      Must(app.InsertTagged(tx));
+      if (rolling_back) {
+        Must(app.MarkRollback(tx));
+      } else {
+        Must(app.MarkFinishing(tx));
+      }
+      app.Age(tx, kStuck);
+      Planned p = Plan(&s.store, watch);
+      StateMachine stalled = MachineFor(&s.fault, &s.clock, watch, "daemon-1");
+      std::vector<std::string> orders, lines, txns;
+      s.fault.StallAt(k, when, &s.clock, StallFor(when), [&] {
+        orders = Rendered(s.store.Dump(app.Collection("orders")));
+        lines = Rendered(s.store.Dump(app.Collection("lines")));
+        txns = Rendered(s.store.Dump(app.txns()));
+      });
+      (void)stalled.ExecuteBatch(p.Pointers(), p.actions);
+      ASSERT_FALSE(txns.empty()) << "the stall did not happen";
+      EXPECT_EQ(Rendered(s.store.Dump(app.Collection("orders"))), orders);
+      EXPECT_EQ(Rendered(s.store.Dump(app.Collection("lines"))), lines);
+      EXPECT_EQ(Rendered(s.store.Dump(app.txns())), txns);
+
+      s.clock.Advance(LeaseOptions{}.duration);
+      (void)SweepOnce(&s.store, &s.clock, watch, "daemon-2");
+      for (const auto& v : app.Violations(before)) ADD_FAILURE() << v;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryWrite, TaggedLeaseDeadline,
+                         ::testing::Values(FaultStore::Stall::kBeforeCheck,
+                                           FaultStore::Stall::kInFlight),
+                         [](const auto& info) {
+                           return info.param == FaultStore::Stall::kBeforeCheck
+                                      ? "stall_before_check"
+                                      : "stall_in_flight";
+                         });
+
+// ---- Refused writes ---------------------------------------------------------------------------
+
+class RefusedWrite : public ::testing::TestWithParam<std::string> {};
+
+// The server refuses one transfer's credit ($inc on a balance an old bug stored as a
+// string). Before, a failing bulk was retried item by item; now the bulk reply says which
+// item was refused, and only that transfer is charged: after max_failures sweeps it alone
+// is quarantined, and its forty neighbours were done in the first sweep.
+TEST_P(RefusedWrite, OneRefusedCreditChargesOnlyItsOwnTransfer) {
+  auto backend = TestBackend::Create(GetParam());
+  ASSERT_TRUE(backend->error().empty()) << backend->error();
+  Bank bank(backend->store(), backend->database());
+  bank.Open(82);
+  WriteResult r;
+  Must(backend->store()->UpdateOne(bank.accounts(), Filter().Eq("_id", "A1"),
+                                   Update().Set("balance", "1000"), &r));
+  std::vector<Value> ids;
+  for (int i = 0; i < 41; ++i) {
+    ids.push_back(
+        bank.Transfer("A" + std::to_string(2 * i), "A" + std::to_string(2 * i + 1), 10, 3));
+    bank.Age(ids.back(), kStuck);
+  }
+  WatchSummary first = SweepOnce(backend->store(), backend->clock(), bank.Watch(), "daemon-1");
+  EXPECT_EQ(first.resolved, 40);
+  EXPECT_EQ(first.failed, 1);
+  for (int i = 1; i < 41; ++i) EXPECT_EQ(bank.State(ids[static_cast<std::size_t>(i)]), "done");
+  for (int sweep = 2; sweep <= 5; ++sweep)
+    (void)SweepOnce(backend->store(), backend->clock(), bank.Watch(), "daemon-1");
+  auto broken = bank.Txn(ids[0]);
+  ASSERT_TRUE(broken);
+  EXPECT_TRUE(broken->GetPath("recovery.quarantine")) << "the refused one, after 5 sweeps";
+  EXPECT_EQ(bank.State(ids[0]), "pending");
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, RefusedWrite, ::testing::Values("memory", "mongo"),
+                         [](const auto& info) { return info.param; });
+
+// ---- Participants that do not fit --------------------------------------------------------
+
+class MalformedParticipant : public ::testing::TestWithParam<std::string> {};
+
+// Before: with A0's marker field holding the number 606 and transfer 606 pending, the
+// debit's "marker absent" guard read "already applied", the credit applied and the transfer
+// finished: 4,010 in four accounts of 1,000. A marker field that is not an array is a
+// participant that does not fit: the transfer is quarantined naming it, nothing written.
+TEST_P(MalformedParticipant, AMarkerFieldThatIsNotAnArrayCreatesNoMoney) {
+  auto backend = TestBackend::Create(GetParam());
+  ASSERT_TRUE(backend->error().empty()) << backend->error();
+  Bank bank(backend->store(), backend->database());
+  bank.Open(4);
+  bank.set_next_id(606);
+  Value id = bank.Transfer("A0", "A1", 10, 2);  // pending, nothing applied yet
+  bank.Age(id, kStuck);
+  WriteResult r;
+  Must(backend->store()->UpdateOne(bank.accounts(), Filter().Eq("_id", "A0"),
+                                   Update().Set("pendingTransactions", 606), &r));
+  WatchSummary s = SweepOnce(backend->store(), backend->clock(), bank.Watch(), "daemon-1");
+  EXPECT_EQ(s.quarantined, 1);
+  EXPECT_EQ(bank.State(id), "pending");
+  EXPECT_EQ(bank.Balance("A0") + bank.Balance("A1") + bank.Balance("A2") + bank.Balance("A3"),
+            4000);
+  EXPECT_EQ(bank.Balance("A1"), 1000) << "the credit must not have been applied";
+  auto t = bank.Txn(id);
+  ASSERT_TRUE(t);
+  const Value* reason = t->GetPath("recovery.quarantine.reason");
+  ASSERT_TRUE(reason && reason->is_string());
+  EXPECT_NE(reason->as_string()->find("\"A0\""), std::string::npos) << *reason->as_string();
+  EXPECT_NE(reason->as_string()->find("pendingTransactions"), std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, MalformedParticipant, ::testing::Values("memory", "mongo"),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace txn_recovery::testing
