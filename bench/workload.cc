@@ -15,6 +15,7 @@
 #include <map>
 
 #include "support/bank.h"
+#include "txn_recovery/recovery_record.h"
 #include "txn_recovery/mongo_store.h"
 
 namespace {
@@ -69,14 +70,15 @@ int Show(Store* store, const std::string& db) {
   testing::Must(store->Find(bank.txns(), Filter(), FindOptions{}, &c));
   Document d;
   int quarantined = 0;
+  const RecoveryPaths record(bank.Watch().lease_field);
   for (bool has = true;;) {
     testing::Must(c->Next(&d, &has));
     if (!has) break;
     const Value* st = d.Get("state");
     states[st ? (st->is_string() ? *st->as_string() : st->ToString()) : "<none>"]++;
-    if (const Value* a = d.GetPath("recovery.resolvedAction"); a && a->is_string())
+    if (const Value* a = d.GetPath(record.ResolvedAction()); a && a->is_string())
       resolutions[*a->as_string()]++;
-    if (d.GetPath("recovery.quarantine")) ++quarantined;
+    if (d.GetPath(record.Quarantine())) ++quarantined;
   }
   std::printf("total balance: %.0f (every account opened with 1000, plus a bystander with 777)\n",
               s.total);

@@ -51,28 +51,6 @@ class OperationParser {
         return Status::Malformed(where_ + " has the unknown key '" + k +
                                  "' (an operation without a known exact inverse)");
     }
-
-    const Value* coll = d->Get(p_.collection_key);
-    if (coll == nullptr) return Missing(where_ + "." + p_.collection_key);
-    if (!coll->is_string()) return WrongType(where_ + "." + p_.collection_key, *coll, "string");
-    const std::string& name = *coll->as_string();
-    if (Status s = CheckCollectionName(where_ + "." + p_.collection_key, name); !s.ok())
-      return Status::Malformed(s.message());
-    if (name == txn_ns_.collection)
-      return Status::Malformed(where_ + " changes the transactions collection itself");
-    if (!p_.collections.empty()) {
-      bool allowed = false;
-      for (const auto& c : p_.collections) allowed = allowed || c == name;
-      if (!allowed)
-        return Status::Malformed(where_ + " names the collection '" + name +
-                                 "', which is not one of the watch's collections");
-    }
-
-    const Value* id = d->Get(p_.id_key);
-    if (id == nullptr) return Missing(where_ + "." + p_.id_key);
-    if (!IsUsableId(*id))
-      return WrongType(where_ + "." + p_.id_key, *id, "string, number or objectId");
-
     const Value* inc = d->Get(p_.inc_key);
     const Value* set = d->Get(p_.set_key);
     const Value* previous = d->Get(p_.previous_key);
@@ -82,6 +60,9 @@ class OperationParser {
     if (previous != nullptr && set == nullptr)
       return Status::Malformed(where_ + " has '" + p_.previous_key + "' without '" + p_.set_key +
                                "'");
+    std::string name;
+    const Value* id = nullptr;
+    if (Status s = ParseTarget(*d, &name, &id); !s.ok()) return s;
 
     step->ns = Namespace{txn_ns_.database, name};
     step->target.Eq("_id", *id);
@@ -91,80 +72,113 @@ class OperationParser {
     step->undo_duplicate.Pull(p_.marker_field, txn_id_);
     step->finish.Pull(p_.marker_field, txn_id_);
     std::string change;
-
-    if (inc != nullptr) {
-      const Document* incs = inc->as_document();
-      if (incs == nullptr) return WrongType(where_ + "." + p_.inc_key, *inc, "object");
-      if (incs->empty()) return Status::Malformed(where_ + "." + p_.inc_key + " is empty");
-      for (const auto& [field, amount] : *incs) {
-        const std::string path = where_ + "." + p_.inc_key + "." + field;
-        if (Status s = CheckField(path, field); !s.ok()) return s;
-        if (!amount.is_number())
-          return Status::Malformed(path + " is not a number (" + std::string(amount.type_name()) +
-                                   "): its inverse is unknown");
-        if (!std::isfinite(*amount.as_double()))
-          return Status::Malformed(path + " is not finite: " + amount.ToString());
-        auto negated = NegateNumber(amount);
-        if (!negated) return Status::Malformed(path + " cannot be negated: " + amount.ToString());
-        step->apply.Inc(field, amount);
-        step->undo.Inc(field, *negated);
-        // A second $inc applied late is undone like the first.
-        step->undo_duplicate.Inc(field, *negated);
-        change +=
-            (change.empty() ? "" : ", ") + std::string("inc ") + field + " " + amount.ToString();
-      }
-    }
-
-    if (set != nullptr) {
-      const Document* sets = set->as_document();
-      if (sets == nullptr) return WrongType(where_ + "." + p_.set_key, *set, "object");
-      if (sets->empty()) return Status::Malformed(where_ + "." + p_.set_key + " is empty");
-      if (previous == nullptr)
-        return Status::Malformed(where_ + " has '" + p_.set_key + "' without '" + p_.previous_key +
-                                 "': its inverse is unknown");
-      const Document* prev = previous->as_document();
-      if (prev == nullptr) return WrongType(where_ + "." + p_.previous_key, *previous, "object");
-      for (const auto& [field, unused] : *prev)
-        if (sets->Get(field) == nullptr)
-          return Status::Malformed(where_ + "." + p_.previous_key + "." + field +
-                                   " has no counterpart in '" + p_.set_key + "'");
-      for (const auto& [field, value] : *sets) {
-        const std::string path = where_ + "." + p_.set_key + "." + field;
-        if (Status s = CheckField(path, field); !s.ok()) return s;
-        if (inc != nullptr && inc->as_document()->Get(field) != nullptr)
-          return Status::Malformed(path + " is also incremented by the same operation");
-        const Value* before = prev->Get(field);
-        if (before == nullptr)
-          return Status::Malformed(where_ + "." + p_.previous_key + "." + field +
-                                   " is missing: the inverse of setting it is unknown");
-        for (const Value* v : {&value, before}) {
-          if (HasUnwritable(*v))
-            return Status::Malformed(path +
-                                     " holds a value of a type the daemon cannot write "
-                                     "back exactly (" +
-                                     v->ToString() + ")");
-          if (HasOperatorKey(*v)) return Status::Malformed(path + " holds a '$' key");
-        }
-        step->apply.Set(field, value);
-        // Applied only where the field still holds `previous`, so that undoing restores
-        // exactly what was there. A null previous means the field was absent.
-        if (before->is_null()) {
-          step->apply_guard.NotExists(field);
-          step->undo.Unset(field);
-        } else {
-          step->apply_guard.Eq(field, *before);
-          step->undo.Set(field, *before);
-        }
-        // A $set repeated late leaves the committed value: only its marker goes.
-        change +=
-            (change.empty() ? "" : ", ") + std::string("set ") + field + " " + value.ToString();
-      }
-    }
+    if (inc != nullptr)
+      if (Status s = ParseIncs(*inc, step, &change); !s.ok()) return s;
+    if (set != nullptr)
+      if (Status s = ParseSets(*set, previous, inc, step, &change); !s.ok()) return s;
     step->describe = change + " on " + name + " " + id->ToString();
     return Status::Ok();
   }
 
  private:
+  // The collection (one the watch allows) and the _id of the document the operation changes.
+  Status ParseTarget(const Document& d, std::string* name, const Value** id) const {
+    const Value* coll = d.Get(p_.collection_key);
+    if (coll == nullptr) return Missing(where_ + "." + p_.collection_key);
+    if (!coll->is_string()) return WrongType(where_ + "." + p_.collection_key, *coll, "string");
+    *name = *coll->as_string();
+    if (Status s = CheckCollectionName(where_ + "." + p_.collection_key, *name); !s.ok())
+      return Status::Malformed(s.message());
+    if (*name == txn_ns_.collection)
+      return Status::Malformed(where_ + " changes the transactions collection itself");
+    if (!p_.collections.empty()) {
+      bool allowed = false;
+      for (const auto& c : p_.collections) allowed = allowed || c == *name;
+      if (!allowed)
+        return Status::Malformed(where_ + " names the collection '" + *name +
+                                 "', which is not one of the watch's collections");
+    }
+    *id = d.Get(p_.id_key);
+    if (*id == nullptr) return Missing(where_ + "." + p_.id_key);
+    if (!IsUsableId(**id))
+      return WrongType(where_ + "." + p_.id_key, **id, "string, number or objectId");
+    return Status::Ok();
+  }
+
+  // `inc: {field: amount, ...}`: $inc, undone by the negated $inc.
+  Status ParseIncs(const Value& inc, ParticipantStep* step, std::string* change) const {
+    const Document* incs = inc.as_document();
+    if (incs == nullptr) return WrongType(where_ + "." + p_.inc_key, inc, "object");
+    if (incs->empty()) return Status::Malformed(where_ + "." + p_.inc_key + " is empty");
+    for (const auto& [field, amount] : *incs) {
+      const std::string path = where_ + "." + p_.inc_key + "." + field;
+      if (Status s = CheckField(path, field); !s.ok()) return s;
+      if (!amount.is_number())
+        return Status::Malformed(path + " is not a number (" + std::string(amount.type_name()) +
+                                 "): its inverse is unknown");
+      if (!std::isfinite(*amount.as_double()))
+        return Status::Malformed(path + " is not finite: " + amount.ToString());
+      auto negated = NegateNumber(amount);
+      if (!negated) return Status::Malformed(path + " cannot be negated: " + amount.ToString());
+      step->apply.Inc(field, amount);
+      step->undo.Inc(field, *negated);
+      // A second $inc applied late is undone like the first.
+      step->undo_duplicate.Inc(field, *negated);
+      *change +=
+          (change->empty() ? "" : ", ") + std::string("inc ") + field + " " + amount.ToString();
+    }
+    return Status::Ok();
+  }
+
+  // `set: {field: value}` with `previous: {field: old}`: applied only while the field still
+  // holds `previous`, so that undoing restores exactly what was there. A null previous
+  // means the field was absent.
+  Status ParseSets(const Value& set, const Value* previous, const Value* inc, ParticipantStep* step,
+                   std::string* change) const {
+    const Document* sets = set.as_document();
+    if (sets == nullptr) return WrongType(where_ + "." + p_.set_key, set, "object");
+    if (sets->empty()) return Status::Malformed(where_ + "." + p_.set_key + " is empty");
+    if (previous == nullptr)
+      return Status::Malformed(where_ + " has '" + p_.set_key + "' without '" + p_.previous_key +
+                               "': its inverse is unknown");
+    const Document* prev = previous->as_document();
+    if (prev == nullptr) return WrongType(where_ + "." + p_.previous_key, *previous, "object");
+    for (const auto& [field, unused] : *prev)
+      if (sets->Get(field) == nullptr)
+        return Status::Malformed(where_ + "." + p_.previous_key + "." + field +
+                                 " has no counterpart in '" + p_.set_key + "'");
+    for (const auto& [field, value] : *sets) {
+      const std::string path = where_ + "." + p_.set_key + "." + field;
+      if (Status s = CheckField(path, field); !s.ok()) return s;
+      if (inc != nullptr && inc->as_document()->Get(field) != nullptr)
+        return Status::Malformed(path + " is also incremented by the same operation");
+      const Value* before = prev->Get(field);
+      if (before == nullptr)
+        return Status::Malformed(where_ + "." + p_.previous_key + "." + field +
+                                 " is missing: the inverse of setting it is unknown");
+      for (const Value* v : {&value, before}) {
+        if (HasUnwritable(*v))
+          return Status::Malformed(path +
+                                   " holds a value of a type the daemon cannot write "
+                                   "back exactly (" +
+                                   v->ToString() + ")");
+        if (HasOperatorKey(*v)) return Status::Malformed(path + " holds a '$' key");
+      }
+      step->apply.Set(field, value);
+      if (before->is_null()) {
+        step->apply_guard.NotExists(field);
+        step->undo.Unset(field);
+      } else {
+        step->apply_guard.Eq(field, *before);
+        step->undo.Set(field, *before);
+      }
+      // A $set repeated late leaves the committed value: only its marker goes.
+      *change +=
+          (change->empty() ? "" : ", ") + std::string("set ") + field + " " + value.ToString();
+    }
+    return Status::Ok();
+  }
+
   Status CheckField(const std::string& path, const std::string& field) const {
     if (field.empty()) return Status::Malformed(path + ": empty field name");
     if (field[0] == '$') return Status::Malformed(path + ": '$' field names are not plain");
