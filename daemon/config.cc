@@ -484,9 +484,31 @@ Status LoadWatch(const Reader& r, const toml::table& t, std::size_t index, Watch
 // "0.5", "true") or else as a string ("10s", "info"), then validated like the file's, with
 // errors naming the variable. The URI, log format and listen address have their own
 // variables with their own rules, below.
+// mongodb.write_concern: "majority", or how many members must acknowledge a write (1-50).
+// Never 0: the daemon must know whether each of its guarded writes matched.
+static Status ReadWriteConcern(const Reader& r, const toml::table& m, std::string* out) {
+  const toml::node* n = m.get("write_concern");
+  if (n == nullptr) return Status::Ok();
+  if (const auto* i = n->as_integer()) {
+    if (i->get() < 1 || i->get() > 50)
+      return r.Error(n->source(), "mongodb.write_concern",
+                     "must be \"majority\" or a number of members from 1 to 50");
+    *out = std::to_string(i->get());
+    return Status::Ok();
+  }
+  const auto* s = n->as_string();
+  if (s == nullptr || s->get() != "majority")
+    return r.Error(n->source(), "mongodb.write_concern",
+                   "must be \"majority\" or a number of members from 1 to 50");
+  *out = s->get();
+  return Status::Ok();
+}
+
 static Status OverlayEnvironment(const EnvLookup& env, toml::table* root) {
   static const std::map<std::string, std::vector<std::string>> kKeys = {
-      {"mongodb", {"server_selection_timeout", "socket_timeout"}},
+      {"mongodb",
+       {"server_selection_timeout", "socket_timeout", "write_concern", "write_concern_timeout",
+        "read_concern"}},
       {"sweep",
        {"workers", "batch_size", "bulk_size", "lease", "max_failures", "retention_batch_size",
         "retention_pause", "retention_max_batches", "marker_cap", "manage_indexes"}},
@@ -549,8 +571,13 @@ Status LoadConfig(const std::string& path, const EnvLookup& env, Config* config)
     if (m == nullptr) return r.Error(n->source(), "mongodb", "must be a table");
     Status s;
     if (!(s = r.OnlyKnownKeys(*m, "mongodb.",
-                              {"uri", "uri_file", "server_selection_timeout", "socket_timeout"}))
+                              {"uri", "uri_file", "server_selection_timeout", "socket_timeout",
+                               "write_concern", "write_concern_timeout", "read_concern"}))
              .ok() ||
+        !(s = ReadWriteConcern(r, *m, &c.mongodb.write_concern)).ok() ||
+        !(s = r.Duration(*m, "mongodb.", "write_concern_timeout", &c.mongodb.write_concern_timeout))
+             .ok() ||
+        !(s = r.String(*m, "mongodb.", "read_concern", &c.mongodb.read_concern)).ok() ||
         !(s = r.String(*m, "mongodb.", "uri", &c.mongodb.uri)).ok() ||
         !(s = r.String(*m, "mongodb.", "uri_file", &uri_file)).ok() ||
         !(s = r.Duration(*m, "mongodb.", "server_selection_timeout",
@@ -558,6 +585,9 @@ Status LoadConfig(const std::string& path, const EnvLookup& env, Config* config)
              .ok() ||
         !(s = r.Duration(*m, "mongodb.", "socket_timeout", &c.mongodb.socket_timeout)).ok())
       return s;
+    if (c.mongodb.read_concern != "majority" && c.mongodb.read_concern != "local")
+      return r.Error(m->get("read_concern")->source(), "mongodb.read_concern",
+                     "must be \"majority\" or \"local\"");
     uri_file_node = m->get("uri_file");
     if (!c.mongodb.uri.empty() && !uri_file.empty())
       return r.Error(m->source(), "mongodb", "set either uri or uri_file, not both");
@@ -725,6 +755,9 @@ txn_recovery::MongoOptions MongoOptionsFor(const Config& config) {
   mo.uri = config.mongodb.uri;
   mo.server_selection_timeout = config.mongodb.server_selection_timeout;
   mo.socket_timeout = config.mongodb.socket_timeout;
+  mo.write_concern = config.mongodb.write_concern;
+  mo.write_concern_timeout = config.mongodb.write_concern_timeout;
+  mo.read_concern = config.mongodb.read_concern;
   mo.max_pool_size = config.sweep.workers + 2;
   return mo;
 }
@@ -748,7 +781,11 @@ std::string DescribeConfig(const Config& c) {
   os << "[mongodb]\nuri = " << q(txn_recovery::RedactUri(c.mongodb.uri)) << "  # from "
      << c.mongodb.uri_source
      << "\nserver_selection_timeout = " << q(FormatDuration(c.mongodb.server_selection_timeout))
-     << "\nsocket_timeout = " << q(FormatDuration(c.mongodb.socket_timeout)) << "\n\n";
+     << "\nsocket_timeout = " << q(FormatDuration(c.mongodb.socket_timeout)) << "\nwrite_concern = "
+     << (c.mongodb.write_concern == "majority" ? q(c.mongodb.write_concern)
+                                               : c.mongodb.write_concern)
+     << "\nwrite_concern_timeout = " << q(FormatDuration(c.mongodb.write_concern_timeout))
+     << "\nread_concern = " << q(c.mongodb.read_concern) << "\n\n";
   os << "[sweep]\nworkers = " << c.sweep.workers << "\nbatch_size = " << c.sweep.batch_size
      << "\nbulk_size = " << c.sweep.bulk_size
      << "\nlease = " << q(FormatDuration(c.sweep.lease_duration))

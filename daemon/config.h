@@ -22,6 +22,10 @@ struct MongoConfig {
   std::chrono::milliseconds server_selection_timeout{5000};
   // How long one operation may wait for a reply from a connected server.
   std::chrono::milliseconds socket_timeout{30000};
+  // Durability on a replica set (see MongoOptions): "majority" or a number of members.
+  std::string write_concern = "majority";
+  std::chrono::milliseconds write_concern_timeout{10000};
+  std::string read_concern = "majority";  // or "local"
 };
 
 struct SweepConfig {

@@ -53,6 +53,23 @@ TEST_F(ConfigFile, MinimalFileGetsTheSeedDefaults) {
   EXPECT_EQ(w.thresholds.resume_after, std::chrono::minutes(1));
   EXPECT_EQ(w.thresholds.rollback_after, std::chrono::minutes(30));
   EXPECT_EQ(c.mongodb.uri, "mongodb://db.example:27017");
+  EXPECT_EQ(c.mongodb.write_concern, "majority") << "durable across a failover by default";
+  EXPECT_EQ(c.mongodb.read_concern, "majority");
+  EXPECT_EQ(MongoOptionsFor(c).write_concern, "majority");
+}
+
+TEST_F(ConfigFile, WriteConcernIsMajorityOrANumberOfMembers) {
+  Config c;
+  ASSERT_TRUE(LoadConfig(Write(std::string("[mongodb]\nuri = \"mongodb://h\"\nwrite_concern = 2\n"
+                                           "write_concern_timeout = \"30s\"\nread_concern = "
+                                           "\"local\"\n") +
+                               "[[watch]]\nname = \"w\"\ndatabase = \"d\"\n"),
+                         Env(), &c)
+                  .ok());
+  EXPECT_EQ(c.mongodb.write_concern, "2");
+  EXPECT_EQ(c.mongodb.write_concern_timeout, std::chrono::seconds(30));
+  EXPECT_EQ(c.mongodb.read_concern, "local");
+  EXPECT_NE(DescribeConfig(c).find("write_concern = 2\n"), std::string::npos);
 }
 
 TEST_F(ConfigFile, TheExampleConfigurationLoads) {
@@ -237,6 +254,14 @@ INSTANTIATE_TEST_SUITE_P(
                 "[mongodb]\nuri = \"mongodb://h\"\n[[watch]]\nname = \"w\"\ndatabase = \"d\"\n"
                 "retain_finished = \"0s\"\n",
                 ":6:19: watch[0].retain_finished: must be positive"},
+        BadCase{"unacknowledged_writes", "[mongodb]\nuri = \"mongodb://h\"\nwrite_concern = 0\n",
+                ":3:17: mongodb.write_concern: must be \"majority\" or a number"},
+        BadCase{"write_concern_typo",
+                "[mongodb]\nuri = \"mongodb://h\"\nwrite_concern = \"majorty\"\n",
+                ":3:17: mongodb.write_concern: must be \"majority\" or a number"},
+        BadCase{"read_concern_available",
+                "[mongodb]\nuri = \"mongodb://h\"\nread_concern = \"available\"\n",
+                ":3:16: mongodb.read_concern: must be \"majority\" or \"local\""},
         BadCase{"short_lease", "[mongodb]\nuri = \"mongodb://h\"\n[sweep]\nlease = \"5s\"\n",
                 ":4:9: sweep.lease: must be at least 15s"}),
     [](const auto& info) { return std::string(info.param.name); });

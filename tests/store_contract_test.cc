@@ -303,6 +303,31 @@ TEST(MongoStore, ABadUriIsInvalidArgumentWithoutThePassword) {
   EXPECT_EQ(s.ToString().find("hunter2"), std::string::npos) << s.ToString();
 }
 
+// Durability is the configuration's to choose, once: a URI that asks for less (or other)
+// than the configured write or read concern is refused, one that agrees is accepted.
+TEST(MongoStore, AUriThatDisagreesWithTheConfiguredConcernsIsRefused) {
+  auto open = [](const std::string& uri, const std::string& w, const std::string& read) {
+    std::unique_ptr<MongoStore> store;
+    MongoOptions o;
+    o.uri = uri;
+    o.write_concern = w;
+    o.read_concern = read;
+    return MongoStore::Open(o, &store);
+  };
+  EXPECT_TRUE(open("mongodb://db/", "majority", "majority").ok());
+  EXPECT_TRUE(
+      open("mongodb://db/?w=majority&readConcernLevel=majority", "majority", "majority").ok());
+  EXPECT_TRUE(open("mongodb://db/?w=2", "2", "local").ok());
+  Status s = open("mongodb://db/?w=1", "majority", "majority");
+  EXPECT_TRUE(s.IsInvalidArgument());
+  EXPECT_NE(s.message().find("w=1"), std::string::npos) << s.message();
+  EXPECT_TRUE(
+      open("mongodb://db/?readConcernLevel=local", "majority", "majority").IsInvalidArgument());
+  EXPECT_TRUE(open("mongodb://db/", "0", "majority").IsInvalidArgument())
+      << "unacknowledged writes: the daemon could not tell which guard matched";
+  EXPECT_TRUE(open("mongodb://db/", "majority", "available").IsInvalidArgument());
+}
+
 TEST(MongoStore, AnUnreachableServerIsUnavailableWithinTheSelectionTimeout) {
   std::unique_ptr<MongoStore> store;
   MongoOptions o;

@@ -31,6 +31,11 @@ using DatabasePtr =
 using CursorPtr = std::unique_ptr<mongoc_cursor_t, Deleter<mongoc_cursor_t, mongoc_cursor_destroy>>;
 using BulkPtr = std::unique_ptr<mongoc_bulk_operation_t,
                                 Deleter<mongoc_bulk_operation_t, mongoc_bulk_operation_destroy>>;
+using WriteConcernPtr =
+    std::unique_ptr<mongoc_write_concern_t,
+                    Deleter<mongoc_write_concern_t, mongoc_write_concern_destroy>>;
+using ReadConcernPtr = std::unique_ptr<mongoc_read_concern_t,
+                                       Deleter<mongoc_read_concern_t, mongoc_read_concern_destroy>>;
 using FindAndModifyOptsPtr =
     std::unique_ptr<mongoc_find_and_modify_opts_t,
                     Deleter<mongoc_find_and_modify_opts_t, mongoc_find_and_modify_opts_destroy>>;

@@ -1,6 +1,7 @@
 #include "txn_recovery/mongo_store.h"
 
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 
@@ -114,6 +115,9 @@ Status StatusFromBsonError(const bson_error_t& error, std::string_view what) {
     case MONGOC_ERROR_SERVER:
     case MONGOC_ERROR_WRITE_CONCERN:
       switch (error.code) {
+        // WriteConcernFailed: not (yet) replicated to the members the write concern asks
+        // for, within its timeout. Applied on the primary, not durable: retry later.
+        case 64:
         // Not primary, node recovering, shutting down, host unreachable: a replica set in
         // the middle of an election. Worth retrying, not worth quarantining anything.
         case 6:
@@ -302,6 +306,54 @@ struct ApmCallbacksDeleter {
 
 }  // namespace
 
+namespace {
+
+// The write and read concerns of `options`, set on `uri` (every client of the pool, and
+// every collection it opens, inherits them). Refuses a URI that asks for others.
+Status SetConcerns(const MongoOptions& options, mongoc_uri_t* uri) {
+  mongo::WriteConcernPtr wc(mongoc_write_concern_new());
+  std::int32_t w = MONGOC_WRITE_CONCERN_W_MAJORITY;
+  if (options.write_concern != "majority") {
+    char* end = nullptr;
+    const long n = std::strtol(options.write_concern.c_str(), &end, 10);
+    if (options.write_concern.empty() || *end != '\0' || n < 1 || n > 50)
+      return Status::InvalidArgument("write concern '" + options.write_concern +
+                                     "' is neither \"majority\" nor a number of members (1-50)");
+    w = static_cast<std::int32_t>(n);
+  }
+  const std::int32_t uri_w = mongoc_write_concern_get_w(mongoc_uri_get_write_concern(uri));
+  if (uri_w != MONGOC_WRITE_CONCERN_W_DEFAULT && uri_w != w)
+    return Status::InvalidArgument("the URI sets w=" +
+                                   (uri_w == MONGOC_WRITE_CONCERN_W_MAJORITY
+                                        ? std::string("majority")
+                                        : std::to_string(uri_w)) +
+                                   " but the write concern is " + options.write_concern +
+                                   " (mongodb.write_concern): set one, not two that disagree");
+  if (w == MONGOC_WRITE_CONCERN_W_MAJORITY) {
+    mongoc_write_concern_set_wmajority(
+        wc.get(), static_cast<std::int32_t>(options.write_concern_timeout.count()));
+  } else {
+    mongoc_write_concern_set_w(wc.get(), w);
+    mongoc_write_concern_set_wtimeout_int64(wc.get(), options.write_concern_timeout.count());
+  }
+  mongoc_uri_set_write_concern(uri, wc.get());
+
+  if (options.read_concern != "majority" && options.read_concern != "local")
+    return Status::InvalidArgument("read concern '" + options.read_concern +
+                                   "' is neither \"majority\" nor \"local\"");
+  const char* uri_level = mongoc_read_concern_get_level(mongoc_uri_get_read_concern(uri));
+  if (uri_level != nullptr && options.read_concern != uri_level)
+    return Status::InvalidArgument("the URI sets readConcernLevel=" + std::string(uri_level) +
+                                   " but the read concern is " + options.read_concern +
+                                   " (mongodb.read_concern): set one, not two that disagree");
+  mongo::ReadConcernPtr rc(mongoc_read_concern_new());
+  mongoc_read_concern_set_level(rc.get(), options.read_concern.c_str());
+  mongoc_uri_set_read_concern(uri, rc.get());
+  return Status::Ok();
+}
+
+}  // namespace
+
 MongoStore::MongoStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 MongoStore::~MongoStore() = default;
 
@@ -322,6 +374,7 @@ Status MongoStore::Open(const MongoOptions& options, std::unique_ptr<MongoStore>
     mongoc_uri_set_option_as_int32(uri.get(), MONGOC_URI_SOCKETTIMEOUTMS,
                                    static_cast<std::int32_t>(options.socket_timeout.count()));
   if (!options.app_name.empty()) mongoc_uri_set_appname(uri.get(), options.app_name.c_str());
+  if (Status s = SetConcerns(options, uri.get()); !s.ok()) return s;
   auto impl = std::make_unique<Impl>();
   impl->pool.reset(mongoc_client_pool_new(uri.get()));
   if (!impl->pool)

@@ -40,6 +40,17 @@ struct MongoOptions {
   // How long one operation may wait on a connected server's reply (socketTimeoutMS, unless
   // the URI sets it). 0 leaves the driver's default.
   std::chrono::milliseconds socket_timeout{30000};
+  // Durability on a replica set. A write acknowledged by the primary alone can be rolled
+  // back by a failover: a lost claim, transition or participant write could then let two
+  // daemons, or a daemon and the application, act on a version of the transaction that no
+  // longer exists. "majority" (the default) makes every acknowledged write one that
+  // survives any failover; a number N waits for N members. Reads default to "majority" so
+  // that the daemon never decides on a write that may still be rolled back ("local" reads
+  // the primary's latest). A URI that sets `w` or `readConcernLevel` differently is refused:
+  // a silent downgrade of durability is not a choice to leave to a connection string.
+  std::string write_concern = "majority";
+  std::chrono::milliseconds write_concern_timeout{10000};  // wtimeout; 0 waits forever
+  std::string read_concern = "majority";
 };
 
 class MongoStore final : public Store {
