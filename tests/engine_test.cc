@@ -6,6 +6,8 @@
 //  - a write the server refuses fails its own transaction and no other.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "support/bank.h"
 #include "support/fault_store.h"
 #include "support/tagged_insert_app.h"
@@ -300,30 +302,31 @@ INSTANTIATE_TEST_SUITE_P(EveryWrite, TaggedLeaseDeadline,
 
 class RefusedWrite : public ::testing::TestWithParam<std::string> {};
 
-// The server refuses one transfer's credit ($inc on a balance an old bug stored as a
-// string). Before, a failing bulk was retried item by item; now the bulk reply says which
-// item was refused, and only that transfer is charged: after max_failures sweeps it alone
-// is quarantined, and its forty neighbours were done in the first sweep.
+// The server refuses one transfer's credit (every write to its account). Before, a failing
+// bulk was retried item by item; now the bulk reply says which request was refused, and
+// only that transfer is charged: its forty neighbours are done in the first sweep, and
+// after max_failures sweeps it alone is quarantined.
 TEST_P(RefusedWrite, OneRefusedCreditChargesOnlyItsOwnTransfer) {
   auto backend = TestBackend::Create(GetParam());
   ASSERT_TRUE(backend->error().empty()) << backend->error();
   Bank bank(backend->store(), backend->database());
   bank.Open(82);
-  WriteResult r;
-  Must(backend->store()->UpdateOne(bank.accounts(), Filter().Eq("_id", "A1"),
-                                   Update().Set("balance", "1000"), &r));
+  FaultStore server(backend->store());
+  server.RefuseUpdatesOf(bank.accounts(), Value("A1"));
   std::vector<Value> ids;
   for (int i = 0; i < 41; ++i) {
     ids.push_back(
         bank.Transfer("A" + std::to_string(2 * i), "A" + std::to_string(2 * i + 1), 10, 3));
     bank.Age(ids.back(), kStuck);
   }
-  WatchSummary first = SweepOnce(backend->store(), backend->clock(), bank.Watch(), "daemon-1");
+  WatchSummary first = SweepOnce(&server, backend->clock(), bank.Watch(), "daemon-1");
   EXPECT_EQ(first.resolved, 40);
   EXPECT_EQ(first.failed, 1);
   for (int i = 1; i < 41; ++i) EXPECT_EQ(bank.State(ids[static_cast<std::size_t>(i)]), "done");
-  for (int sweep = 2; sweep <= 5; ++sweep)
-    (void)SweepOnce(backend->store(), backend->clock(), bank.Watch(), "daemon-1");
+  for (int sweep = 2; sweep <= 5; ++sweep) {
+    bank.Age(ids[0], kStuck);
+    (void)SweepOnce(&server, backend->clock(), bank.Watch(), "daemon-1");
+  }
   auto broken = bank.Txn(ids[0]);
   ASSERT_TRUE(broken);
   EXPECT_TRUE(broken->GetPath("recovery.quarantine")) << "the refused one, after 5 sweeps";
@@ -368,6 +371,95 @@ TEST_P(MalformedParticipant, AMarkerFieldThatIsNotAnArrayCreatesNoMoney) {
 
 INSTANTIATE_TEST_SUITE_P(Backends, MalformedParticipant, ::testing::Values("memory", "mongo"),
                          [](const auto& info) { return info.param; });
+
+struct InexactCase {
+  const char* name;
+  Value debited_balance;   // A0's balance before the transfer
+  Value credited_balance;  // A1's
+  Value amount;            // the transfer's value
+  bool quarantined;
+};
+
+class InexactAmount : public ::testing::TestWithParam<std::tuple<std::string, InexactCase>> {};
+
+// Before: value 1e20 (a double) was applied to balances of 1,000 and lost 2,000 to rounding;
+// NumberLong(2^63-1) overflowed the credited balance. An amount that cannot be applied
+// exactly to the balance as it is quarantines the transfer before anything is written.
+TEST_P(InexactAmount, AnAmountThatCannotBeAppliedExactlyIsQuarantinedAndWritesNothing) {
+  const auto& [kind, c] = GetParam();
+  auto backend = TestBackend::Create(kind);
+  ASSERT_TRUE(backend->error().empty()) << backend->error();
+  Bank bank(backend->store(), backend->database());
+  bank.Open(2);
+  WriteResult r;
+  Must(backend->store()->UpdateOne(bank.accounts(), Filter().Eq("_id", "A0"),
+                                   Update().Set("balance", c.debited_balance), &r));
+  Must(backend->store()->UpdateOne(bank.accounts(), Filter().Eq("_id", "A1"),
+                                   Update().Set("balance", c.credited_balance), &r));
+  Value id = bank.Transfer("A0", "A1", 1, 2);  // pending, nothing applied yet
+  Must(backend->store()->UpdateOne(bank.txns(), Filter().Eq("_id", id),
+                                   Update().Set("value", c.amount), &r));
+  bank.Age(id, kStuck);
+  WatchSummary s = SweepOnce(backend->store(), backend->clock(), bank.Watch(), "daemon-1");
+  if (!c.quarantined) {
+    EXPECT_EQ(s.resolved, 1);
+    EXPECT_EQ(bank.State(id), "done");
+    return;
+  }
+  EXPECT_EQ(s.quarantined, 1);
+  EXPECT_EQ(bank.State(id), "pending");
+  auto accounts = bank.Take().accounts;
+  EXPECT_EQ(*accounts["\"A0\""].Get("balance"), c.debited_balance) << "nothing debited";
+  EXPECT_EQ(*accounts["\"A1\""].Get("balance"), c.credited_balance) << "nothing credited";
+}
+
+const InexactCase kInexactCases[] = {
+    {"double_beyond_2_53", Value(1000), Value(1000), Value(1e20), true},
+    {"int64_amount_overflows_the_credit", Value(1000), Value(1000),
+     Value(std::numeric_limits<std::int64_t>::max()), true},
+    {"credit_overflows_int64", Value(1000), Value(std::numeric_limits<std::int64_t>::max() - 5),
+     Value(10), true},
+    {"fraction_on_an_integer_balance", Value(1000), Value(1000), Value(10.5), true},
+    {"integral_double_on_an_integer_balance", Value(1000), Value(1000), Value(10.0), false},
+    {"fractions_on_double_balances", Value(1000.5), Value(1000.5), Value(10.25), false},
+    {"int64_within_range", Value(std::int64_t{1} << 41), Value(std::int64_t{1} << 40),
+     Value(std::int64_t{1} << 39), false},
+};
+
+INSTANTIATE_TEST_SUITE_P(Backends, InexactAmount,
+                         ::testing::Combine(::testing::Values("memory", "mongo"),
+                                            ::testing::ValuesIn(kInexactCases)),
+                         [](const auto& info) {
+                           return std::get<0>(info.param) + "_" + std::get<1>(info.param).name;
+                         });
+
+// The balance read is checked, and the write is guarded to stay exact on what the server
+// holds when it applies it: a writer that pushes A1's balance to the edge of int64 between
+// the daemon's read and its credit makes the credit match nothing, and the transfer is
+// rolled back instead of overflowing A1.
+TEST(ExactIncrementGuard, ABalanceChangedBetweenReadAndWriteIsNotOverflowed) {
+  Scene s;
+  Bank bank(&s.store, "test");
+  bank.Open(2);
+  Value id = bank.Transfer("A0", "A1", 100, 2);
+  bank.Age(id, kStuck);
+  const WatchSpec watch = bank.Watch();
+  Planned p = Plan(&s.store, watch);
+  StateMachine m = MachineFor(&s.fault, &s.clock, watch, "daemon-1");
+  // Writes: 1 the claim, 2 the debit, 3 the credit (one bulk, one request at a time here).
+  constexpr std::int64_t kEdge = std::numeric_limits<std::int64_t>::max() - 5;
+  s.fault.StallAt(3, FaultStore::Stall::kInFlight, &s.clock, milliseconds(0), [&] {
+    WriteResult r;
+    Must(s.store.UpdateOne(bank.accounts(), Filter().Eq("_id", "A1"),
+                           Update().Set("balance", Value(kEdge)), &r));
+  });
+  ExecuteResult r = m.Execute(p.txns.front(), p.actions.front());
+  EXPECT_EQ(r.action, Action::kRollback) << r.detail;
+  EXPECT_EQ(bank.State(id), "cancelled");
+  auto accounts = bank.Take().accounts;
+  EXPECT_EQ(*accounts["\"A0\""].Get("balance"), Value(1000));
+  EXPECT_EQ(*accounts["\"A1\""].Get("balance"), Value(kEdge)) << "untouched, not wrapped";
+}
 
 }  // namespace
 }  // namespace txn_recovery::testing

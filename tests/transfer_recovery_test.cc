@@ -313,26 +313,25 @@ TEST_P(TransferRecovery, MalformedTransactionsAreQuarantinedAndTheSweepGoesOn) {
 
 TEST_P(TransferRecovery, ATransactionThatFailsEverySweepIsQuarantinedAfterFiveAndTouchesNothing) {
   bank_->Open(4);
-  // A participant whose balance an old bug stored as a string: $inc can never apply.
-  WriteResult w;
-  ASSERT_TRUE(backend_->store()
-                  ->UpdateOne(bank_->accounts(), Filter().Eq("_id", "A1"),
-                              Update().Set("balance", "1000"), &w)
-                  .ok());
-  Snapshot before = bank_->Take();
+  // The server refuses every write to A1 (a validator, a document it cannot update).
+  FaultStore server(backend_->store());
+  server.RefuseUpdatesOf(bank_->accounts(), Value("A1"));
   Value broken = bank_->Transfer("A0", "A1", 100, 3);  // debited A0; the credit fails
   Value fine = bank_->Transfer("A2", "A3", 100, 3);
   bank_->Age(broken, kStuck);
   bank_->Age(fine, kStuck);
+  auto sweep = [&](std::vector<TxnReport>* reports = nullptr) {
+    return SweepOnce(&server, backend_->clock(), bank_->Watch(), "daemon-1", reports);
+  };
 
-  for (int sweep = 1; sweep <= 4; ++sweep) {
-    WatchSummary s = Sweep();
-    EXPECT_EQ(s.failed, 1) << "sweep " << sweep;
+  for (int n = 1; n <= 4; ++n) {
+    WatchSummary s = sweep();
+    EXPECT_EQ(s.failed, 1) << "sweep " << n;
     bank_->Age(broken, kStuck);
   }
   EXPECT_EQ(bank_->State(fine), "done") << "one failing transaction must not stop the others";
   std::vector<TxnReport> reports;
-  WatchSummary fifth = Sweep("daemon-1", &reports);
+  WatchSummary fifth = sweep(&reports);
   EXPECT_EQ(fifth.failed, 0);
   EXPECT_EQ(fifth.quarantined, 1);
   ASSERT_EQ(reports.size(), 1u);
@@ -342,8 +341,35 @@ TEST_P(TransferRecovery, ATransactionThatFailsEverySweepIsQuarantinedAfterFiveAn
   ASSERT_TRUE(t && t->GetPath("recovery.quarantine.reason"));
   EXPECT_EQ(bank_->State(broken), "pending") << "kept as it was, for an operator";
   EXPECT_EQ(bank_->Balance("A0"), 900) << "the debit stays until an operator decides";
+  EXPECT_EQ(bank_->Balance("A1"), 1000);
+  EXPECT_EQ(sweep().examined, 0) << "a quarantined transaction is not read again";
+}
+
+// A participant whose balance an old bug stored as a string: $inc could never apply. Read
+// before anything is written, it is found at once: the transfer is quarantined in the first
+// sweep, naming the account and the field, and nothing is written to either account.
+TEST_P(TransferRecovery, ABalanceThatIsNotANumberIsQuarantinedAtOnceAndNothingIsWritten) {
+  bank_->Open(4);
+  WriteResult w;
+  Must(backend_->store()->UpdateOne(bank_->accounts(), Filter().Eq("_id", "A1"),
+                                    Update().Set("balance", "1000"), &w));
+  Value broken = bank_->Transfer("A0", "A1", 100, 2);  // pending, nothing applied yet
+  Value fine = bank_->Transfer("A2", "A3", 100, 3);
+  bank_->Age(broken, kStuck);
+  bank_->Age(fine, kStuck);
+  std::vector<TxnReport> reports;
+  WatchSummary s = Sweep("daemon-1", &reports);
+  EXPECT_EQ(s.quarantined, 1);
+  EXPECT_EQ(s.failed, 0);
+  EXPECT_EQ(bank_->State(fine), "done");
+  EXPECT_EQ(bank_->State(broken), "pending");
+  EXPECT_EQ(bank_->Balance("A0"), 1000) << "not debited: nothing is written to any participant";
   EXPECT_EQ(*bank_->Take().accounts["\"A1\""].Get("balance"), Value("1000"));
-  EXPECT_EQ(Sweep().examined, 0) << "a quarantined transaction is not read again";
+  auto t = bank_->Txn(broken);
+  const Value* reason = t ? t->GetPath("recovery.quarantine.reason") : nullptr;
+  ASSERT_TRUE(reason && reason->is_string());
+  EXPECT_NE(reason->as_string()->find("\"A1\""), std::string::npos) << *reason->as_string();
+  EXPECT_NE(reason->as_string()->find("'balance'"), std::string::npos) << *reason->as_string();
 }
 
 TEST_P(TransferRecovery, ThePauseSwitchStopsEveryInstanceUntilResumed) {

@@ -18,6 +18,7 @@
 #include <random>
 #include <set>
 
+#include "amounts.h"
 #include "requests.h"
 #include "txn_recovery/state_machine.h"
 
@@ -78,9 +79,9 @@ bool HasMarker(const Document& doc, const ParticipantStep& step, const Value& tx
   return Filter().Eq(step.marker_field, txn_id).Matches(doc);
 }
 
-// What a participant read before writing it may say besides "missing" and "marker
-// present": that the step cannot be applied to it or undone from it safely.
-Status CheckParticipant(const ParticipantStep& step, const Document& doc) {
+// What a participant read may say besides "missing" and "marker present": that the step
+// cannot be applied to it or undone from it safely, whatever the write.
+Status CheckMarkerField(const ParticipantStep& step, const Document& doc) {
   // A marker field that is not an array reads as "marker present" when it equals the
   // transaction id and as "marker absent" otherwise, both wrong: the participant does not
   // fit the protocol, and nothing is written to it.
@@ -91,6 +92,28 @@ Status CheckParticipant(const ParticipantStep& step, const Document& doc) {
                              "' is " + std::string(m->type_name()) + ", not an array");
   }
   return Status::Ok();
+}
+
+// Whether `update` may be written to the participant `doc` as read: every increment must be
+// exact on the field as it is, or its inverse would not restore it.
+Status CheckIncrements(const ParticipantStep& step, const Document& doc, const Update& update) {
+  for (const UpdateOp& op : update.ops()) {
+    if (op.kind != UpdateOp::Kind::kInc) continue;
+    if (Status s = CheckExactIncrement(op.path, doc.GetPath(op.path), op.value); !s.ok()) {
+      const Value* id = doc.Get("_id");
+      return s.WithContext("participant " + (id ? id->ToString() : std::string("?")) + " in " +
+                           step.ns.ToString());
+    }
+  }
+  return Status::Ok();
+}
+
+// The document of `docs` that carries the step's marker, if any.
+const Document* WithMarker(const std::vector<Document>& docs, const ParticipantStep& step,
+                           const Value& txn_id) {
+  for (const Document& d : docs)
+    if (HasMarker(d, step, txn_id)) return &d;
+  return nullptr;
 }
 
 }  // namespace
@@ -321,17 +344,24 @@ class StateMachine::Batch {
     }
   }
 
-  // The participants of `steps` that do not fit (CheckParticipant) fail their item.
+  // The participants of `steps` whose marker field does not fit fail their item.
   void CheckAll(const std::vector<StepRef>& steps, const std::vector<Found>& found) {
     for (std::size_t i = 0; i < steps.size(); ++i)
       for (const Document& d : found[i])
-        if (Status s = CheckParticipant(*steps[i].second, d); !s.ok()) Fail(steps[i].first, s);
+        if (Status s = CheckMarkerField(*steps[i].second, d); !s.ok()) Fail(steps[i].first, s);
+  }
+
+  // A write of `update` to the participant `doc` as read, for `it`'s `step`; it fails the
+  // item instead when an increment would not be exact. Built by `make` once checked.
+  template <typename Make>
+  void AddWrite(std::vector<Write>* writes, Item* it, const ParticipantStep* step,
+                const Document& doc, const Update& update, Make make) {
+    if (Status s = CheckIncrements(*step, doc, update); !s.ok()) return Fail(it, s);
+    writes->push_back({it, step, step->ns, make()});
   }
 
   static bool AnyHasMarker(const Found& docs, const ParticipantStep& step, const Value& id) {
-    for (const Document& d : docs)
-      if (HasMarker(d, step, id)) return true;
-    return false;
+    return WithMarker(docs, step, id) != nullptr;
   }
 
   // The participant steps of the writes the server accepted, read back.
@@ -476,13 +506,18 @@ class StateMachine::Batch {
         it->cannot_apply = step->describe + ": participant not found in " + step->ns.ToString();
       }
     }
+    // Checked for every step before any is written: one that cannot be written exactly
+    // ends the transaction with nothing written to any of its participants.
     std::vector<Write> writes;
     for (std::size_t i = 0; i < steps.size(); ++i) {
       auto [it, step] = steps[i];
       if (!Running(*it) || !it->cannot_apply.empty()) continue;
-      if (HasMarker(before[i].front(), *step, it->txn->id)) continue;  // applied before a crash
-      writes.push_back({it, step, step->ns, requests::Apply(*step, it->txn->id)});
+      const Document& doc = before[i].front();
+      if (HasMarker(doc, *step, it->txn->id)) continue;  // applied before a crash
+      AddWrite(&writes, it, step, doc, step->apply,
+               [&] { return requests::Apply(*step, it->txn->id, doc); });
     }
+    std::erase_if(writes, [&](const Write& w) { return !Running(*w.item); });
     const Sent sent = Send(writes);
     if (sent.all_matched()) {
       for (std::size_t i : sent.accepted) ++writes[i].item->result->operations_applied;
@@ -528,9 +563,12 @@ class StateMachine::Batch {
     std::vector<Write> writes;
     for (std::size_t i = 0; i < steps.size(); ++i) {
       auto [it, step] = steps[i];
-      if (Running(*it) && AnyHasMarker(before[i], *step, it->txn->id))
-        writes.push_back({it, step, step->ns, requests::Undo(*step, it->txn->id)});
+      if (!Running(*it)) continue;
+      if (const Document* d = WithMarker(before[i], *step, it->txn->id))
+        AddWrite(&writes, it, step, *d, step->undo,
+                 [&] { return requests::Undo(*step, it->txn->id, *d); });
     }
+    std::erase_if(writes, [&](const Write& w) { return !Running(*w.item); });
     const Sent sent = Send(writes);
     if (sent.all_matched()) {
       for (std::size_t i : sent.accepted) ++writes[i].item->result->operations_undone;
@@ -663,10 +701,13 @@ class StateMachine::Batch {
     std::vector<Write> writes;
     for (std::size_t i = 0; i < steps.size(); ++i) {
       auto [it, step] = steps[i];
-      if (!it->ended && AnyHasMarker(found[i], *step, it->txn->id))
-        writes.push_back(
-            {it, step, step->ns, requests::LateUndo(*step, it->txn->id, it->txn->state)});
+      if (it->ended) continue;
+      const TxnState state = it->txn->state;
+      if (const Document* d = WithMarker(found[i], *step, it->txn->id))
+        AddWrite(&writes, it, step, *d, requests::LateUndoUpdate(*step, state),
+                 [&] { return requests::LateUndo(*step, it->txn->id, state, *d); });
     }
+    std::erase_if(writes, [&](const Write& w) { return w.item->ended; });
     const Sent sent = Send(writes);
     std::vector<bool> undone(sent.accepted.size(), sent.all_matched());
     if (!sent.all_matched()) {

@@ -1,6 +1,20 @@
 #include "requests.h"
 
+#include "amounts.h"
+
 namespace txn_recovery::requests {
+namespace {
+
+// `filter` and, for each $inc of `update`, the condition that keeps it exact on the field
+// as `participant` held it when read.
+Filter GuardIncrements(Filter filter, const Update& update, const Document& participant) {
+  for (const UpdateOp& op : update.ops())
+    if (op.kind == UpdateOp::Kind::kInc)
+      filter.And(ExactIncrementGuard(op.path, participant.GetPath(op.path), op.value));
+  return filter;
+}
+
+}  // namespace
 
 Filter Fenced(Filter filter, const LeaseTerms& lease) {
   filter.ServerNowBefore(lease.fence);
@@ -61,16 +75,16 @@ UpdateRequest Transition(const Value& txn_id, const Value& from, TxnState to, Ac
   return {std::move(f), std::move(u)};
 }
 
-UpdateRequest Apply(const ParticipantStep& step, const Value& txn_id) {
+UpdateRequest Apply(const ParticipantStep& step, const Value& txn_id, const Document& participant) {
   Filter f = step.target;
   f.Ne(step.marker_field, txn_id).And(step.apply_guard);
-  return {std::move(f), step.apply};
+  return {GuardIncrements(std::move(f), step.apply, participant), step.apply};
 }
 
-UpdateRequest Undo(const ParticipantStep& step, const Value& txn_id) {
+UpdateRequest Undo(const ParticipantStep& step, const Value& txn_id, const Document& participant) {
   Filter f = step.target;
   f.Eq(step.marker_field, txn_id);
-  return {std::move(f), step.undo};
+  return {GuardIncrements(std::move(f), step.undo, participant), step.undo};
 }
 
 UpdateRequest Finish(const ParticipantStep& step, const Value& txn_id) {
@@ -79,10 +93,16 @@ UpdateRequest Finish(const ParticipantStep& step, const Value& txn_id) {
   return {std::move(f), step.finish};
 }
 
-UpdateRequest LateUndo(const ParticipantStep& step, const Value& txn_id, TxnState terminal) {
+const Update& LateUndoUpdate(const ParticipantStep& step, TxnState terminal) {
+  return terminal == TxnState::kDone ? step.undo_duplicate : step.undo;
+}
+
+UpdateRequest LateUndo(const ParticipantStep& step, const Value& txn_id, TxnState terminal,
+                       const Document& participant) {
   Filter f = step.target;
   f.Eq(step.marker_field, txn_id);
-  return {std::move(f), terminal == TxnState::kDone ? step.undo_duplicate : step.undo};
+  const Update& undo = LateUndoUpdate(step, terminal);
+  return {GuardIncrements(std::move(f), undo, participant), undo};
 }
 
 UpdateRequest FinishTagged(const TaggedSet& set) {

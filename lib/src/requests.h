@@ -42,15 +42,20 @@ UpdateRequest Transition(const Value& txn_id, const Value& from, TxnState to, Ac
                          const LeaseTerms& lease, DateTime renewed_expires);
 
 // A participant step: apply where the marker is absent (and the step's own guard holds),
-// undo or finish where it is present.
-UpdateRequest Apply(const ParticipantStep& step, const Value& txn_id);
-UpdateRequest Undo(const ParticipantStep& step, const Value& txn_id);
+// undo or finish where it is present. `participant` is the document as read before the
+// write: each $inc is guarded to stay exact on what the field then holds (amounts.h).
+UpdateRequest Apply(const ParticipantStep& step, const Value& txn_id, const Document& participant);
+UpdateRequest Undo(const ParticipantStep& step, const Value& txn_id, const Document& participant);
 UpdateRequest Finish(const ParticipantStep& step, const Value& txn_id);
 // A marker of a terminal transaction: a change applied after it ended. On a done
 // transaction it is a second application (its duplicate is undone), on a cancelled one the
 // only one (undone). Made without a lease: terminal states never change, and the marker
 // guard undoes each late write at most once.
-UpdateRequest LateUndo(const ParticipantStep& step, const Value& txn_id, TxnState terminal);
+UpdateRequest LateUndo(const ParticipantStep& step, const Value& txn_id, TxnState terminal,
+                       const Document& participant);
+
+// The update a late write on a `terminal` transaction is undone with.
+const Update& LateUndoUpdate(const ParticipantStep& step, TxnState terminal);
 
 // The members of a tagged set, and what finishing them does.
 UpdateRequest FinishTagged(const TaggedSet& set);

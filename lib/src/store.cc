@@ -83,6 +83,11 @@ bool PredicateMatches(const Predicate& p, const Document& doc, std::optional<Dat
         auto c = CompareSameFamily(v, p.value);
         return c.has_value() && *c >= 0;
       });
+    case Predicate::Op::kLte:
+      return AnyScalar(field, [&](const Value& v) {
+        auto c = CompareSameFamily(v, p.value);
+        return c.has_value() && *c <= 0;
+      });
     case Predicate::Op::kExists:
       return field != nullptr;
     case Predicate::Op::kNotExists:
@@ -117,6 +122,8 @@ std::string_view OpName(Predicate::Op op) {
       return "$lt";
     case Predicate::Op::kGte:
       return "$gte";
+    case Predicate::Op::kLte:
+      return "$lte";
     case Predicate::Op::kExists:
       return "$exists";
     case Predicate::Op::kNotExists:
@@ -179,6 +186,10 @@ Filter& Filter::Lt(std::string path, Value v) {
 }
 Filter& Filter::Gte(std::string path, Value v) {
   all_.push_back(Make(Predicate::Op::kGte, std::move(path), std::move(v)));
+  return *this;
+}
+Filter& Filter::Lte(std::string path, Value v) {
+  all_.push_back(Make(Predicate::Op::kLte, std::move(path), std::move(v)));
   return *this;
 }
 Filter& Filter::Exists(std::string path) {

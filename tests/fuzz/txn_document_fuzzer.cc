@@ -84,11 +84,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       if (!Expressible(requests::Transition(txn.id, txn.state_as_read, to, Action::kResume,
                                             w.profile, paths, lease, now)))
         std::abort();
+    // The participant as read: the document itself stands in (any shape will do).
     for (const auto& step : txn.steps) {
       for (const UpdateRequest& r :
-           {requests::Apply(step, txn.id), requests::Undo(step, txn.id),
-            requests::Finish(step, txn.id), requests::LateUndo(step, txn.id, TxnState::kDone),
-            requests::LateUndo(step, txn.id, TxnState::kCancelled)})
+           {requests::Apply(step, txn.id, doc), requests::Undo(step, txn.id, doc),
+            requests::Finish(step, txn.id), requests::LateUndo(step, txn.id, TxnState::kDone, doc),
+            requests::LateUndo(step, txn.id, TxnState::kCancelled, doc)})
         if (!Expressible(r)) std::abort();
     }
     for (const auto& set : txn.tagged_sets)

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 
 #include "txn_recovery/clock.h"
 #include "txn_recovery/store.h"
@@ -24,6 +25,13 @@ class FaultStore final : public Store {
 
   // Lets `n` more writes through, then dies. Negative: never dies.
   void CrashAfterWrites(int n) { writes_left_ = n; }
+
+  // Every update of the document `id` of `ns` is refused, as a server refuses a write it
+  // cannot apply to one document (ServerError), while the others go through.
+  void RefuseUpdatesOf(const Namespace& ns, const Value& id) {
+    refused_ns_ = ns;
+    refused_id_ = id;
+  }
 
   enum class Stall {
     kBeforeCheck,  // once write `n - 1` has returned: the daemon checks its lease after it
@@ -57,6 +65,7 @@ class FaultStore final : public Store {
   }
   Status UpdateOne(const Namespace& ns, const Filter& f, const Update& u, WriteResult* r) override {
     if (Status s = BeforeWrite(); !s.ok()) return s;
+    if (Refused(ns, f)) return AfterWrite(RefusedStatus());
     return AfterWrite(base_->UpdateOne(ns, f, u, r));
   }
   Status UpdateMany(const Namespace& ns, const Filter& f, const Update& u,
@@ -67,6 +76,7 @@ class FaultStore final : public Store {
   Status FindOneAndUpdate(const Namespace& ns, const Filter& f, const Update& u,
                           std::optional<Document>* after) override {
     if (Status s = BeforeWrite(); !s.ok()) return s;
+    if (Refused(ns, f)) return AfterWrite(RefusedStatus());
     return AfterWrite(base_->FindOneAndUpdate(ns, f, u, after));
   }
   Status DeleteMany(const Namespace& ns, const Filter& f, WriteResult* r) override {
@@ -99,6 +109,16 @@ class FaultStore final : public Store {
 
  private:
   static Status Dead() { return Status::Aborted("injected crash: the process is dead"); }
+  bool Refused(const Namespace& ns, const Filter& f) const {
+    if (!refused_id_ || !(ns == refused_ns_)) return false;
+    for (const Predicate& p : f.all())
+      if (p.op == Predicate::Op::kEq && p.path == "_id" && p.value == *refused_id_) return true;
+    return false;
+  }
+  Status RefusedStatus() const {
+    return Status::ServerError("injected: the server refuses to update " + refused_id_->ToString() +
+                               " in " + refused_ns_.ToString());
+  }
   Status BeforeWrite() {
     if (crashed_) return Dead();
     if (writes_left_ == 0) {
@@ -129,6 +149,8 @@ class FaultStore final : public Store {
   std::atomic<int> writes_left_{-1};
   std::atomic<int> writes_{0};
   std::atomic<bool> crashed_{false};
+  Namespace refused_ns_;
+  std::optional<Value> refused_id_;
   int stall_at_ = -1;
   Stall stall_when_ = Stall::kInFlight;
   bool stall_next_ = false;

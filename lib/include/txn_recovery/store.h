@@ -42,6 +42,7 @@ struct Predicate {
     kNin,              // path equals none of values (also true when the path is absent)
     kLt,               // path < value (same type family only: numbers, dates, strings)
     kGte,              // path >= value (same type family only)
+    kLte,              // path <= value (same type family only)
     kExists,           // path is present
     kNotExists,        // path is absent
     kNotDateTime,      // path is present and is not a date
@@ -67,6 +68,7 @@ class Filter {
   Filter& Nin(std::string path, std::vector<Value> vs);
   Filter& Lt(std::string path, Value v);
   Filter& Gte(std::string path, Value v);
+  Filter& Lte(std::string path, Value v);
   Filter& Exists(std::string path);
   Filter& NotExists(std::string path);
   Filter& NotDateTime(std::string path);
