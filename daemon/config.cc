@@ -191,6 +191,7 @@ constexpr std::string_view kCommonWatchKeys[] = {"name",
                                                  "rollback_after",
                                                  "initial_timeout",
                                                  "late_write_window",
+                                                 "max_clock_skew",
                                                  "state_field",
                                                  "time_field",
                                                  "lease_field",
@@ -403,6 +404,7 @@ Status LoadWatch(const Reader& r, const toml::table& t, std::size_t index, Watch
       !(s = r.Duration(t, prefix, "rollback_after", &w->thresholds.rollback_after)).ok() ||
       !(s = r.Duration(t, prefix, "initial_timeout", &w->thresholds.initial_timeout)).ok() ||
       !(s = r.Duration(t, prefix, "late_write_window", &w->thresholds.late_write_window)).ok() ||
+      !(s = r.Duration(t, prefix, "max_clock_skew", &w->thresholds.max_clock_skew)).ok() ||
       !(s = r.String(t, prefix, "state_field", &p.state_field)).ok() ||
       !(s = r.String(t, prefix, "time_field", &p.time_field)).ok() ||
       !(s = r.String(t, prefix, "missing_time", &missing_time)).ok() ||
@@ -816,6 +818,7 @@ std::string DescribeConfig(const Config& c) {
        << "\nrollback_after = " << q(FormatDuration(t.rollback_after))
        << "\ninitial_timeout = " << q(FormatDuration(t.initial_timeout))
        << "\nlate_write_window = " << q(FormatDuration(t.late_write_window))
+       << "\nmax_clock_skew = " << q(FormatDuration(t.max_clock_skew))
        << "\nstate_field = " << q(p.state_field) << "\ntime_field = " << q(p.time_field)
        << "\nmissing_time = "
        << q(p.missing_time == txn_recovery::MissingTime::kObjectIdTime ? "object_id" : "quarantine")

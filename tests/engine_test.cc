@@ -13,6 +13,7 @@
 #include "support/tagged_insert_app.h"
 #include "support/test_env.h"
 #include "support/watch_config.h"
+#include "txn_recovery/inspect.h"
 #include "txn_recovery/memory_store.h"
 #include "txn_recovery/state_machine.h"
 #include "txn_recovery/sweeper.h"
@@ -460,6 +461,103 @@ TEST(ExactIncrementGuard, ABalanceChangedBetweenReadAndWriteIsNotOverflowed) {
   EXPECT_EQ(*accounts["\"A0\""].Get("balance"), Value(1000));
   EXPECT_EQ(*accounts["\"A1\""].Get("balance"), Value(kEdge)) << "untouched, not wrapped";
 }
+
+// ---- Extreme dates -------------------------------------------------------------------------
+
+class ExtremeDates : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    backend_ = TestBackend::Create(GetParam());
+    ASSERT_TRUE(backend_->error().empty()) << backend_->error();
+    bank_ = std::make_unique<Bank>(backend_->store(), backend_->database());
+    bank_->Open(2);
+  }
+  Value PendingAt(DateTime t) {
+    Value id = bank_->Transfer("A0", "A1", 100, 3);  // debited A0
+    WriteResult r;
+    Must(backend_->store()->UpdateOne(bank_->txns(), Filter().Eq("_id", id),
+                                      Update().Set("lastModified", t), &r));
+    return id;
+  }
+  WatchSummary Sweep() {
+    return SweepOnce(backend_->store(), backend_->clock(), bank_->Watch(), "daemon-1");
+  }
+  std::unique_ptr<TestBackend> backend_;
+  std::unique_ptr<Bank> bank_;
+};
+
+// Before: a time of INT64_MIN ms overflowed the age (inspect printed -9223370241394163s and
+// the sweep skipped it forever). Ages saturate: it is very old, and is rolled back.
+TEST_P(ExtremeDates, ATimeAtTheStartOfTimeIsVeryOldNotNegative) {
+  Value id = PendingAt(DateTime{std::numeric_limits<std::int64_t>::min()});
+  StuckReport stuck;
+  Must(Inspect(backend_->store(), bank_->Watch(), &stuck));
+  ASSERT_TRUE(stuck.oldest_age.has_value());
+  EXPECT_GT(stuck.oldest_age->count(), 0);
+  WatchSummary s = Sweep();
+  EXPECT_EQ(s.resolved, 1);
+  EXPECT_EQ(bank_->State(id), "cancelled");
+  EXPECT_EQ(bank_->Balance("A0"), 1000);
+}
+
+// Before: year 9999 was never stuck and never reported. Further ahead of the server's clock
+// than max_clock_skew, it is reported as failed on every sweep (exit 1), without being
+// counted towards quarantine: nothing is wrong with it once the clock reaches its time.
+TEST_P(ExtremeDates, ATimeFarInTheFutureIsReportedOnEverySweepAndNeverActedOn) {
+  Value far = PendingAt(DateTime{253'402'300'799'000});  // 9999-12-31T23:59:59Z
+  const DateTime now = ServerNow(backend_->store());
+  Value near = PendingAt(DateTime{now.millis + 60'000});  // within the 5 minutes allowed
+  for (int sweep = 1; sweep <= 6; ++sweep) {
+    std::vector<TxnReport> reports;
+    WatchSummary s =
+        SweepOnce(backend_->store(), backend_->clock(), bank_->Watch(), "daemon-1", &reports);
+    EXPECT_EQ(s.failed, 1) << "sweep " << sweep;
+    EXPECT_EQ(s.quarantined, 0) << "sweep " << sweep;
+    ASSERT_EQ(reports.size(), 1u);
+    EXPECT_EQ(reports[0].id, far);
+    EXPECT_NE(reports[0].result.detail.find("ahead of the server's clock"), std::string::npos)
+        << reports[0].result.detail;
+  }
+  EXPECT_EQ(bank_->State(far), "pending");
+  EXPECT_EQ(bank_->State(near), "pending");
+  auto t = bank_->Txn(far);
+  EXPECT_FALSE(t->GetPath("recovery")) << "nothing written to it";
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, ExtremeDates, ::testing::Values("memory", "mongo"),
+                         [](const auto& info) { return info.param; });
+
+// ---- The daemon's own sub-document -----------------------------------------------------------
+
+class MalformedRecord : public ::testing::TestWithParam<std::string> {};
+
+// Before: recovery: {lease: {owner: 5, expires: "x"}} made a transaction "busy" forever with
+// exit 0. A lease the daemon would never have written is a document that does not fit: it
+// is quarantined, naming the field.
+TEST_P(MalformedRecord, ALeaseTheDaemonNeverWritesIsQuarantinedNotBusyForever) {
+  auto backend = TestBackend::Create(GetParam());
+  ASSERT_TRUE(backend->error().empty()) << backend->error();
+  Bank bank(backend->store(), backend->database());
+  bank.Open(2);
+  Value id = bank.Transfer("A0", "A1", 100, 3);
+  bank.Age(id, kStuck);
+  WriteResult r;
+  Must(backend->store()->UpdateOne(
+      bank.txns(), Filter().Eq("_id", id),
+      Update().Set("recovery", Document{{"lease", Document{{"owner", 5}, {"expires", "x"}}}}), &r));
+  WatchSummary s = SweepOnce(backend->store(), backend->clock(), bank.Watch(), "daemon-1");
+  EXPECT_EQ(s.busy, 0);
+  EXPECT_EQ(s.quarantined, 1);
+  auto t = bank.Txn(id);
+  const Value* reason = t ? t->GetPath("recovery.quarantine.reason") : nullptr;
+  ASSERT_TRUE(reason && reason->is_string());
+  EXPECT_NE(reason->as_string()->find("recovery.lease.owner"), std::string::npos)
+      << *reason->as_string();
+  EXPECT_EQ(bank.Balance("A0"), 900) << "kept as it was, for an operator";
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, MalformedRecord, ::testing::Values("memory", "mongo"),
+                         [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace txn_recovery::testing

@@ -1,5 +1,6 @@
 #include "txn_recovery/candidates.h"
 
+#include <limits>
 #include <map>
 
 #include "txn_recovery/recovery_record.h"
@@ -57,6 +58,12 @@ Filter CandidateFilter(const WatchSpec& watch, DateTime now) {
     alternatives.push_back(Filter().NotExists(p.time_field));
   }
   alternatives.push_back(Filter().NotDateTime(p.time_field));
+  // Ahead of the clock by more than the skew allowed: reported (AheadOfTheClock).
+  const DateTime ahead{now.millis > std::numeric_limits<std::int64_t>::max() -
+                                        watch.thresholds.max_clock_skew.count()
+                           ? std::numeric_limits<std::int64_t>::max()
+                           : now.millis + watch.thresholds.max_clock_skew.count() + 1};
+  alternatives.push_back(Filter().Gte(p.time_field, ahead));
   Filter f;
   f.NotExists(RecoveryPaths(watch.lease_field).Quarantine())
       .And(p.owner.Condition())

@@ -63,6 +63,10 @@ std::optional<AgeWindow> EligibleAges(TxnState state, bool resumable, const Thre
   return std::nullopt;
 }
 
+bool AheadOfTheClock(const Transaction& txn, DateTime now, const Thresholds& t) {
+  return AgeOf(now, txn.last_modified) < -t.max_clock_skew;
+}
+
 Action Decide(const Transaction& txn, DateTime now, const Thresholds& t) {
   const std::chrono::milliseconds age = AgeOf(now, txn.last_modified);
   const std::optional<AgeWindow> window = EligibleAges(txn.state, txn.resumable, t);

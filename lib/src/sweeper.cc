@@ -176,7 +176,22 @@ class Sweeper::Pass {
       return false;
     }
     r->state_before = txn->state;
-    *action = Decide(*txn, server_now_(), watch_.thresholds);
+    const DateTime now = server_now_();
+    if (AheadOfTheClock(*txn, now, watch_.thresholds)) {
+      // Not counted as a failure: nothing was tried, and nothing is wrong with the
+      // transaction once the server's clock reaches its time.
+      r->result.outcome = Outcome::kFailed;
+      r->result.status = Status::InvalidArgument(
+          "its " + watch_.profile.time_field + " " + Value(txn->last_modified).ToString() + " is " +
+          std::to_string(AgeOf(txn->last_modified, now).count() / 1000) +
+          "s ahead of the server's clock, more than max_clock_skew (" +
+          std::to_string(watch_.thresholds.max_clock_skew.count() / 1000) +
+          "s): not acted on until the server's clock reaches it");
+      r->result.detail = r->result.status.message();
+      Report(std::move(*r));
+      return false;
+    }
+    *action = Decide(*txn, now, watch_.thresholds);
     if (*action == Action::kNone) return false;
     if (!s_->options_.dry_run) return true;
     r->result.action = *action;

@@ -22,7 +22,14 @@ struct Thresholds {
   // Terminal transactions younger than this have their participants re-checked for late
   // writes (an application that woke up after the daemon resolved its transaction).
   std::chrono::milliseconds late_write_window{std::chrono::hours(1)};
+  // A transaction whose time is further ahead of the server's clock than this (an
+  // application host whose clock is wrong, a corrupt date) is reported on every sweep until
+  // the server's clock reaches it, instead of waiting unseen.
+  std::chrono::milliseconds max_clock_skew{std::chrono::minutes(5)};
 };
+
+// Whether `txn`'s time is further ahead of `now` than thresholds.max_clock_skew.
+bool AheadOfTheClock(const Transaction& txn, DateTime now, const Thresholds& thresholds);
 
 enum class Action {
   kNone,             // too young, terminal and outside the late-write window, or unknown
