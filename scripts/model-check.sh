@@ -46,6 +46,7 @@ configs=(
   "lease-fence-only|clean|-DFIXED -DNO_LOCAL_CHECK"
   "lease-local-check-only|violation:deadline|-DFIXED -DNO_FENCE"
   "lease-local-check-only-money|clean|-DFIXED -DNO_FENCE -DNO_DEADLINE_ASSERT"
+  "lease-none-money|clean|-DFIXED -DNO_FENCE -DNO_LOCAL_CHECK -DNO_DEADLINE_ASSERT"
   "seeded-a-no-deadline-check|violation:deadline|-DFIXED -DNO_FENCE -DNO_LOCAL_CHECK"
   "seeded-a-no-deadline-check-seed003|violation:deadline|-DTAGGED -DNO_FENCE -DNO_LOCAL_CHECK"
   "seeded-b-rollback-applied|violation:one-way|-DFIXED -DBUG_ROLLBACK_APPLIED"
