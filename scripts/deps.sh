@@ -13,6 +13,7 @@ packages=(
   nlohmann-json3-dev
   libgtest-dev libgmock-dev
   clang-format
+  spin
   systemd man-db groff-base dpkg-dev
   openjdk-17-jdk-headless maven
 )

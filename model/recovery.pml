@@ -1,0 +1,1014 @@
+/*
+ * recovery.pml: the recovery protocol of txn-recoveryd, for SPIN.
+ *
+ * What this is a model of, the abstraction of time, what is left out and how to run it:
+ * model/README.md. The prose contract it follows: docs/state-machine.md.
+ *
+ * Actors, each a process; any of them may be delayed for any number of clock ticks
+ * between two of its steps (interleaving), which is how an unbounded stall is modelled:
+ *   app_transfer   seed 002's transfer, steps 1-8 (tests/support/bank.cc)
+ *   app_tagged     seed 003's tagged insert (tests/support/tagged_insert_app.cc)
+ *   daemon         the sweep: read, decide (decision table), claim, the action's writes
+ *   clock          the server's clock: one tick ages every transaction and lease
+ *   failover       -DWLOSS: a replica-set failover loses a suffix of the writes that
+ *                  were acknowledged without majority write concern
+ *   checker        at every state: money at quiescent points, and "if every actor
+ *                  crashed here and a fresh daemon swept after every threshold, would the
+ *                  end-state invariants hold?" (computed on a copy: adds no state)
+ *
+ * Switches (-D on the spin command line, see scripts/model-check.sh):
+ *   NTX=1|2 transactions, ND=1|2 daemons, TAGGED (seed 003 instead of seed 002),
+ *   UNCOND_FINISHING (seed 003's step 3 as the seed writes it: unconditional),
+ *   NO_LOCAL_CHECK, NO_FENCE (the two layers of the lease-deadline rule),
+ *   NO_DEADLINE_ASSERT (keep the stale writes, look only at money and the end state),
+ *   NO_ORPHAN_SCAN (late writes undone only inside late_write_window),
+ *   WLOSS, WK=1|2 (writes a failover can lose), APP_MAJORITY, DAEMON_MAJORITY,
+ *   BUG_ROLLBACK_APPLIED (seeded bug b: a daemon rolls back an applied transaction),
+ *   FIXED = FIX_RESUMING + FIX_FINISH_TRACE (the changes the model asks of resume),
+ *   FIX_UNDO_OWN (a fix of the resume race that the model rejects), NO_RESUME.
+ * Findings, and what each configuration shows: model/README.md.
+ */
+
+#ifdef FIXED /* the two changes the model asks of resume (model/README.md, findings) */
+#define FIX_RESUMING
+#define FIX_FINISH_TRACE
+#endif
+#ifndef NTX
+#define NTX 1
+#endif
+#ifndef ND
+#define ND 2
+#endif
+#ifndef WK
+#define WK 1
+#endif
+#define NACC 2  /* accounts A0, A1 (transfer) */
+#define NG 2    /* tagged collections (tagged insert): one insertMany each */
+#define INIT_BAL 2 /* opening balance of each account */
+
+/* Thresholds, in clock ticks (only their order matters): resume_after < rollback_after
+ * (<= late_write_window), initial_timeout = rollback_after as by default. */
+#define RA 1 /* resume_after */
+#define RB 2 /* rollback_after */
+#define IT 2 /* initial_timeout */
+#define LW 3 /* late_write_window */
+#ifdef NO_ORPHAN_SCAN
+#define AMAX LW /* ages saturate: every age >= AMAX behaves alike */
+#else
+#define AMAX RB
+#endif
+/* The lease: expires = server now + LEASE; the daemon stops MARGIN before that. */
+#define LEASE 2
+#define MARGIN 1
+
+/* Transaction states as stored. Seed 003 spells started/finishing/rollback/done as
+ * PENDING/APPLIED/CANCELING/DONE and ends a rollback in DONE with outcome "rolled back". */
+#define S_NONE 0 /* not inserted yet */
+#define S_INITIAL 1
+#define S_PENDING 2
+#define S_APPLIED 3
+#define S_DONE 4
+#define S_CANCELING 5
+#define S_CANCELLED 6
+#define S_RESUMING 7 /* -DFIX_RESUMING only: a daemon has claimed to commit */
+#define O_NONE 0 /* recovery.outcome */
+#define O_COMMITTED 1
+#define O_ROLLED_BACK 2
+
+#define A_NONE 0
+#define A_CANCEL 1
+#define A_RESUME 2
+#define A_ROLLBACK 3
+#define A_FINISH 4
+#define A_FINISH_ROLLBACK 5
+#define A_LATE 6
+
+/* ---------------------------------------------------------------- the database */
+byte st[NTX];     /* state field */
+byte age[NTX];    /* server now - time field, saturating at AMAX */
+byte outc[NTX];   /* recovery.outcome (tagged insert reads a done's direction there) */
+byte own[NTX];    /* recovery.lease.owner: 0 none, d+1 daemon d */
+byte lexp[NTX];   /* recovery.lease.expires - server now + 1, saturating at 0: 0 = expired */
+bool quar[NTX];   /* recovery.quarantine */
+short bal[NACC] = INIT_BAL; /* transfer: balances */
+bool mk[NTX * NACC]; /* transfer: txn t's marker on account a, at [t * NACC + a] */
+#ifdef FIX_FINISH_TRACE
+bool fin[NTX * NACC]; /* a daemon's finish pulled txn t's marker from account a */
+#define FIN(t, a) fin[(t) * NACC + (a)]
+#endif
+byte grp[NTX * NG];  /* tagged: documents of txn t in collection g: 0 none, 1 tagged, 2 valid */
+
+/* ---------------------------------------------------------------- ghosts */
+byte net[NTX * 2];   /* times step s of txn t is applied, net of undos, at [t * 2 + s] */
+bool cmt[NTX];       /* the transaction reached applied/finishing (or done) */
+bool rbk[NTX];       /* the transaction reached canceling/rollback (or cancelled) */
+
+/* ---------------------------------------------------------------- daemon registers */
+bool fresh[NTX * ND]; /* daemon d's read of txn t still matches state+time: [t * ND + d] */
+byte drem[ND];        /* daemon d: its own deadline - its clock, saturating at 0 */
+
+#define MK(t, a) mk[(t) * NACC + (a)]
+#define NET(t, s) net[(t) * 2 + (s)]
+#define GRP(t, g) grp[(t) * NG + (g)]
+#define FRESH(t, d) fresh[(t) * ND + (d)]
+/* Transfer t moves 1 from account t%2 to the other: two transactions go opposite ways. */
+#define ACC(t, s) (((t) + (s)) % 2)
+#define DELTA(s) ((s) == 0 -> -1 : 1)
+/* The state as the daemon's parser reads it: a done whose recovery.outcome says rolled
+ * back is a cancelled one (seed 003 has no cancelled spelling). */
+#define PST(t) ((st[t] == S_DONE && outc[t] == O_ROLLED_BACK) -> S_CANCELLED : st[t])
+#define TERMINAL(s) ((s) == S_DONE || (s) == S_CANCELLED)
+
+/* ---------------------------------------------------------------- the decision table */
+#ifdef TAGGED
+#define TAGGED_PROFILE 1
+#else
+#define TAGGED_PROFILE 0
+#endif
+#if defined(TAGGED) || defined(NO_RESUME)
+#define RESUMABLE 0 /* a started tagged insert is never resumed; -DNO_RESUME: nor a transfer */
+#else
+#define RESUMABLE 1
+#endif
+#ifdef BUG_ROLLBACK_APPLIED
+#define DECIDE_APPLIED(a) ((a) >= RB -> A_ROLLBACK : ((a) >= RA -> A_FINISH : A_NONE))
+#else
+#define DECIDE_APPLIED(a) ((a) >= RA -> A_FINISH : A_NONE)
+#endif
+#ifdef NO_ORPHAN_SCAN
+#define LATE_AGE(a) ((a) >= RA && (a) < LW)
+#else
+#define LATE_AGE(a) (1) /* the orphan scan finds a late write whatever its age */
+#endif
+#define DECIDE(s, a) \
+  ((s) == S_RESUMING -> ((a) >= RA -> A_RESUME : A_NONE) : \
+  ((s) == S_INITIAL -> ((a) >= IT -> A_CANCEL : A_NONE) : \
+  ((s) == S_PENDING -> ((a) >= RB -> A_ROLLBACK : (((a) >= RA && RESUMABLE) -> A_RESUME : A_NONE)) : \
+  ((s) == S_APPLIED -> DECIDE_APPLIED(a) : \
+  ((s) == S_CANCELING -> ((a) >= RA -> A_FINISH_ROLLBACK : A_NONE) : \
+  (TERMINAL(s) -> (LATE_AGE(a) -> A_LATE : A_NONE) : A_NONE))))))
+
+/* Something for a late-write check to find (a check that finds nothing writes nothing). */
+#ifdef TAGGED
+#define LEFTOVER(t) (GRP(t, 0) == 1 || GRP(t, NG - 1) == 1)
+#else
+#define LEFTOVER(t) (MK(t, 0) || MK(t, 1))
+#endif
+#define ELIGIBLE(t) \
+  (st[t] != S_NONE && !quar[t] && DECIDE(PST(t), age[t]) != A_NONE && \
+   (DECIDE(PST(t), age[t]) != A_LATE || LEFTOVER(t)))
+
+/* ---------------------------------------------------------------- invariants */
+#define NO_MARKERS (!mk[0] && !mk[1] && (NTX < 2 || (!mk[2] && !mk[3])))
+#define TOTAL_OK (bal[0] + bal[1] == NACC * INIT_BAL)
+#define NET_OK(t) (NET(t, 0) == cmt[t] && NET(t, 1) == cmt[t])
+#define NETS_OK (NET_OK(0) && (NTX < 2 || NET_OK(NTX - 1)))
+/* no transaction both committed and rolled back */
+#define ONE_WAY(t) assert(!(cmt[t] && rbk[t]))
+#define GHOST_STATE(t, s)                                          \
+  if                                                               \
+  :: (s) == S_APPLIED || (s) == S_DONE -> cmt[t] = 1               \
+  :: (s) == S_CANCELING || (s) == S_CANCELLED -> rbk[t] = 1        \
+  :: else -> skip                                                  \
+  fi;                                                              \
+  ONE_WAY(t)
+
+/* ---------------------------------------------------------------- write loss (WLOSS) */
+/* A log of the last WK acknowledged writes not yet majority-committed, each with the
+ * document as it was before it. A write with majority write concern commits every write
+ * before it (the oplog is a sequence), so it empties the log; a failover restores the
+ * documents of a suffix of the log. Documents: K_TXN a transaction, K_ACC an account,
+ * K_GRP the tagged documents of one transaction in one collection. */
+#define K_TXN 1
+#define K_ACC 2
+#define K_GRP 3
+#ifdef APP_MAJORITY
+#define AMAJ 1
+#else
+#define AMAJ 0
+#endif
+#ifdef DAEMON_MAJORITY
+#define DMAJ 1
+#else
+#define DMAJ 0
+#endif
+
+#ifdef WLOSS
+typedef LogE {
+  byte kind;
+  byte id;
+  byte s0; byte s1; byte s2; byte s3; byte s4; byte s5; byte s6;
+  short b;
+};
+LogE lg[WK];
+byte lglen;
+byte nfail;
+
+inline log_copy(i, j) {
+  lg[i].kind = lg[j].kind; lg[i].id = lg[j].id;
+  lg[i].s0 = lg[j].s0; lg[i].s1 = lg[j].s1; lg[i].s2 = lg[j].s2; lg[i].s3 = lg[j].s3;
+  lg[i].s4 = lg[j].s4; lg[i].s5 = lg[j].s5; lg[i].s6 = lg[j].s6; lg[i].b = lg[j].b
+}
+inline log_slot() {
+  if
+  :: lglen == WK -> /* the oldest has been replicated meanwhile */
+    if
+    :: WK > 1 -> log_copy(0, WK - 1)
+    :: else -> skip
+    fi;
+    lglen--
+  :: else -> skip
+  fi
+}
+inline LOG_TXN(t, maj) {
+  if
+  :: maj -> lglen = 0
+  :: else ->
+    log_slot();
+    lg[lglen].kind = K_TXN; lg[lglen].id = t;
+    lg[lglen].s0 = st[t]; lg[lglen].s1 = age[t]; lg[lglen].s2 = outc[t];
+    lg[lglen].s3 = own[t]; lg[lglen].s4 = lexp[t]; lg[lglen].s5 = cmt[t] + 2 * rbk[t];
+    lg[lglen].s6 = quar[t]; lg[lglen].b = 0;
+    lglen++
+  fi
+}
+inline LOG_ACC(a, maj) {
+  if
+  :: maj -> lglen = 0
+  :: else ->
+    log_slot();
+    lg[lglen].kind = K_ACC; lg[lglen].id = a; lg[lglen].b = bal[a];
+    lg[lglen].s0 = MK(0, a); lg[lglen].s1 = MK(NTX - 1, a);
+    /* the ghost step counters of this account: step (t + s) % 2 == a */
+    lg[lglen].s2 = NET(0, a); lg[lglen].s3 = NET(NTX - 1, (a + NTX - 1) % 2);
+#ifdef FIX_FINISH_TRACE
+    lg[lglen].s4 = FIN(0, a); lg[lglen].s5 = FIN(NTX - 1, a);
+#else
+    lg[lglen].s4 = 0; lg[lglen].s5 = 0;
+#endif
+    lg[lglen].s6 = 0;
+    lglen++
+  fi
+}
+inline LOG_GRP(t, g, maj) {
+  if
+  :: maj -> lglen = 0
+  :: else ->
+    log_slot();
+    lg[lglen].kind = K_GRP; lg[lglen].id = t * NG + g; lg[lglen].s0 = grp[t * NG + g];
+    lg[lglen].s1 = 0; lg[lglen].s2 = 0; lg[lglen].s3 = 0; lg[lglen].s4 = 0;
+    lg[lglen].s5 = 0; lg[lglen].s6 = 0; lg[lglen].b = 0;
+    lglen++
+  fi
+}
+inline restore(i) {
+  if
+  :: lg[i].kind == K_TXN ->
+    st[lg[i].id] = lg[i].s0; age[lg[i].id] = lg[i].s1; outc[lg[i].id] = lg[i].s2;
+    own[lg[i].id] = lg[i].s3; lexp[lg[i].id] = lg[i].s4;
+    cmt[lg[i].id] = lg[i].s5 % 2; rbk[lg[i].id] = lg[i].s5 / 2; quar[lg[i].id] = lg[i].s6
+  :: lg[i].kind == K_ACC ->
+    bal[lg[i].id] = lg[i].b; MK(0, lg[i].id) = lg[i].s0; MK(NTX - 1, lg[i].id) = lg[i].s1;
+    NET(0, lg[i].id) = lg[i].s2; NET(NTX - 1, (lg[i].id + NTX - 1) % 2) = lg[i].s3;
+#ifdef FIX_FINISH_TRACE
+    FIN(0, lg[i].id) = lg[i].s4; FIN(NTX - 1, lg[i].id) = lg[i].s5;
+#endif
+    skip
+  :: lg[i].kind == K_GRP -> grp[lg[i].id] = lg[i].s0
+  fi
+}
+/* A write with majority write concern returns once every write before it in the oplog is
+ * majority-committed; so does one that matched nothing (MongoDB then waits for the
+ * latest optime). */
+#define MAJ_ACK(maj) if :: maj -> lglen = 0 :: else -> skip fi
+#else
+#define MAJ_ACK(maj) skip
+#define LOG_TXN(t, maj) skip
+#define LOG_ACC(a, maj) skip
+#define LOG_GRP(t, g, maj) skip
+#endif
+
+/* A write to a transaction's state and time: every daemon's read of it is now stale. */
+inline touched(t) {
+  FRESH(t, 0) = 0;
+  if
+  :: ND > 1 -> FRESH(t, ND - 1) = 0
+  :: else -> skip
+  fi
+}
+
+/* ---------------------------------------------------------------- the clock */
+proctype clock() {
+  byte i;
+  do
+  :: d_step {
+       printf("MSC: tick\n");
+       i = 0;
+       do
+       :: i < NTX ->
+         if :: age[i] < AMAX -> age[i]++ :: else -> skip fi;
+         if :: lexp[i] > 0 -> lexp[i]-- :: else -> skip fi;
+         i++
+       :: else -> break
+       od;
+       i = 0;
+       do
+       :: i < ND -> if :: drem[i] > 0 -> drem[i]-- :: else -> skip fi; i++
+       :: else -> break
+       od;
+#ifdef WLOSS
+       i = 0;
+       do
+       :: i < lglen ->
+         if
+         :: lg[i].kind == K_TXN ->
+           if :: lg[i].s1 < AMAX -> lg[i].s1++ :: else -> skip fi;
+           if :: lg[i].s4 > 0 -> lg[i].s4-- :: else -> skip fi
+         :: else -> skip
+         fi;
+         i++
+       :: else -> break
+       od;
+#endif
+       i = 0
+     }
+  od
+}
+
+#ifdef WLOSS
+/* ---------------------------------------------------------------- failover */
+proctype failover() {
+  byte k, i;
+  do
+  :: atomic {
+       nfail < 1 && lglen > 0 ->
+       if
+       :: k = 1
+       :: lglen > 1 -> k = 2
+       fi;
+       printf("MSC: failover loses the last %d write(s)\n", k);
+       i = lglen;
+       do
+       :: k > 0 -> i--; restore(i); k--
+       :: else -> break
+       od;
+       lglen = 0; nfail++; i = 0;
+       /* documents went back to earlier versions: treat every read as stale */
+       i = 0;
+       do
+       :: i < NTX * ND -> fresh[i] = 0; i++
+       :: else -> break
+       od;
+       i = 0
+     }
+  od
+}
+#endif
+
+/* ---------------------------------------------------------------- seed 002 */
+proctype app_transfer(byte t) {
+  bool ok;
+  /* 1. insert {state: initial, lastModified: now} */
+  atomic { LOG_TXN(t, AMAJ); st[t] = S_INITIAL; age[t] = 0; MAJ_ACK(AMAJ); printf("MSC: app %d: 1 insert initial\n", t) }
+  /* 2. initial -> pending (CAS); no match: the application stops */
+  atomic {
+    if
+    :: st[t] == S_INITIAL -> LOG_TXN(t, AMAJ); st[t] = S_PENDING; age[t] = 0; touched(t); ok = 1
+    :: else -> ok = 0
+    fi;
+    MAJ_ACK(AMAJ); printf("MSC: app %d: 2 initial->pending %d\n", t, ok)
+  }
+  if :: !ok -> goto stop :: else -> skip fi;
+  /* 3. debit the source, guarded by the marker absent, pushing the marker */
+  atomic {
+    if
+    :: !MK(t, ACC(t, 0)) -> LOG_ACC(ACC(t, 0), AMAJ);
+       bal[ACC(t, 0)]--; MK(t, ACC(t, 0)) = 1; NET(t, 0)++
+    :: else -> skip
+    fi;
+    MAJ_ACK(AMAJ); printf("MSC: app %d: 3 debit\n", t)
+  }
+  /* 4. credit the destination, likewise */
+  atomic {
+    if
+    :: !MK(t, ACC(t, 1)) -> LOG_ACC(ACC(t, 1), AMAJ);
+       bal[ACC(t, 1)]++; MK(t, ACC(t, 1)) = 1; NET(t, 1)++
+    :: else -> skip
+    fi;
+    MAJ_ACK(AMAJ); printf("MSC: app %d: 4 credit\n", t)
+  }
+  /* 5. pending -> applied (CAS) */
+  atomic {
+    if
+    :: st[t] == S_PENDING -> LOG_TXN(t, AMAJ); st[t] = S_APPLIED; age[t] = 0; touched(t);
+       GHOST_STATE(t, S_APPLIED); ok = 1
+    :: else -> ok = 0
+    fi;
+    MAJ_ACK(AMAJ); printf("MSC: app %d: 5 pending->applied %d\n", t, ok)
+  }
+  if :: !ok -> goto stop :: else -> skip fi;
+  /* 6. pull the marker from the source; 7. from the destination */
+  atomic {
+    if :: MK(t, ACC(t, 0)) -> LOG_ACC(ACC(t, 0), AMAJ); MK(t, ACC(t, 0)) = 0 :: else -> skip fi;
+    MAJ_ACK(AMAJ); printf("MSC: app %d: 6 pull source marker\n", t)
+  }
+  atomic {
+    if :: MK(t, ACC(t, 1)) -> LOG_ACC(ACC(t, 1), AMAJ); MK(t, ACC(t, 1)) = 0 :: else -> skip fi;
+    MAJ_ACK(AMAJ); printf("MSC: app %d: 7 pull destination marker\n", t)
+  }
+  /* 8. applied -> done (CAS) */
+  atomic {
+    if
+    :: st[t] == S_APPLIED -> LOG_TXN(t, AMAJ); st[t] = S_DONE; age[t] = 0; touched(t);
+       GHOST_STATE(t, S_DONE)
+    :: else -> skip
+    fi;
+    MAJ_ACK(AMAJ); printf("MSC: app %d: 8 applied->done\n", t)
+  }
+stop:
+  ok = 0
+}
+
+/* ---------------------------------------------------------------- seed 003 */
+proctype app_tagged(byte t) {
+  bool ok;
+  byte g;
+  /* 1. insert {status: started, lastUpdate: now} */
+  atomic { LOG_TXN(t, AMAJ); st[t] = S_PENDING; age[t] = 0; MAJ_ACK(AMAJ); printf("MSC: app %d: 1 insert started\n", t) }
+  /* 2. insertMany of tagged documents, one per collection */
+  g = 0;
+  do
+  :: g < NG -> atomic { LOG_GRP(t, g, AMAJ); GRP(t, g) = 1; MAJ_ACK(AMAJ); printf("MSC: app %d: 2 insert tagged %d\n", t, g); g++ }
+  :: else -> break
+  od;
+  g = 0;
+  /* 3. -> finishing */
+  atomic {
+#ifdef UNCOND_FINISHING
+    /* as the seed writes it: {_id} -> status finishing, whatever it is now */
+    LOG_TXN(t, AMAJ); st[t] = S_APPLIED; age[t] = 0; touched(t); GHOST_STATE(t, S_APPLIED); ok = 1;
+#else
+    /* as docs/state-machine.md asks: {_id, status: started}; no match: stop */
+    if
+    :: st[t] == S_PENDING -> LOG_TXN(t, AMAJ); st[t] = S_APPLIED; age[t] = 0; touched(t);
+       GHOST_STATE(t, S_APPLIED); ok = 1
+    :: else -> ok = 0
+    fi;
+#endif
+    MAJ_ACK(AMAJ); printf("MSC: app %d: 3 ->finishing %d\n", t, ok)
+  }
+  if :: !ok -> goto stop :: else -> skip fi;
+  /* 4. untag: updateMany({tx: t}, {$unset: tx, $set: {valid: true}}), per collection */
+  do
+  :: g < NG -> atomic {
+       if :: GRP(t, g) == 1 -> LOG_GRP(t, g, AMAJ); GRP(t, g) = 2 :: else -> skip fi;
+       MAJ_ACK(AMAJ); printf("MSC: app %d: 4 untag %d\n", t, g); g++ }
+  :: else -> break
+  od;
+  g = 0;
+  /* 5. {_id} -> status done (unconditional, as the seed does) */
+  atomic {
+    LOG_TXN(t, AMAJ); st[t] = S_DONE; age[t] = 0; touched(t);
+    if :: outc[t] != O_ROLLED_BACK -> GHOST_STATE(t, S_DONE) :: else -> skip fi;
+    MAJ_ACK(AMAJ); printf("MSC: app %d: 5 ->done\n", t)
+  }
+stop:
+  ok = 0
+}
+
+/* ---------------------------------------------------------------- the daemon */
+/* The lease-deadline rule. Layer 1, the local check before every write under the lease:
+ * its own step, so that the clock can tick between it and the write. Layer 2, the fence
+ * in the write's filter ($$NOW < expires - margin), atomic with the write. */
+#ifdef NO_LOCAL_CHECK
+#define LOCAL_CHECK() skip
+#else
+#define LOCAL_CHECK() \
+  if \
+  :: drem[me] == 0 -> printf("MSC: daemon %d: deadline passed, stops\n", me); goto fail \
+  :: else -> skip \
+  fi
+#endif
+#ifdef NO_FENCE
+#define FENCE (1)
+#else
+#define FENCE (drem[me] > 0)
+#endif
+/* Property: no write made under the lease lands after the lease deadline. */
+#ifdef NO_DEADLINE_ASSERT
+#define DEADLINE_OK skip
+#else
+#define DEADLINE_OK assert(drem[me] > 0)
+#endif
+
+/* Transition {_id, state: <as known>, lease.owner: me} -> state `to`, time now; renews the
+ * lease, or (terminal) removes it and records the outcome. No match: the action fails. */
+inline transition(to) {
+  LOCAL_CHECK();
+  atomic {
+    if
+    :: st[t] == raw && own[t] == me + 1 && FENCE ->
+      DEADLINE_OK;
+      LOG_TXN(t, DMAJ);
+      if
+      :: to == S_CANCELLED && TAGGED_PROFILE -> st[t] = S_DONE; outc[t] = O_ROLLED_BACK
+      :: to == S_CANCELLED && !TAGGED_PROFILE -> st[t] = S_CANCELLED
+      :: to == S_DONE -> st[t] = S_DONE; outc[t] = O_COMMITTED
+      :: else -> st[t] = to
+      fi;
+      age[t] = 0; touched(t);
+      GHOST_STATE(t, to);
+      if
+      :: TERMINAL(to) -> own[t] = 0; lexp[t] = 0
+      :: else -> lexp[t] = LEASE + 1; drem[me] = LEASE - MARGIN
+      fi;
+      raw = st[t]; ok = 1
+    :: else -> ok = 0
+    fi;
+    MAJ_ACK(DMAJ); printf("MSC: daemon %d: txn %d -> %d: %d\n", me, t, to, ok)
+  }
+  if :: !ok -> goto fail :: else -> skip fi
+}
+
+/* apply: {key, marker != t} -> $inc, $push marker. No match: read the participant; the
+ * marker there means already applied, none means the step can never apply: roll back. */
+inline w_apply(s) {
+  LOCAL_CHECK();
+  atomic {
+    a = ACC(t, s);
+    if
+    :: FENCE && !MK(t, a) ->
+      DEADLINE_OK; LOG_ACC(a, DMAJ);
+      bal[a] = bal[a] + DELTA(s); MK(t, a) = 1; NET(t, s)++; ok = 1;
+#ifdef FIX_UNDO_OWN
+      mine = mine | (1 << s);
+#endif
+    :: else -> ok = 0
+    fi;
+    MAJ_ACK(DMAJ); printf("MSC: daemon %d: apply step %d of txn %d: %d\n", me, s, t, ok)
+  }
+  if
+  :: !ok ->
+    atomic { cannot = !MK(t, a); printf("MSC: daemon %d: read: cannot apply %d\n", me, cannot) }
+    if :: cannot -> cannot = 0; a = 0; goto l_rollback :: else -> skip fi
+  :: else -> skip
+  fi;
+  a = 0
+}
+/* undo: {key, marker = t} -> inverse $inc, $pull marker */
+inline w_undo(s) {
+  LOCAL_CHECK();
+  atomic {
+    a = ACC(t, s);
+    if
+    :: FENCE && MK(t, a) ->
+      DEADLINE_OK; LOG_ACC(a, DMAJ); bal[a] = bal[a] - DELTA(s); MK(t, a) = 0; NET(t, s)--
+    :: else -> skip
+    fi;
+    MAJ_ACK(DMAJ); printf("MSC: daemon %d: undo step %d of txn %d\n", me, s, t);
+    a = 0
+  }
+}
+/* finish: {key, marker = t} -> $pull marker */
+inline w_finish(s) {
+  LOCAL_CHECK();
+  atomic {
+    a = ACC(t, s);
+    if
+#ifdef FIX_FINISH_TRACE
+    /* {key, marker = t} -> $pull marker, $addToSet finished t; a marker next to our own
+     * "finished" is a late duplicate: undo it instead */
+    :: FENCE && MK(t, a) && !FIN(t, a) -> DEADLINE_OK; LOG_ACC(a, DMAJ); MK(t, a) = 0; FIN(t, a) = 1
+    :: FENCE && MK(t, a) && FIN(t, a) ->
+      DEADLINE_OK; LOG_ACC(a, DMAJ); bal[a] = bal[a] - DELTA(s); MK(t, a) = 0; NET(t, s)--
+#else
+    :: FENCE && MK(t, a) -> DEADLINE_OK; LOG_ACC(a, DMAJ); MK(t, a) = 0
+#endif
+    :: else -> skip
+    fi;
+    MAJ_ACK(DMAJ); printf("MSC: daemon %d: finish (pull) step %d of txn %d\n", me, s, t);
+    a = 0
+  }
+}
+/* tagged sets: finish = updateMany({tx: t}) untag+validate; undo = deleteMany({tx: t}) */
+inline finish_tagged(g) {
+  LOCAL_CHECK();
+  atomic {
+    if
+    :: FENCE && GRP(t, g) == 1 -> DEADLINE_OK; LOG_GRP(t, g, DMAJ); GRP(t, g) = 2
+    :: else -> skip
+    fi;
+    MAJ_ACK(DMAJ); printf("MSC: daemon %d: untag collection %d of txn %d\n", me, g, t)
+  }
+}
+inline undo_tagged(g) {
+  LOCAL_CHECK();
+  atomic {
+    if
+    :: FENCE && GRP(t, g) == 1 -> DEADLINE_OK; LOG_GRP(t, g, DMAJ); GRP(t, g) = 0
+    :: else -> skip
+    fi;
+    MAJ_ACK(DMAJ); printf("MSC: daemon %d: delete tagged of collection %d of txn %d\n", me, g, t)
+  }
+}
+
+inline read_txn() {
+    rs = PST(t); ra = age[t]; raw = st[t];
+    unk = (st[t] == S_DONE && outc[t] == O_NONE);
+    act = DECIDE(rs, ra);
+    FRESH(t, me) = 1;
+    printf("MSC: daemon %d: reads txn %d state %d age %d: action %d\n", me, t, rs, ra, act)
+}
+
+proctype daemon(byte me) {
+  byte t, rs, ra, raw, act, a;
+  bool ok, cannot, unk;
+#ifdef FIX_UNDO_OWN
+  byte mine; /* the steps this run applied itself */
+#endif
+
+top:
+  /* The sweep's candidate query and read: one transaction, as it is now. */
+  if
+  :: atomic { ELIGIBLE(0) -> t = 0; read_txn() }
+  :: atomic { NTX > 1 && ELIGIBLE(NTX - 1) -> t = NTX - 1; read_txn() }
+  fi;
+  if
+  :: act == A_LATE -> goto l_late
+  :: else -> skip
+  fi;
+
+  /* Claim: {_id, state and time as read, no quarantine, lease absent, expired or ours}
+   * -> lease = {me, expires: now + LEASE}; the deadline counts from here. */
+  atomic {
+    if
+    :: FRESH(t, me) && !quar[t] && (own[t] == 0 || lexp[t] == 0 || own[t] == me + 1) ->
+      LOG_TXN(t, DMAJ);
+      own[t] = me + 1; lexp[t] = LEASE + 1; drem[me] = LEASE - MARGIN; ok = 1
+    :: else -> ok = 0
+    fi;
+    MAJ_ACK(DMAJ); printf("MSC: daemon %d: claims txn %d: %d\n", me, t, ok)
+  }
+  if :: !ok -> goto idle :: else -> skip fi;
+
+  if
+  :: act == A_CANCEL -> transition(S_CANCELLED); goto idle
+  :: act == A_RESUME -> goto l_resume
+  :: act == A_ROLLBACK -> goto l_rollback
+  :: act == A_FINISH -> goto l_finish
+  :: act == A_FINISH_ROLLBACK -> goto l_finish_rollback
+  fi;
+
+l_resume: /* transfer only: a started tagged insert is never resumed */
+#ifdef TAGGED
+  goto fail;
+#else
+#ifdef FIX_RESUMING
+  /* pending -> resuming before any apply: the application's own pending -> applied
+   * then fails and it stops, so that it cannot pull a marker (finding 1) while one of
+   * our applies is on its way. */
+  if
+  :: raw == S_PENDING -> transition(S_RESUMING)
+  :: else -> skip
+  fi;
+#endif
+  w_apply(0);
+  w_apply(1);
+#ifdef FIX_UNDO_OWN
+  /* Rejected fix of finding 1: if the transaction is no longer ours and pending, take
+   * back (marker-guarded, under the lease) what this run applied. */
+  LOCAL_CHECK();
+  atomic {
+    if
+    :: st[t] == raw && own[t] == me + 1 && FENCE -> ok = 1
+    :: else -> ok = 0
+    fi
+  }
+  if
+  :: !ok ->
+    if :: mine & 1 -> w_undo(0) :: else -> skip fi;
+    if :: mine & 2 -> w_undo(1) :: else -> skip fi;
+    goto fail
+  :: else -> skip
+  fi;
+#endif
+  transition(S_APPLIED);
+  goto l_finish;
+#endif
+
+l_rollback:
+  transition(S_CANCELING);
+l_finish_rollback:
+#ifdef TAGGED
+  undo_tagged(0);
+  undo_tagged(1);
+#else
+  w_undo(0);
+  w_undo(1);
+#endif
+  transition(S_CANCELLED);
+  goto idle;
+
+l_finish:
+#ifdef TAGGED
+  finish_tagged(0);
+  finish_tagged(1);
+#else
+  w_finish(0);
+  w_finish(1);
+#endif
+  transition(S_DONE);
+  goto idle;
+
+l_late: /* late-write check / orphan scan: no lease; every write guarded by the marker */
+#ifdef TAGGED
+  a = 0;
+  do
+  :: a < NG ->
+    atomic {
+      if
+      :: rs == S_CANCELLED && GRP(t, a) == 1 -> LOG_GRP(t, a, DMAJ); GRP(t, a) = 0
+      :: rs == S_DONE && !unk && GRP(t, a) == 1 -> LOG_GRP(t, a, DMAJ); GRP(t, a) = 2
+      :: rs == S_DONE && unk && GRP(t, a) == 1 ->
+        /* nothing records the direction: quarantined for an operator */
+        LOG_TXN(t, DMAJ); quar[t] = 1;
+        printf("MSC: daemon %d: quarantines txn %d (tagged documents after done)\n", me, t);
+        assert(!quar[t]) /* a well-formed transaction must not need an operator */
+      :: else -> skip
+      fi;
+      MAJ_ACK(DMAJ); printf("MSC: daemon %d: late-write check of txn %d collection %d\n", me, t, a);
+      a++
+    }
+  :: else -> break
+  od;
+#else
+  a = 0;
+  do
+  :: a < 2 ->
+    atomic {
+      /* on done: undo the duplicate; on cancelled: undo (for an $inc both are the
+       * inverse $inc and $pull marker) */
+      if
+      :: MK(t, ACC(t, a)) -> LOG_ACC(ACC(t, a), DMAJ);
+        bal[ACC(t, a)] = bal[ACC(t, a)] - DELTA(a); MK(t, ACC(t, a)) = 0; NET(t, a)--
+      :: else -> skip
+      fi;
+      MAJ_ACK(DMAJ); printf("MSC: daemon %d: late-write check of txn %d step %d\n", me, t, a);
+      a++
+    }
+  :: else -> break
+  od;
+#endif
+  goto idle;
+
+fail: /* release the lease, best effort: {_id, lease.owner: me} -> unset lease */
+  atomic {
+    if
+    :: own[t] == me + 1 -> LOG_TXN(t, DMAJ); own[t] = 0; lexp[t] = 0
+    :: else -> skip
+    fi;
+    MAJ_ACK(DMAJ); printf("MSC: daemon %d: action failed, releases txn %d\n", me, t)
+  }
+idle:
+  atomic {
+    FRESH(t, me) = 0; drem[me] = 0;
+    t = 0; rs = 0; ra = 0; raw = 0; act = 0; a = 0; ok = 0; cannot = 0; unk = 0;
+#ifdef FIX_UNDO_OWN
+    mine = 0;
+#endif
+  }
+  goto top
+}
+
+/* ---------------------------------------------------------------- the checker */
+/* At every state, the checker asks: if every actor stopped here for good (a crash: the
+ * applications and daemons are stopped wherever they are), the clock ran past every
+ * threshold and lease, and a fresh daemon swept once (decision table, then the late-write
+ * check and orphan scan), would the end-state invariants hold? It works on a copy of the
+ * database and puts everything back, so it adds transitions but no states. */
+inline copy_state() {
+  i = 0;
+  do
+  :: i < NTX -> c_st[i] = st[i]; c_outc[i] = outc[i]; c_quar[i] = quar[i];
+     c_cmt[i] = cmt[i]; c_rbk[i] = rbk[i]; i++
+  :: else -> break
+  od;
+  i = 0;
+  do :: i < NACC -> c_bal[i] = bal[i]; i++ :: else -> break od;
+  i = 0;
+  do
+  :: i < NTX * NACC -> c_mk[i] = mk[i];
+#ifdef FIX_FINISH_TRACE
+     c_fin[i] = fin[i];
+#endif
+     i++
+  :: else -> break
+  od;
+  i = 0;
+  do :: i < NTX * 2 -> c_net[i] = net[i]; i++ :: else -> break od;
+  i = 0;
+  do :: i < NTX * NG -> c_grp[i] = grp[i]; i++ :: else -> break od
+}
+inline clear_copy() {
+  i = 0;
+  do
+  :: i < NTX -> c_st[i] = 0; c_outc[i] = 0; c_quar[i] = 0; c_cmt[i] = 0; c_rbk[i] = 0; i++
+  :: else -> break
+  od;
+  i = 0;
+  do :: i < NACC -> c_bal[i] = 0; i++ :: else -> break od;
+  i = 0;
+  do :: i < NTX * NACC -> c_mk[i] = 0; c_fin[i] = 0; i++ :: else -> break od;
+  i = 0;
+  do :: i < NTX * 2 -> c_net[i] = 0; i++ :: else -> break od;
+  i = 0;
+  do :: i < NTX * NG -> c_grp[i] = 0; i++ :: else -> break od
+}
+/* From here on, the checker's names stand for its copy. */
+#define st c_st
+#define outc c_outc
+#define quar c_quar
+#define cmt c_cmt
+#define rbk c_rbk
+#define bal c_bal
+#define mk c_mk
+#define net c_net
+#define grp c_grp
+#define fin c_fin
+inline final_finish(t, s) {
+  a = ACC(t, s);
+#ifdef FIX_FINISH_TRACE
+  if
+  :: MK(t, a) && FIN(t, a) -> bal[a] = bal[a] - DELTA(s); NET(t, s)--
+  :: else -> FIN(t, a) = 1
+  fi;
+#endif
+  MK(t, a) = 0
+}
+
+proctype checker() {
+  byte i, t, s, a, act;
+  short want0, want1;
+  byte c_st[NTX], c_outc[NTX], c_net[NTX * 2], c_grp[NTX * NG];
+  bool c_quar[NTX], c_cmt[NTX], c_rbk[NTX], c_mk[NTX * NACC], c_fin[NTX * NACC];
+  short c_bal[NACC];
+  do
+  :: d_step {
+    copy_state();
+#ifndef TAGGED
+    /* Money at quiescent points: whenever no account carries a marker, the total is what
+     * it was and each step has been applied once (its transaction reached applied) or
+     * not at all. */
+    if
+    :: NO_MARKERS -> assert(TOTAL_OK); assert(NETS_OK)
+    :: else -> skip
+    fi;
+#endif
+    t = 0;
+    do
+    :: t < NTX ->
+      if
+      :: st[t] == S_NONE || quar[t] -> act = A_NONE
+      :: else -> act = DECIDE(PST(t), AMAX)
+      fi;
+      if
+      :: act == A_CANCEL -> st[t] = S_CANCELLED; GHOST_STATE(t, S_CANCELLED)
+      :: act == A_ROLLBACK || act == A_FINISH_ROLLBACK ->
+        st[t] = S_CANCELING; GHOST_STATE(t, S_CANCELING);
+        s = 0;
+        do
+        :: s < 2 && !TAGGED_PROFILE ->
+          a = ACC(t, s);
+          if :: MK(t, a) -> bal[a] = bal[a] - DELTA(s); MK(t, a) = 0; NET(t, s)-- :: else -> skip fi;
+          s++
+        :: s < NG && TAGGED_PROFILE -> if :: GRP(t, s) == 1 -> GRP(t, s) = 0 :: else -> skip fi; s++
+        :: else -> break
+        od;
+        if
+        :: TAGGED_PROFILE -> st[t] = S_DONE; outc[t] = O_ROLLED_BACK
+        :: else -> st[t] = S_CANCELLED
+        fi;
+        GHOST_STATE(t, S_CANCELLED)
+      :: act == A_RESUME -> /* only a resuming transaction (FIX_RESUMING) is resumed here */
+        s = 0;
+        do
+        :: s < 2 ->
+          a = ACC(t, s);
+          if :: !MK(t, a) -> bal[a] = bal[a] + DELTA(s); MK(t, a) = 1; NET(t, s)++ :: else -> skip fi;
+          s++
+        :: else -> break
+        od;
+        st[t] = S_APPLIED; GHOST_STATE(t, S_APPLIED);
+        final_finish(t, 0); final_finish(t, 1);
+        st[t] = S_DONE; outc[t] = O_COMMITTED; GHOST_STATE(t, S_DONE)
+      :: act == A_FINISH ->
+        s = 0;
+        do
+        :: s < 2 && !TAGGED_PROFILE -> final_finish(t, s); s++
+        :: s < NG && TAGGED_PROFILE -> if :: GRP(t, s) == 1 -> GRP(t, s) = 2 :: else -> skip fi; s++
+        :: else -> break
+        od;
+        st[t] = S_DONE; outc[t] = O_COMMITTED; GHOST_STATE(t, S_DONE)
+      :: else -> skip
+      fi;
+      /* late-write check / orphan scan */
+      if
+      :: st[t] != S_NONE && !quar[t] && TERMINAL(PST(t)) && LATE_AGE(AMAX) ->
+        s = 0;
+        do
+        :: s < 2 && !TAGGED_PROFILE ->
+          a = ACC(t, s);
+          if :: MK(t, a) -> bal[a] = bal[a] - DELTA(s); MK(t, a) = 0; NET(t, s)-- :: else -> skip fi;
+          s++
+        :: s < NG && TAGGED_PROFILE ->
+          if
+          :: GRP(t, s) == 1 && PST(t) == S_CANCELLED -> GRP(t, s) = 0
+          :: GRP(t, s) == 1 && PST(t) == S_DONE && outc[t] == O_COMMITTED -> GRP(t, s) = 2
+          :: GRP(t, s) == 1 && PST(t) == S_DONE && outc[t] == O_NONE -> quar[t] = 1
+          :: else -> skip
+          fi;
+          s++
+        :: else -> break
+        od
+      :: else -> skip
+      fi;
+      t++
+    :: else -> break
+    od;
+
+    /* The end-state invariants. */
+    t = 0;
+    do
+    :: t < NTX ->
+      assert(!quar[t]);                                   /* nothing set aside */
+      assert(st[t] == S_NONE || TERMINAL(PST(t)));        /* every transaction terminal */
+      assert(!(cmt[t] && rbk[t]));                        /* one way only */
+      if
+      :: !TAGGED_PROFILE ->
+        assert(!MK(t, 0) && !MK(t, 1));                   /* no marker left */
+        /* each step applied exactly once if done, never if not */
+        assert(NET(t, 0) == (PST(t) == S_DONE) && NET(t, 1) == (PST(t) == S_DONE))
+      :: else ->
+        assert(GRP(t, 0) != 1 && GRP(t, NG - 1) != 1);   /* no tag left */
+        /* all of its documents if committed, none if rolled back */
+        assert(st[t] == S_NONE || PST(t) != S_DONE || (GRP(t, 0) == 2 && GRP(t, NG - 1) == 2));
+        assert(PST(t) != S_CANCELLED || (GRP(t, 0) == 0 && GRP(t, NG - 1) == 0))
+      fi;
+      t++
+    :: else -> break
+    od;
+    if
+    :: !TAGGED_PROFILE ->
+      /* money: each account = its opening balance + the done transfers */
+      want0 = INIT_BAL; want1 = INIT_BAL;
+      t = 0;
+      do
+      :: t < NTX ->
+        if
+        :: PST(t) == S_DONE ->
+          if :: ACC(t, 0) == 0 -> want0--; want1++ :: else -> want1--; want0++ fi
+        :: else -> skip
+        fi;
+        t++
+      :: else -> break
+      od;
+      assert(bal[0] + bal[1] == NACC * INIT_BAL);
+      assert(bal[0] == want0 && bal[1] == want1)
+    :: else -> skip
+    fi;
+    clear_copy();
+    i = 0; t = 0; s = 0; a = 0; act = 0; want0 = 0; want1 = 0
+  }
+  od
+}
+#undef st
+#undef outc
+#undef quar
+#undef cmt
+#undef rbk
+#undef bal
+#undef mk
+#undef net
+#undef grp
+#undef fin
+
+
+init {
+  atomic {
+
+#ifdef TAGGED
+    run app_tagged(0);
+    if :: NTX > 1 -> run app_tagged(NTX - 1) :: else -> skip fi;
+#else
+    run app_transfer(0);
+    if :: NTX > 1 -> run app_transfer(NTX - 1) :: else -> skip fi;
+#endif
+    run daemon(0);
+    if :: ND > 1 -> run daemon(ND - 1) :: else -> skip fi;
+    run clock();
+#ifdef WLOSS
+    run failover();
+#endif
+    run checker()
+  }
+}
