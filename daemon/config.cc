@@ -330,15 +330,17 @@ Status LoadStates(const Reader& r, const toml::node& node, const std::string& pr
   if (st == nullptr) return r.Error(node.source(), prefix + "states", "must be a table");
   const std::string sp = prefix + "states.";
   for (const auto& [k, v] : *st) {
-    bool known = false;
+    bool known = k.str() == "resuming";
     for (const auto& sk : AllStateKeys())
       for (auto key : sk.keys) known = known || k.str() == key;
     if (!known)
       return r.Error(k.source(), sp + std::string(k.str()),
-                     "unknown state (one of initial|new, pending|started, "
+                     "unknown state (one of initial|new, pending|started, resuming, "
                      "applied|committed|finishing, done, canceling|cancelling|rollback, "
                      "cancelled|canceled)");
   }
+  // Pending as the daemon writes it once it has taken a transaction over to resume it.
+  if (Status s = r.StringList(*st, sp, "resuming", &states->resuming); !s.ok()) return s;
   for (const auto& sk : AllStateKeys()) {
     std::string_view given;
     for (auto key : sk.keys) {
@@ -864,6 +866,7 @@ std::string DescribeConfig(const Config& c) {
         {"cancelled", txn_recovery::TxnState::kCancelled}};
     for (const auto& [key, state] : roles)
       if (!p.states.For(state).empty()) os << "\n" << key << " = " << list(p.states.For(state));
+    if (!p.states.resuming.empty()) os << "\nresuming = " << list(p.states.resuming);
     os << "\n";
   }
   return os.str();

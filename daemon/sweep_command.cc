@@ -201,6 +201,7 @@ int RunSweep(const Config& config, txn_recovery::Store* store, const SweepComman
                         {"foreign_markers", orphans.foreign_markers},
                         {"crowded_participants", orphans.crowded_participants},
                         {"failed", orphans.failed},
+                        {"traces_removed", orphans.traces_removed},
                         {"findings", list}};
       }
       if (options.verbose) {

@@ -15,6 +15,7 @@
 #include "support/watch_config.h"
 #include "txn_recovery/inspect.h"
 #include "txn_recovery/memory_store.h"
+#include "txn_recovery/orphans.h"
 #include "txn_recovery/state_machine.h"
 #include "txn_recovery/sweeper.h"
 
@@ -331,7 +332,7 @@ TEST_P(RefusedWrite, OneRefusedCreditChargesOnlyItsOwnTransfer) {
   auto broken = bank.Txn(ids[0]);
   ASSERT_TRUE(broken);
   EXPECT_TRUE(broken->GetPath("recovery.quarantine")) << "the refused one, after 5 sweeps";
-  EXPECT_EQ(bank.State(ids[0]), "pending");
+  EXPECT_EQ(bank.State(ids[0]), "resuming") << "taken over before its credit was refused";
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, RefusedWrite, ::testing::Values("memory", "mongo"),
@@ -557,6 +558,147 @@ TEST_P(MalformedRecord, ALeaseTheDaemonNeverWritesIsQuarantinedNotBusyForever) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, MalformedRecord, ::testing::Values("memory", "mongo"),
+                         [](const auto& info) { return info.param; });
+
+// ---- A live application and a resuming daemon (found by the model, model/README.md) -------
+
+// The application's steps from `first` on, as seed 002 runs them, until one of its
+// compare-and-sets matches nothing (it stops), it is done, or it has made `at_most` steps
+// (it crashes).
+void RunApplicationFrom(Bank* app, const Value& id, AppStep first, int at_most = kAppStepCount) {
+  for (int step = static_cast<int>(first); step < kAppStepCount && at_most-- > 0; ++step)
+    if (!app->RunStep(id, static_cast<AppStep>(step)).ok()) return;
+}
+
+// One transfer left pending by an application that stalled before its debit, old enough
+// to resume, and the daemon's plan for it.
+struct StalledTransfer {
+  explicit StalledTransfer(const std::string& kind) : backend(TestBackend::Create(kind)) {
+    if (!backend->error().empty()) return;
+    bank = std::make_unique<Bank>(backend->store(), backend->database());
+    bank->Open(2);
+    before = bank->Take();
+    id = bank->Transfer("A0", "A1", 100, 2);
+    bank->Age(id, kStuck);
+    watch = bank->Watch();
+    plan = Plan(backend->store(), watch);
+  }
+  // The daemon's writes when nothing interferes.
+  int DaemonWrites() {
+    FaultStore counting(backend->store());
+    (void)MachineFor(&counting, backend->clock(), watch, "daemon-0")
+        .Execute(plan.txns.front(), plan.actions.front());
+    return counting.writes();
+  }
+  // Later sweeps by another daemon, after the lease expired, then the invariants.
+  void SettleAndCheck() {
+    bank->ExpireLeases();
+    for (int sweep = 0; sweep < 3; ++sweep) {
+      bank->AgeAll(kStuck);
+      (void)SweepOnce(backend->store(), backend->clock(), watch, "daemon-2");
+    }
+    EXPECT_EQ(bank->State(id), "done");
+    EXPECT_EQ(bank->Balance("A0"), 900);
+    EXPECT_EQ(bank->Balance("A1"), 1100);
+    for (const auto& v : bank->Violations(before)) ADD_FAILURE() << v;
+    for (const char* account : {"\"A0\"", "\"A1\""}) {
+      const Document d = bank->Take().accounts[account];
+      EXPECT_EQ(d.Get("recovery"), nullptr) << "a finish's trace left: " << Value(d).ToString();
+    }
+  }
+
+  std::unique_ptr<TestBackend> backend;
+  std::unique_ptr<Bank> bank;
+  Snapshot before;
+  Value id;
+  WatchSpec watch;
+  Planned plan;
+};
+
+class LiveApplication : public ::testing::TestWithParam<std::string> {};
+
+// Finding 1. The application stalls after marking its transfer pending; the daemon takes it
+// to resume it; the application wakes while the daemon is at its k-th write, carries on
+// for up to six steps, and crashes (or runs to done). Before, it could debit, credit, mark
+// applied and pull the source's marker between the daemon's read and its debit, which then
+// landed a second time; had the application crashed before done, the next finish pulled
+// that debit's marker as the original. Now the daemon takes the transfer over (pending ->
+// resuming) before its first participant write: the application's own compare-and-set
+// fails and it stops before pulling anything.
+TEST_P(LiveApplication, AnApplicationWakingDuringAResumeNeverGetsItsStepAppliedTwice) {
+  const int writes = StalledTransfer(GetParam()).DaemonWrites();
+  ASSERT_GT(writes, 3);
+  for (int k = 1; k <= writes; ++k) {
+    for (int steps = 1; steps <= 6; ++steps) {
+      SCOPED_TRACE("the application wakes at the daemon's write " + std::to_string(k) +
+                   " and makes " + std::to_string(steps) + " steps");
+      StalledTransfer t(GetParam());
+      ASSERT_TRUE(t.backend->error().empty()) << t.backend->error();
+      FaultStore daemon_side(t.backend->store());
+      ManualClock no_time;  // the stall is the application's, not the daemon's
+      daemon_side.StallAt(k, FaultStore::Stall::kInFlight, &no_time, milliseconds(0), [&] {
+        RunApplicationFrom(t.bank.get(), t.id, AppStep::kDebitSource, steps);
+      });
+      (void)MachineFor(&daemon_side, t.backend->clock(), t.watch, "daemon-1")
+          .Execute(t.plan.txns.front(), t.plan.actions.front());
+      t.SettleAndCheck();
+    }
+  }
+}
+
+// Finding 2. The application stalls before its debit; the daemon resumes, applies both
+// steps, marks the transfer applied, and is killed after its k-th write, possibly after its
+// finish pulled the source's marker. The application's debit then lands a second time,
+// with a marker. Before, the next finish pulled that marker as the original one and the
+// second debit stayed. Now a finish leaves a trace of the pull on the participant, and a
+// marker next to that trace is undone as a late duplicate.
+TEST_P(LiveApplication, ADuplicateLandingBetweenTwoFinishesIsUndoneNotPulled) {
+  const int writes = StalledTransfer(GetParam()).DaemonWrites();
+  ASSERT_GT(writes, 3);
+  for (int k = 1; k <= writes; ++k) {
+    SCOPED_TRACE("the daemon killed after its write " + std::to_string(k));
+    StalledTransfer t(GetParam());
+    ASSERT_TRUE(t.backend->error().empty()) << t.backend->error();
+    FaultStore dying(t.backend->store());
+    dying.CrashAfterWrites(k);
+    (void)MachineFor(&dying, t.backend->clock(), t.watch, "daemon-1")
+        .Execute(t.plan.txns.front(), t.plan.actions.front());
+    RunApplicationFrom(t.bank.get(), t.id, AppStep::kDebitSource);  // it wakes
+    t.SettleAndCheck();
+  }
+}
+
+// A daemon stopped after marking a transfer done, before it removed the traces its finish
+// left: the late-write check removes them, and past the late-write window the orphan scan.
+TEST_P(LiveApplication, TracesLeftByADaemonStoppedAfterDoneAreRemoved) {
+  for (bool within_window : {true, false}) {
+    SCOPED_TRACE(within_window ? "by the late-write check" : "by the orphan scan");
+    StalledTransfer t(GetParam());
+    ASSERT_TRUE(t.backend->error().empty()) << t.backend->error();
+    const int writes = t.DaemonWrites();
+    StalledTransfer u(GetParam());
+    FaultStore dying(u.backend->store());
+    // The last four writes are the clean-up (two exclusive requests per account).
+    dying.CrashAfterWrites(writes - 4);
+    (void)MachineFor(&dying, u.backend->clock(), u.watch, "daemon-1")
+        .Execute(u.plan.txns.front(), u.plan.actions.front());
+    ASSERT_EQ(u.bank->State(u.id), "done");
+    ASSERT_NE(u.bank->Take().accounts["\"A0\""].Get("recovery"), nullptr) << "a trace is left";
+    if (within_window) {
+      u.bank->AgeAll(kStuck);
+      (void)SweepOnce(u.backend->store(), u.backend->clock(), u.watch, "daemon-2");
+    } else {
+      u.bank->AgeAll(std::chrono::hours(2));
+      OrphanSummary summary;
+      Must(ScanOrphans(u.backend->store(), u.backend->clock(), u.watch, OrphanOptions{}, nullptr,
+                       &summary));
+      EXPECT_EQ(summary.traces_removed, 2);
+    }
+    u.SettleAndCheck();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, LiveApplication, ::testing::Values("memory", "mongo"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

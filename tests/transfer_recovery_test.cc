@@ -339,7 +339,8 @@ TEST_P(TransferRecovery, ATransactionThatFailsEverySweepIsQuarantinedAfterFiveAn
       << reports[0].result.detail;
   auto t = bank_->Txn(broken);
   ASSERT_TRUE(t && t->GetPath("recovery.quarantine.reason"));
-  EXPECT_EQ(bank_->State(broken), "pending") << "kept as it was, for an operator";
+  EXPECT_EQ(bank_->State(broken), "resuming")
+      << "taken over by the daemon before its credit was refused, kept so for an operator";
   EXPECT_EQ(bank_->Balance("A0"), 900) << "the debit stays until an operator decides";
   EXPECT_EQ(bank_->Balance("A1"), 1000);
   EXPECT_EQ(sweep().examined, 0) << "a quarantined transaction is not read again";

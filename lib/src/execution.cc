@@ -25,18 +25,27 @@
 namespace txn_recovery {
 namespace {
 
-enum class Phase { kApply, kToApplied, kFinish, kToDone, kToCanceling, kUndo, kToCancelled };
+enum class Phase {
+  kApply,
+  kToApplied,
+  kFinish,
+  kToDone,
+  kUntrace,
+  kToCanceling,
+  kUndo,
+  kToCancelled
+};
 
 std::vector<Phase> ProgramOf(Action a) {
   switch (a) {
     case Action::kCancel:
       return {Phase::kToCancelled};
     case Action::kResume:
-      return {Phase::kApply, Phase::kToApplied, Phase::kFinish, Phase::kToDone};
+      return {Phase::kApply, Phase::kToApplied, Phase::kFinish, Phase::kToDone, Phase::kUntrace};
     case Action::kRollback:
       return {Phase::kToCanceling, Phase::kUndo, Phase::kToCancelled};
     case Action::kFinish:
-      return {Phase::kFinish, Phase::kToDone};
+      return {Phase::kFinish, Phase::kToDone, Phase::kUntrace};
     case Action::kFinishRollback:
       return {Phase::kUndo, Phase::kToCancelled};
     default:
@@ -143,6 +152,7 @@ class StateMachine::Batch {
       it.txn = txns[i];
       it.result = &results[i];
       it.state_spelling = txns[i]->state_as_read;
+      it.taken_over = txns[i]->taken_over;
       it.late = actions[i] == Action::kCheckLateWrites;
       it.program = ProgramOf(actions[i]);
       items_.push_back(std::move(it));
@@ -167,8 +177,9 @@ class StateMachine::Batch {
     Value state_spelling;
     // Once claimed: the lease's terms and the local deadline for writing under it.
     bool leased = false;
-    bool resolved = false;  // a terminal transition removed the lease
-    bool released = false;  // the LeaseGuard gave it back (or left it to expire)
+    bool taken_over = false;  // in a resuming spelling (read so, or written by TakeOver)
+    bool resolved = false;    // a terminal transition removed the lease
+    bool released = false;    // the LeaseGuard gave it back (or left it to expire)
     requests::LeaseTerms lease;
     std::chrono::steady_clock::time_point deadline{};
     std::string cannot_apply;  // why a resume turns into a rollback
@@ -176,12 +187,13 @@ class StateMachine::Batch {
   };
 
   // One write on behalf of `item`, for its participant `step` (null for the transaction
-  // document itself).
+  // document itself). A best-effort write (a release, a clean-up) never fails its item.
   struct Write {
     Item* item;
     const ParticipantStep* step;
     Namespace ns;
     UpdateRequest request;
+    bool best_effort = false;
   };
 
   // Releases, on every way out of the batch's run, the leases the batch still holds
@@ -241,7 +253,7 @@ class StateMachine::Batch {
       Item* it = writes[i].item;
       if (it->leased) {
         if (!LeaseLive(*it)) {
-          Fail(it, LeaseExpired(*it));
+          if (!writes[i].best_effort) Fail(it, LeaseExpired(*it));
           continue;
         }
         writes[i].request.filter = requests::Fenced(std::move(writes[i].request.filter), it->lease);
@@ -254,14 +266,15 @@ class StateMachine::Batch {
       for (std::size_t i : indices) bulk.push_back(writes[i].request);
       BulkResult r;
       if (Status s = m_->store_->UpdateEach(writes[indices.front()].ns, bulk, &r); !s.ok()) {
-        for (std::size_t i : indices) Fail(writes[i].item, s);
+        for (std::size_t i : indices)
+          if (!writes[i].best_effort) Fail(writes[i].item, s);
         continue;
       }
       std::set<std::size_t> refused;
       for (auto& [index, why] : r.refused) {
         if (index >= indices.size()) continue;
         refused.insert(index);
-        Fail(writes[indices[index]].item, std::move(why));
+        if (!writes[indices[index]].best_effort) Fail(writes[indices[index]].item, std::move(why));
       }
       for (std::size_t k = 0; k < indices.size(); ++k)
         if (!refused.count(k)) sent.accepted.push_back(indices[k]);
@@ -364,6 +377,13 @@ class StateMachine::Batch {
     return WithMarker(docs, step, id) != nullptr;
   }
 
+  // Whether a finish left its trace of transaction `id` on one of `docs`.
+  bool HasTrace(const Found& docs, const Value& id) const {
+    for (const Document& d : docs)
+      if (Filter().Eq(paths_.Finished(), id).Matches(d)) return true;
+    return false;
+  }
+
   // The participant steps of the writes the server accepted, read back.
   std::vector<Found> ReadBack(const std::vector<Write>& writes, const Sent& sent,
                               std::vector<StepRef>* refs) {
@@ -443,8 +463,8 @@ class StateMachine::Batch {
       if (!it.leased || it.resolved || it.released) continue;
       it.released = true;
       it.pc = it.program.size();  // nothing more is written for it
-      writes.push_back(
-          {&it, nullptr, m_->txn_ns_, requests::Release(it.txn->id, paths_, it.lease)});
+      writes.push_back({&it, nullptr, m_->txn_ns_, requests::Release(it.txn->id, paths_, it.lease),
+                        /*best_effort=*/true});
     }
     if (!writes.empty()) (void)Send(writes);
   }
@@ -474,6 +494,8 @@ class StateMachine::Batch {
           Undo(list);
         } else if (phase == Phase::kFinish) {
           Finish(list);
+        } else if (phase == Phase::kUntrace) {
+          Untrace(list);
         }
       }
       Transition(transitions);
@@ -517,6 +539,12 @@ class StateMachine::Batch {
       AddWrite(&writes, it, step, doc, step->apply,
                [&] { return requests::Apply(*step, it->txn->id, doc); });
     }
+    std::vector<Item*> to_take_over;
+    for (const Write& w : writes)
+      if (Running(*w.item) && !w.item->taken_over &&
+          (to_take_over.empty() || to_take_over.back() != w.item))
+        to_take_over.push_back(w.item);
+    TakeOver(to_take_over);
     std::erase_if(writes, [&](const Write& w) { return !Running(*w.item); });
     const Sent sent = Send(writes);
     if (sent.all_matched()) {
@@ -550,6 +578,58 @@ class StateMachine::Batch {
       it->result->detail = "rolled back instead of resumed: " + it->cannot_apply;
       it->program = ProgramOf(Action::kRollback);
       it->pc = 0;
+    }
+  }
+
+  // Takes each transaction of `list` over from the application (requests::TakeOver), one
+  // bulk; a transaction the application moved on meanwhile ends here, before the daemon
+  // wrote to any of its participants.
+  void TakeOver(const std::vector<Item*>& list) {
+    if (list.empty()) return;
+    const DateTime now = m_->server_now_();
+    const DateTime renewed{now.millis + m_->lease_.duration.count()};
+    std::vector<Write> writes;
+    for (Item* it : list)
+      writes.push_back({it, nullptr, m_->txn_ns_,
+                        requests::TakeOver(it->txn->id, it->state_spelling, profile(), paths_,
+                                           it->lease, renewed)});
+    const auto start = m_->clock_->MonotonicNow();
+    const Sent sent = Send(writes);
+    const Value resuming(profile().states.resuming.front());
+    std::map<std::string, Document> docs;
+    if (!sent.all_matched() && !ReadBackTransactions(writes, sent, &docs)) return;
+    for (std::size_t i : sent.accepted) {
+      Item* it = writes[i].item;
+      if (!sent.all_matched() && !Moved(docs, *it, resuming, /*terminal=*/false)) {
+        Fail(it,
+             LeaseLive(*it) ? Status::Conflict("transaction " + it->txn->id.ToString() +
+                                               " moved on before the daemon took it over")
+                            : LeaseExpired(*it),
+             Outcome::kBusy);
+        continue;
+      }
+      it->taken_over = true;
+      it->state_spelling = resuming;
+      SetExpiry(it, now);
+      it->deadline = start + m_->lease_.duration - m_->lease_.margin;
+    }
+  }
+
+  // Once the transaction is done, the traces its finish left on the participants serve no
+  // more (no finish can follow): removed, best effort; the late-write check and the orphan
+  // scan remove whatever is left.
+  void Untrace(const std::vector<Item*>& list) {
+    std::vector<Write> writes;
+    for (Item* it : list) AddUntrace(&writes, it);
+    (void)Send(writes);
+    for (Item* it : list) ++it->pc;
+  }
+
+  void AddUntrace(std::vector<Write>* writes, Item* it) {
+    for (const auto& step : it->txn->steps) {
+      auto [whole, part] = requests::Untrace(step, it->txn->id, paths_);
+      writes->push_back({it, &step, step.ns, std::move(whole), /*best_effort=*/true});
+      writes->push_back({it, &step, step.ns, std::move(part), /*best_effort=*/true});
     }
   }
 
@@ -596,12 +676,17 @@ class StateMachine::Batch {
     }
   }
 
-  // Pulls every marker (guarded by its presence) and finishes every tagged set.
+  // Pulls every marker (guarded by its presence, and leaving a trace) or undoes a late
+  // duplicate of it, and finishes every tagged set.
   void Finish(const std::vector<Item*>& list) {
     std::vector<Write> writes;
-    for (Item* it : list)
-      for (const auto& step : it->txn->steps)
-        writes.push_back({it, &step, step.ns, requests::Finish(step, it->txn->id)});
+    for (Item* it : list) {
+      for (const auto& step : it->txn->steps) {
+        auto [pull, duplicate] = requests::Finish(step, it->txn->id, paths_);
+        writes.push_back({it, &step, step.ns, std::move(pull)});
+        writes.push_back({it, &step, step.ns, std::move(duplicate)});
+      }
+    }
     (void)Send(writes);  // a finish that matches nothing had nothing left to do
     for (Item* it : list) {
       for (const TaggedSet& set : it->txn->tagged_sets) {
@@ -632,22 +717,12 @@ class StateMachine::Batch {
     const auto start = m_->clock_->MonotonicNow();
     const Sent sent = Send(writes);
     std::map<std::string, Document> docs;
-    if (!sent.all_matched()) {
-      // Some lost their lease: read back which moved.
-      std::vector<Value> ids;
-      for (std::size_t i : sent.accepted) ids.push_back(writes[i].item->txn->id);
-      std::vector<Document> read;
-      if (Status s = ReadAll(m_->txn_ns_, Filter().In("_id", std::move(ids)), &read); !s.ok()) {
-        for (std::size_t i : sent.accepted) Fail(writes[i].item, s);
-        return;
-      }
-      for (Document& d : read)
-        if (const Value* id = d.Get("_id")) docs[id->ToString()] = std::move(d);
-    }
+    // Some lost their lease: read back which moved.
+    if (!sent.all_matched() && !ReadBackTransactions(writes, sent, &docs)) return;
     for (std::size_t i : sent.accepted) {
       Item* it = writes[i].item;
       const TxnState to = *TargetOf(it->program[it->pc]);
-      if (!sent.all_matched() && !Moved(docs, *it, to)) {
+      if (!sent.all_matched() && !Moved(docs, *it, Value(p.states.Written(to)), IsTerminal(to))) {
         Fail(it, LeaseLive(*it)
                      ? Status::Conflict("lost the lease on transaction " + it->txn->id.ToString() +
                                         " before moving it to " + std::string(TxnStateName(to)))
@@ -659,7 +734,7 @@ class StateMachine::Batch {
       ++it->pc;
       if (IsTerminal(to)) {
         it->result->outcome = Outcome::kResolved;
-        it->resolved = true;
+        it->resolved = true;  // the clean-up that may follow stays within the same deadline
       } else {
         SetExpiry(it, now);
         it->deadline = start + m_->lease_.duration - m_->lease_.margin;
@@ -667,14 +742,31 @@ class StateMachine::Batch {
     }
   }
 
-  // Whether the transaction read back shows our move to `to`: the state written and, for a
-  // terminal move, resolved by us, otherwise our lease still on it.
-  bool Moved(const std::map<std::string, Document>& docs, const Item& it, TxnState to) const {
+  // The transactions of the accepted `writes`, read back by _id into `docs`. False (and the
+  // items failed) when the read fails.
+  bool ReadBackTransactions(const std::vector<Write>& writes, const Sent& sent,
+                            std::map<std::string, Document>* docs) {
+    std::vector<Value> ids;
+    for (std::size_t i : sent.accepted) ids.push_back(writes[i].item->txn->id);
+    std::vector<Document> read;
+    if (Status s = ReadAll(m_->txn_ns_, Filter().In("_id", std::move(ids)), &read); !s.ok()) {
+      for (std::size_t i : sent.accepted) Fail(writes[i].item, s);
+      return false;
+    }
+    for (Document& d : read)
+      if (const Value* id = d.Get("_id")) (*docs)[id->ToString()] = std::move(d);
+    return true;
+  }
+
+  // Whether the transaction read back shows our move to the state spelled `state`: and, for
+  // a terminal move, resolved by us, otherwise our lease still on it.
+  bool Moved(const std::map<std::string, Document>& docs, const Item& it, const Value& state,
+             bool terminal) const {
     auto d = docs.find(it.txn->id.ToString());
     if (d == docs.end()) return false;
     const Value* st = d->second.GetPath(profile().state_field);
-    if (st == nullptr || !(*st == Value(profile().states.Written(to)))) return false;
-    if (IsTerminal(to)) {
+    if (st == nullptr || !(*st == state)) return false;
+    if (terminal) {
       const Value* by = d->second.GetPath(paths_.ResolvedBy());
       return by && *by == Value(it.lease.owner);
     }
@@ -699,6 +791,7 @@ class StateMachine::Batch {
     const std::vector<Found> found = ReadParticipants(steps);
     CheckAll(steps, found);
     std::vector<Write> writes;
+    std::vector<Item*> traced;
     for (std::size_t i = 0; i < steps.size(); ++i) {
       auto [it, step] = steps[i];
       if (it->ended) continue;
@@ -706,6 +799,8 @@ class StateMachine::Batch {
       if (const Document* d = WithMarker(found[i], *step, it->txn->id))
         AddWrite(&writes, it, step, *d, requests::LateUndoUpdate(*step, state),
                  [&] { return requests::LateUndo(*step, it->txn->id, state, *d); });
+      if (HasTrace(found[i], it->txn->id) && (traced.empty() || traced.back() != it))
+        traced.push_back(it);
     }
     std::erase_if(writes, [&](const Write& w) { return w.item->ended; });
     const Sent sent = Send(writes);
@@ -717,6 +812,11 @@ class StateMachine::Batch {
       for (std::size_t k = 0; k < refs.size(); ++k)
         undone[k] = !AnyHasMarker(after[k], *refs[k].second, refs[k].first->txn->id);
     }
+    // A finish's traces, left by a daemon stopped after done: removed once the late
+    // writes are undone (best effort: the next check, or the orphan scan, retries).
+    std::vector<Write> cleanup;
+    for (Item* it : traced) AddUntrace(&cleanup, it);
+    (void)Send(cleanup);
     for (std::size_t k = 0; k < sent.accepted.size(); ++k) {
       const Write& w = writes[sent.accepted[k]];
       if (!undone[k] || w.item->ended) continue;

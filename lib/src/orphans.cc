@@ -2,6 +2,8 @@
 
 #include <set>
 
+#include "requests.h"
+
 namespace txn_recovery {
 
 std::string_view OrphanKindName(OrphanFinding::Kind k) noexcept {
@@ -49,6 +51,46 @@ class OrphanScan {
         owned_(watch.profile.owner.Condition()),
         on_finding_(on_finding),
         summary_(summary) {}
+
+  // Every participant of the array location `loc` carrying the trace of a finish: a trace of
+  // a transaction that is terminal or gone is removed (no finish can follow any more).
+  Status ScanTraces(const MarkerLocation& loc) {
+    const RecoveryPaths paths(watch_.lease_field);
+    FindOptions fo;
+    fo.batch_size = options_.batch_size;
+    std::unique_ptr<Cursor> cursor;
+    if (Status s = store_->Find(loc.ns, Filter().NonEmptyArray(paths.Finished()), fo, &cursor);
+        !s.ok())
+      return s;
+    Document participant;
+    for (bool has = true;;) {
+      if (options_.stop != nullptr && options_.stop->load())
+        return Status::Aborted("orphan scan stopped");
+      if (Status s = cursor->Next(&participant, &has); !s.ok()) return s;
+      if (!has) return Status::Ok();
+      const Value* pid = participant.Get("_id");
+      const Value* traces = participant.GetPath(paths.Finished());
+      if (pid == nullptr || traces == nullptr || !traces->is_array()) continue;
+      for (const Value& txn_id : *traces->as_array()) {
+        std::optional<Document> doc;
+        if (Status s = store_->FindOne(watch_.ns, Filter().Eq("_id", txn_id), &doc); !s.ok())
+          return s;
+        Transaction txn;
+        if (doc && (!watch_.profile.Parse(*doc, watch_.ns, watch_.lease_field, &txn).ok() ||
+                    !IsTerminal(txn.state)))
+          continue;  // in flight (or the sweep's to quarantine): its finish may need it
+        if (options_.dry_run) continue;
+        ParticipantStep step;
+        step.ns = loc.ns;
+        step.target.Eq("_id", *pid);
+        step.marker_field = loc.field;
+        auto [whole, part] = requests::Untrace(step, txn_id, paths);
+        BulkResult r;
+        if (Status s = store_->UpdateEach(loc.ns, {whole, part}, &r); !s.ok()) return s;
+        summary_->traces_removed += r.matched;
+      }
+    }
+  }
 
   // Every participant of `loc` that carries a marker.
   Status ScanLocation(const MarkerLocation& loc) {
@@ -186,8 +228,11 @@ Status ScanOrphans(Store* store, Clock* clock, const WatchSpec& watch, const Orp
   DateTime server_start;
   if (Status s = store->ServerTime(&server_start); !s.ok()) return s;
   OrphanScan scan(store, clock, watch, options, server_start, on_finding, summary);
-  for (const MarkerLocation& loc : watch.profile.MarkerLocations(watch.ns))
+  for (const MarkerLocation& loc : watch.profile.MarkerLocations(watch.ns)) {
     if (Status s = scan.ScanLocation(loc); !s.ok()) return s;
+    if (!loc.scalar)
+      if (Status s = scan.ScanTraces(loc); !s.ok()) return s;
+  }
   return Status::Ok();
 }
 

@@ -65,13 +65,23 @@ std::optional<TxnState> StateAliases::Parse(std::string_view spelling) const noe
   for (TxnState s : kAllStates)
     for (const auto& name : For(s))
       if (name == spelling) return s;
+  if (IsResuming(spelling)) return TxnState::kPending;
   return std::nullopt;
+}
+
+bool StateAliases::IsResuming(std::string_view spelling) const noexcept {
+  for (const auto& name : resuming)
+    if (name == spelling) return true;
+  return false;
 }
 
 std::vector<Value> StateAliases::SpellingsOf(std::initializer_list<TxnState> states) const {
   std::vector<Value> out;
-  for (TxnState s : states)
+  for (TxnState s : states) {
     for (const auto& name : For(s)) out.emplace_back(name);
+    if (s == TxnState::kPending)
+      for (const auto& name : resuming) out.emplace_back(name);
+  }
   return out;
 }
 
@@ -100,6 +110,11 @@ Status StateAliases::Validate(std::initializer_list<TxnState> may_be_empty) cons
       if (!seen.insert(name).second)
         return Status::InvalidArgument("state spelling '" + name + "' is used by two states");
     }
+  }
+  for (const auto& name : resuming) {
+    if (name.empty()) return Status::InvalidArgument("a state spelling is empty");
+    if (!seen.insert(name).second)
+      return Status::InvalidArgument("state spelling '" + name + "' is used by two states");
   }
   return Status::Ok();
 }
@@ -138,6 +153,7 @@ Profile Profile::TaggedInsert() {
   p.states.done = {"done"};
   p.states.canceling = {"rollback"};
   p.states.cancelled = {};
+  p.states.resuming = {};  // a started transaction is never resumed (seed 003)
   p.protocol = TaggedInsertProfile{};
   return p;
 }
@@ -193,6 +209,10 @@ Status Profile::Validate() const {
       break;
   }
   if (!s.ok()) return s;
+  if (ResumesPending() && states.resuming.empty())
+    return Status::InvalidArgument(
+        "state 'resuming' has no spelling: the daemon writes it when it takes over a pending "
+        "transaction to resume it");
   return std::visit([](const auto& p) { return p.Validate(); }, protocol);
 }
 
@@ -250,6 +270,7 @@ Status Profile::Parse(const Document& doc, const Namespace& txn_ns, std::string_
   if (!parsed) return Status::Malformed("unknown state '" + *state->as_string() + "'");
   txn->state = *parsed;
   txn->state_as_read = *state;
+  txn->taken_over = states.IsResuming(*state->as_string());
 
   if (const Value* time = doc.GetPath(time_field)) {
     if (!time->is_datetime()) return WrongType(time_field, *time, "date");

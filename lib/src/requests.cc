@@ -75,6 +75,21 @@ UpdateRequest Transition(const Value& txn_id, const Value& from, TxnState to, Ac
   return {std::move(f), std::move(u)};
 }
 
+UpdateRequest TakeOver(const Value& txn_id, const Value& from, const Profile& profile,
+                       const RecoveryPaths& paths, const LeaseTerms& lease,
+                       DateTime renewed_expires) {
+  Filter f;
+  f.Eq("_id", txn_id)
+      .Eq(profile.state_field, from)
+      .Eq(paths.LeaseOwner(), lease.owner)
+      .Eq(paths.LeaseClaim(), lease.claim);
+  Update u;
+  u.Set(profile.state_field, profile.states.resuming.front())
+      .CurrentDate(profile.time_field)
+      .Set(paths.LeaseExpires(), renewed_expires);
+  return {std::move(f), std::move(u)};
+}
+
 UpdateRequest Apply(const ParticipantStep& step, const Value& txn_id, const Document& participant) {
   Filter f = step.target;
   f.Ne(step.marker_field, txn_id).And(step.apply_guard);
@@ -87,10 +102,15 @@ UpdateRequest Undo(const ParticipantStep& step, const Value& txn_id, const Docum
   return {GuardIncrements(std::move(f), step.undo, participant), step.undo};
 }
 
-UpdateRequest Finish(const ParticipantStep& step, const Value& txn_id) {
-  Filter f = step.target;
-  f.Eq(step.marker_field, txn_id);
-  return {std::move(f), step.finish};
+std::pair<UpdateRequest, UpdateRequest> Finish(const ParticipantStep& step, const Value& txn_id,
+                                               const RecoveryPaths& paths) {
+  Filter pull = step.target;
+  pull.Eq(step.marker_field, txn_id).Ne(paths.Finished(), txn_id);
+  Update traced = step.finish;
+  traced.Push(paths.Finished(), txn_id);
+  Filter duplicate = step.target;
+  duplicate.Eq(step.marker_field, txn_id).Eq(paths.Finished(), txn_id);
+  return {{std::move(pull), std::move(traced)}, {std::move(duplicate), step.undo_duplicate}};
 }
 
 const Update& LateUndoUpdate(const ParticipantStep& step, TxnState terminal) {
@@ -103,6 +123,17 @@ UpdateRequest LateUndo(const ParticipantStep& step, const Value& txn_id, TxnStat
   f.Eq(step.marker_field, txn_id);
   const Update& undo = LateUndoUpdate(step, terminal);
   return {GuardIncrements(std::move(f), undo, participant), undo};
+}
+
+std::pair<UpdateRequest, UpdateRequest> Untrace(const ParticipantStep& step, const Value& txn_id,
+                                                const RecoveryPaths& paths) {
+  const Value only_this(Document{{"finished", Array{txn_id}}});
+  Filter whole = step.target;
+  whole.Ne(step.marker_field, txn_id).Eq(paths.field(), only_this);
+  Filter part = step.target;
+  part.Ne(step.marker_field, txn_id).Eq(paths.Finished(), txn_id).Ne(paths.field(), only_this);
+  return {{std::move(whole), Update().Unset(paths.field())},
+          {std::move(part), Update().Pull(paths.Finished(), txn_id)}};
 }
 
 UpdateRequest FinishTagged(const TaggedSet& set) {

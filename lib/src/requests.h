@@ -31,6 +31,15 @@ struct LeaseTerms {
 UpdateRequest Claim(const Transaction& txn, const Profile& profile, const RecoveryPaths& paths,
                     const LeaseTerms& lease);
 
+// Takes a pending transaction over before the daemon's first participant write of a
+// resume: compare-and-set from `from` to the resuming spelling (and the time), under the
+// lease, renewing it. From then on the application's own compare-and-set from pending
+// fails, and it stops before it could pull the marker of a step the daemon applies (which
+// would let the daemon's apply land a second time, unguarded).
+UpdateRequest TakeOver(const Value& txn_id, const Value& from, const Profile& profile,
+                       const RecoveryPaths& paths, const LeaseTerms& lease,
+                       DateTime renewed_expires);
+
 // Gives the lease back; matches only the lease this claim took.
 UpdateRequest Release(const Value& txn_id, const RecoveryPaths& paths, const LeaseTerms& lease);
 
@@ -46,13 +55,25 @@ UpdateRequest Transition(const Value& txn_id, const Value& from, TxnState to, Ac
 // write: each $inc is guarded to stay exact on what the field then holds (amounts.h).
 UpdateRequest Apply(const ParticipantStep& step, const Value& txn_id, const Document& participant);
 UpdateRequest Undo(const ParticipantStep& step, const Value& txn_id, const Document& participant);
-UpdateRequest Finish(const ParticipantStep& step, const Value& txn_id);
+// Finishing a step is two requests whose filters exclude each other, so both are sent and
+// at most one matches, in either order: the marker with no trace of a finish is pulled, and
+// the trace recorded in the same update; a marker next to such a trace was pushed after
+// the pull (a stalled application's late apply) and is undone as a duplicate.
+std::pair<UpdateRequest, UpdateRequest> Finish(const ParticipantStep& step, const Value& txn_id,
+                                               const RecoveryPaths& paths);
 // A marker of a terminal transaction: a change applied after it ended. On a done
 // transaction it is a second application (its duplicate is undone), on a cancelled one the
 // only one (undone). Made without a lease: terminal states never change, and the marker
 // guard undoes each late write at most once.
 UpdateRequest LateUndo(const ParticipantStep& step, const Value& txn_id, TxnState terminal,
                        const Document& participant);
+// Removes the trace of a finish from a participant carrying no marker of the (terminal)
+// transaction, once no finish can follow. Two requests whose filters exclude each other:
+// the daemon's sub-document is removed whole when the trace was all it held (so that the
+// participant is left exactly as the application would have left it), and the trace is
+// pulled from it otherwise.
+std::pair<UpdateRequest, UpdateRequest> Untrace(const ParticipantStep& step, const Value& txn_id,
+                                                const RecoveryPaths& paths);
 
 // The update a late write on a `terminal` transaction is undone with.
 const Update& LateUndoUpdate(const ParticipantStep& step, TxnState terminal);

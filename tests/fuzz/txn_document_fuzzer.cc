@@ -79,6 +79,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const RecoveryPaths paths(w.lease_field);
     requests::LeaseTerms lease{"fuzzer", "1", now, now};
     if (!Expressible(requests::Claim(txn, w.profile, paths, lease))) std::abort();
+    if (w.profile.ResumesPending() &&
+        !Expressible(requests::TakeOver(txn.id, txn.state_as_read, w.profile, paths, lease, now)))
+      std::abort();
     for (TxnState to :
          {TxnState::kApplied, TxnState::kDone, TxnState::kCanceling, TxnState::kCancelled})
       if (!Expressible(requests::Transition(txn.id, txn.state_as_read, to, Action::kResume,
@@ -86,10 +89,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         std::abort();
     // The participant as read: the document itself stands in (any shape will do).
     for (const auto& step : txn.steps) {
+      const auto finish = requests::Finish(step, txn.id, paths);
       for (const UpdateRequest& r :
-           {requests::Apply(step, txn.id, doc), requests::Undo(step, txn.id, doc),
-            requests::Finish(step, txn.id), requests::LateUndo(step, txn.id, TxnState::kDone, doc),
-            requests::LateUndo(step, txn.id, TxnState::kCancelled, doc)})
+           {requests::Apply(step, txn.id, doc), requests::Undo(step, txn.id, doc), finish.first,
+            finish.second, requests::LateUndo(step, txn.id, TxnState::kDone, doc),
+            requests::LateUndo(step, txn.id, TxnState::kCancelled, doc),
+            requests::Untrace(step, txn.id, paths).first,
+            requests::Untrace(step, txn.id, paths).second})
         if (!Expressible(r)) std::abort();
     }
     for (const auto& set : txn.tagged_sets)

@@ -13,7 +13,9 @@
 //     change was, so nothing can be undone safely; an operator has to decide;
 //   - in flight (not terminal): left alone, the sweep owns it.
 // Participants carrying more than `marker_cap` markers are reported too: a hot document
-// that accumulates markers slows every application touching it.
+// that accumulates markers slows every application touching it. And the traces a finish
+// leaves on participants (recovery_record.h) of transactions that are terminal or gone,
+// left by a daemon stopped before it removed them, are removed.
 //
 // The scan reads every marked participant, so it is meant to run rarely (the daemon's
 // orphan_scan_interval, or `txn-recoveryd sweep --orphans` on demand).
@@ -69,6 +71,9 @@ struct OrphanSummary {
   std::int64_t crowded_participants = 0;  // more than marker_cap markers
   std::int64_t quarantined = 0;
   std::int64_t failed = 0;
+  // Traces of finishes (RecoveryPaths::Finished) of transactions that are terminal or gone,
+  // which a daemon stopped after the transaction was done left behind: removed.
+  std::int64_t traces_removed = 0;
 };
 
 // Scans every marker location of `watch` (nothing while its pause switch is on). `on_finding` (may

@@ -50,12 +50,19 @@ struct StateAliases {
   std::vector<std::string> done{"done"};
   std::vector<std::string> canceling{"canceling"};
   std::vector<std::string> cancelled{"cancelled", "canceled"};
+  // Pending, taken over by the daemon: the claim of a resume writes the first spelling, so
+  // that the application's own compare-and-set from pending fails from then on and it stops
+  // before it could pull a marker the daemon is about to rely on. Read as kPending (with
+  // Transaction::taken_over). Empty only for a profile the daemon never resumes.
+  std::vector<std::string> resuming{"resuming"};
 
   const std::vector<std::string>& For(TxnState s) const noexcept;
   std::vector<std::string>& For(TxnState s) noexcept;
   std::optional<TxnState> Parse(std::string_view spelling) const noexcept;
+  bool IsResuming(std::string_view spelling) const noexcept;
   const std::string& Written(TxnState s) const noexcept;
-  // Every spelling of every non-terminal / terminal / any state.
+  // Every spelling of every non-terminal / terminal / any state (pending's include the
+  // resuming ones).
   std::vector<Value> NonTerminalSpellings() const;
   std::vector<Value> TerminalSpellings() const;
   std::vector<Value> AllSpellings() const;
@@ -181,6 +188,7 @@ struct Transaction {
   Value id;
   TxnState state = TxnState::kInitial;
   Value state_as_read;                // compare-and-set uses the exact spelling read
+  bool taken_over = false;            // pending, in a resuming spelling (StateAliases)
   DateTime last_modified;             // the age reference
   std::optional<Value> time_as_read;  // exact stored time value (nullopt: field absent)
   std::vector<ParticipantStep> steps;

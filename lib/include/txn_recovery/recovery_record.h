@@ -43,6 +43,11 @@ class RecoveryPaths {
   std::string ResolvedAction() const { return field_ + ".resolvedAction"; }
   std::string Outcome() const { return field_ + ".outcome"; }
   std::string ResolvedAt() const { return field_ + ".resolvedAt"; }
+  // On a participant (not a transaction): the transactions whose marker the daemon pulled
+  // from it while finishing them. A marker found next to its transaction's id here was
+  // pushed after the pull: a late duplicate, undone rather than pulled. Removed by the
+  // late-write check (or the orphan scan) once the transaction is terminal.
+  std::string Finished() const { return field_ + ".finished"; }
 
   // The values of Outcome().
   static constexpr std::string_view kCommitted = "committed";
