@@ -1,5 +1,5 @@
 // Recovery of the `transfer` profile (seeds 002/004), each scenario run twice: against the
-// in-memory store and through libmongoc against the test server. DESIGN.md's invariants
+// in-memory store and through libmongoc against the test server. docs/chaos.md's invariants
 // are checked after every scenario.
 #include <gtest/gtest.h>
 
