@@ -190,7 +190,7 @@ TEST_F(DaemonRun, UnderSystemdItNotifiesReadyStatusWatchdogReloadAndStopping) {
   Snapshot before = bank.Take();
   std::vector<Value> stuck;
   for (int i = 0; i < 5; ++i)
-    stuck.push_back(bank.Transfer("A0", "A" + std::to_string(i + 1), 10, 3));
+    stuck.push_back(bank.Transfer("A0", std::string("A").append(std::to_string(i + 1)), 10, 3));
   bank.AgeAll(std::chrono::minutes(5));
 
   std::string path = TempPath(".toml");
@@ -337,7 +337,8 @@ TEST_F(DaemonRun, SigtermDuringALargeSweepDrainsWithinTheDeadlineAndLeavesNoLeas
   Snapshot before = bank.Take();
   constexpr int kTxns = 1500;
   for (int i = 0; i < kTxns; ++i)
-    bank.Transfer("A" + std::to_string(i % 20), "A" + std::to_string((i + 7) % 20), 1, 3);
+    bank.Transfer(std::string("A").append(std::to_string(i % 20)),
+                  std::string("A").append(std::to_string((i + 7) % 20)), 1, 3);
   bank.AgeAll(std::chrono::minutes(5));
 
   std::string path = TempPath(".toml");
@@ -493,7 +494,8 @@ TEST_F(DaemonRun, ASigtermThatArrivesTwiceAsAProcessGroupSignalStillDrains) {
   bank.Open(20);
   Snapshot before = bank.Take();
   for (int i = 0; i < 600; ++i)
-    bank.Transfer("A" + std::to_string(i % 20), "A" + std::to_string((i + 7) % 20), 1, 3);
+    bank.Transfer(std::string("A").append(std::to_string(i % 20)),
+                  std::string("A").append(std::to_string((i + 7) % 20)), 1, 3);
   bank.AgeAll(std::chrono::minutes(5));
   std::string path = TempPath(".toml");
   WriteFile(path, Config(uri_, {backend_->database()}));
