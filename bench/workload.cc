@@ -32,8 +32,8 @@ int Seed(Store* store, const std::string& db, int accounts, int per_step) {
   int n = 0;
   for (int steps = 1; steps <= testing::kAppStepCount; ++steps) {
     for (int k = 0; k < per_step; ++k, ++n) {
-      std::string from = "A" + std::to_string(n % accounts);
-      std::string to = "A" + std::to_string((n + 1 + k) % accounts);
+      std::string from = std::string("A").append(std::to_string(n % accounts));
+      std::string to = std::string("A").append(std::to_string((n + 1 + k) % accounts));
       if (from == to) to = "A" + std::to_string((n + 1) % accounts);
       Value id = bank.Transfer(from, to, 10 * (1 + n % 10), steps);
       bank.Age(id, k % 2 ? std::chrono::minutes(31) : std::chrono::minutes(2));

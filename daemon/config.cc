@@ -1,13 +1,19 @@
 #include "config.h"
 
 #include <toml++/toml.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
+
+#include "logging.h"
+#include "txn_recovery/config_problem.h"
 #include "txn_recovery/mongo_store.h"
 
 namespace txn_recoveryd {
@@ -24,43 +30,153 @@ EnvLookup ProcessEnv() {
   };
 }
 
-Status ParseDuration(std::string_view text, std::chrono::milliseconds* out) {
-  std::size_t i = 0;
-  while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i;
-  if (i == 0 || i > 12)
-    return Status::InvalidArgument("'" + std::string(text) +
-                                   "' is not a duration (use e.g. \"30s\", \"5m\", \"2h\")");
-  long long n = std::stoll(std::string(text.substr(0, i)));
-  std::string_view unit = text.substr(i);
-  long long factor;
-  if (unit == "ms") {
-    factor = 1;
-  } else if (unit == "s") {
-    factor = 1000;
-  } else if (unit == "m") {
-    factor = 60'000;
-  } else if (unit == "h") {
-    factor = 3'600'000;
-  } else if (unit == "d") {
-    factor = 86'400'000;
-  } else {
-    return Status::InvalidArgument("'" + std::string(text) +
-                                   "' has no valid unit (ms, s, m, h or d)");
+std::vector<std::string> ProcessEnvironmentNames() {
+  std::vector<std::string> names;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    std::string_view entry(*e);
+    names.emplace_back(entry.substr(0, entry.find('=')));
   }
-  long long ms;
-  if (__builtin_mul_overflow(n, factor, &ms))
-    return Status::InvalidArgument("'" + std::string(text) + "' is too long a duration");
-  *out = std::chrono::milliseconds(ms);
+  return names;
+}
+
+namespace {
+
+// The scalar keys outside [[watch]] that TXN_RECOVERYD_<SECTION>_<KEY> may set (a
+// container's configuration comes from its environment). The URI, the log format and the
+// listen address have variables of their own, with their own rules.
+const std::map<std::string, std::vector<std::string>>& OverlayKeys() {
+  static const std::map<std::string, std::vector<std::string>> kKeys = {
+      {"mongodb",
+       {"server_selection_timeout", "socket_timeout", "write_concern", "write_concern_timeout",
+        "read_concern"}},
+      {"sweep",
+       {"workers", "batch_size", "bulk_size", "lease", "max_failures", "retention_batch_size",
+        "retention_pause", "retention_max_batches", "marker_cap", "manage_indexes"}},
+      {"daemon",
+       {"interval", "jitter", "backoff_initial", "backoff_max", "drain_deadline",
+        "orphan_scan_interval"}},
+      {"log", {"level"}},
+  };
+  return kKeys;
+}
+
+constexpr const char* kUriVariable = "TXN_RECOVERYD_MONGODB_URI";
+constexpr const char* kLogFormatVariable = "TXN_RECOVERYD_LOG_FORMAT";
+constexpr const char* kListenVariable = "TXN_RECOVERYD_HTTP_LISTEN";
+constexpr std::string_view kVariablePrefix = "TXN_RECOVERYD_";
+
+std::string VariableName(const std::string& section, const std::string& key) {
+  std::string name = std::string(kVariablePrefix) + section + "_" + key;
+  for (char& ch : name) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  return name;
+}
+
+// Levenshtein distance, for "did you mean".
+std::size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+std::vector<std::string> EnvironmentVariables() {
+  std::vector<std::string> names = {kUriVariable, kLogFormatVariable, kListenVariable};
+  for (const auto& [section, keys] : OverlayKeys())
+    for (const auto& key : keys) names.push_back(VariableName(section, key));
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::vector<std::string> UnknownEnvironmentVariables(const std::vector<std::string>& present) {
+  const std::vector<std::string> known = EnvironmentVariables();
+  std::vector<std::string> out;
+  for (const auto& name : present) {
+    if (name.rfind(kVariablePrefix, 0) != 0) continue;
+    if (std::find(known.begin(), known.end(), name) != known.end()) continue;
+    std::string closest;
+    std::size_t best = 4;  // suggest only near misses
+    for (const auto& k : known)
+      if (std::size_t d = EditDistance(name, k); d < best) {
+        best = d;
+        closest = k;
+      }
+    out.push_back(closest.empty() ? name : name + " (did you mean " + closest + "?)");
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+namespace {
+
+struct DurationUnit {
+  std::string_view name;
+  long long millis;
+};
+// Largest first: the order a compound duration must follow.
+constexpr DurationUnit kDurationUnits[] = {
+    {"d", 86'400'000}, {"h", 3'600'000}, {"m", 60'000}, {"s", 1000}, {"ms", 1}};
+
+}  // namespace
+
+Status ParseDuration(std::string_view text, std::chrono::milliseconds* out) {
+  auto invalid = [&](const std::string& why) {
+    return Status::InvalidArgument("'" + std::string(text) + "' " + why);
+  };
+  if (text.empty()) return invalid("is not a duration (use e.g. \"30s\", \"5m\", \"1h30m\")");
+  long long total = 0;
+  std::size_t next_unit = 0;  // index into kDurationUnits: units must come largest first
+  std::size_t i = 0;
+  while (i < text.size()) {
+    std::size_t digits = i;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i;
+    if (i == digits || i - digits > 12)
+      return invalid("is not a duration (use e.g. \"30s\", \"5m\", \"1h30m\")");
+    long long n = std::stoll(std::string(text.substr(digits, i - digits)));
+    std::size_t unit_start = i;
+    while (i < text.size() && (text[i] < '0' || text[i] > '9')) ++i;
+    std::string_view unit = text.substr(unit_start, i - unit_start);
+    std::size_t u = next_unit;
+    while (u < std::size(kDurationUnits) && kDurationUnits[u].name != unit) ++u;
+    if (u == std::size(kDurationUnits)) {
+      bool known = false;
+      for (const auto& k : kDurationUnits) known = known || k.name == unit;
+      if (known) return invalid("must give its units largest first, each once (write \"1h30m\")");
+      return invalid("has no valid unit (ms, s, m, h or d)");
+    }
+    next_unit = u + 1;
+    long long ms;
+    if (__builtin_mul_overflow(n, kDurationUnits[u].millis, &ms) ||
+        __builtin_add_overflow(total, ms, &total))
+      return invalid("is too long a duration");
+  }
+  *out = std::chrono::milliseconds(total);
   return Status::Ok();
 }
 
 std::string FormatDuration(std::chrono::milliseconds d) {
   long long ms = d.count();
-  if (ms % 86'400'000 == 0 && ms) return std::to_string(ms / 86'400'000) + "d";
-  if (ms % 3'600'000 == 0 && ms) return std::to_string(ms / 3'600'000) + "h";
-  if (ms % 60'000 == 0 && ms) return std::to_string(ms / 60'000) + "m";
-  if (ms % 1000 == 0 && ms) return std::to_string(ms / 1000) + "s";
-  return std::to_string(ms) + "ms";
+  if (ms == 0) return "0ms";
+  std::string out = ms < 0 ? "-" : "";
+  unsigned long long left =
+      ms < 0 ? 0ULL - static_cast<unsigned long long>(ms) : static_cast<unsigned long long>(ms);
+  for (const auto& unit : kDurationUnits) {
+    auto per = static_cast<unsigned long long>(unit.millis);
+    if (left >= per) {
+      out += std::to_string(left / per) + std::string(unit.name);
+      left %= per;
+    }
+  }
+  return out;
 }
 
 namespace {
@@ -363,42 +479,66 @@ Status LoadStates(const Reader& r, const toml::node& node, const std::string& pr
   return Status::Ok();
 }
 
-// The archive must be a collection of its own: archiving into the transactions, the
-// participants or the control collection would mix finished transactions into live data.
-Status CheckRetention(const WatchSpec& w) {
-  const std::string& archive = w.retention.archive_collection;
-  if (archive.empty()) return Status::Ok();
-  if (!w.retention.enabled())
-    return Status::InvalidArgument("needs retain_finished (retention is off without it)");
-  if (archive[0] == '$' || archive.find('\0') != std::string::npos ||
-      archive.rfind("system.", 0) == 0)
-    return Status::InvalidArgument("'" + archive + "' is not a usable collection name");
-  std::vector<std::string> taken = {w.ns.collection, w.control_collection};
-  for (const auto& loc : w.profile.MarkerLocations(w.ns)) taken.push_back(loc.ns.collection);
-  for (const auto& c : taken)
-    if (archive == c)
-      return Status::InvalidArgument("'" + archive +
-                                     "' is a collection this watch already uses; the archive "
-                                     "needs one of its own");
-  return Status::Ok();
+// Where a problem of a watch's Validate() is in the file: the key itself, else the first
+// related key the table sets, else the table. A state list ("states.pending") is found
+// under whichever of that state's names the [watch.states] table uses. Returns the node
+// and the key as the file spells it.
+std::pair<const toml::node*, std::string> Locate(const toml::table& t,
+                                                 const txn_recovery::ConfigProblem& p) {
+  auto find = [&t](const std::string& key) -> std::pair<const toml::node*, std::string> {
+    if (key.rfind("states.", 0) != 0) return {t.get(key), key};
+    const toml::table* st = t.get("states") ? t.get("states")->as_table() : nullptr;
+    if (st == nullptr) return {nullptr, key};
+    std::string_view canonical = std::string_view(key).substr(7);
+    for (const auto& sk : AllStateKeys()) {
+      if (txn_recovery::TxnStateName(sk.state) != canonical) continue;
+      for (auto name : sk.keys)
+        if (const toml::node* n = st->get(name)) return {n, "states." + std::string(name)};
+    }
+    return {st, "states"};
+  };
+  auto [node, key] = find(p.key);
+  if (node != nullptr) return {node, key};
+  for (const auto& related : p.related)
+    if (const toml::node* n = find(related).first; n != nullptr) return {n, p.key};
+  return {&t, p.key};
 }
 
-Status LoadWatch(const Reader& r, const toml::table& t, std::size_t index, WatchSpec* w) {
-  const std::string prefix = "watch[" + std::to_string(index) + "].";
-  Status s;
-  // The profile first: it decides the defaults and which other keys are allowed.
+// Every problem a Validate() found, one "FILE:LINE:COL: KEY: problem" line each.
+Status Problems(const Reader& r, const toml::table& t, const std::string& prefix,
+                const txn_recovery::ConfigProblems& problems) {
+  if (problems.empty()) return Status::Ok();
+  std::string message;
+  for (const auto& p : problems) {
+    auto [node, key] = Locate(t, p);
+    if (!message.empty()) message += "\n";
+    message += r.Error(node->source(), prefix + key, p.problem).message();
+  }
+  return Status::InvalidArgument(message);
+}
+
+// The profile first: it decides the defaults and which other keys the watch may have.
+Status LoadWatchProfile(const Reader& r, const toml::table& t, const std::string& prefix,
+                        WatchSpec* w) {
   std::string kind = "transfer";
-  if (!(s = r.String(t, prefix, "profile", &kind)).ok()) return s;
+  if (Status s = r.String(t, prefix, "profile", &kind); !s.ok()) return s;
   std::optional<txn_recovery::Profile> profile = txn_recovery::Profile::Named(kind);
   if (!profile)
     return r.Error(t.get("profile")->source(), prefix + "profile",
                    "unknown profile '" + kind +
                        "' (this version supports: transfer, operations, tagged-insert)");
-  if (!(s = CheckWatchKeys(r, t, prefix, kind)).ok()) return s;
+  if (Status s = CheckWatchKeys(r, t, prefix, kind); !s.ok()) return s;
   w->profile = std::move(*profile);
+  return Status::Ok();
+}
+
+// The keys every watch has, whatever its profile.
+Status LoadCommonWatchKeys(const Reader& r, const toml::table& t, const std::string& prefix,
+                           WatchSpec* w) {
   Profile& p = w->profile;
   w->ns.collection = "transactions";
   std::string missing_time;
+  Status s;
   if (!(s = r.String(t, prefix, "name", &w->name, true)).ok() ||
       !(s = r.String(t, prefix, "database", &w->ns.database, true)).ok() ||
       !(s = r.String(t, prefix, "collection", &w->ns.collection)).ok() ||
@@ -423,6 +563,14 @@ Status LoadWatch(const Reader& r, const toml::table& t, std::size_t index, Watch
     return r.Error(t.get("missing_time")->source(), prefix + "missing_time",
                    "must be \"quarantine\" or \"object_id\"");
   }
+  return Status::Ok();
+}
+
+// The keys of the watch's protocol, and its state spellings.
+Status LoadProtocolKeys(const Reader& r, const toml::table& t, const std::string& prefix,
+                        WatchSpec* w) {
+  Profile& p = w->profile;
+  Status s;
   if (auto* transfer = p.transfer())
     if (!(s = LoadTransferKeys(r, t, prefix, transfer)).ok()) return s;
   if (auto* ops = p.operations()) {
@@ -441,56 +589,125 @@ Status LoadWatch(const Reader& r, const toml::table& t, std::size_t index, Watch
   }
   if (const toml::node* states = t.get("states"))
     if (!(s = LoadStates(r, *states, prefix, p, &p.states)).ok()) return s;
-  if (Status v = p.Validate(); !v.ok()) {
-    // The message names the offending keys first ("state_field and time_field must
-    // differ"): point at the first of them this table sets, else name the first.
-    const std::string& msg = v.message();
-    std::string key = msg.substr(0, msg.find_first_of(" '"));
-    if (key == "state") key = "states";
-    const toml::node* at = nullptr;
-    // Only the words before the verb name keys ("... must name the collections" does not
-    // mean the key `name`).
-    std::size_t verb = msg.size();
-    for (const char* v : {" must ", " may ", " is ", " are ", " cannot "})
-      verb = std::min(verb, msg.find(v));
-    for (std::size_t i = 0; i < verb && at == nullptr;) {
-      std::size_t end = msg.find_first_of(" '", i);
-      if (end == std::string::npos || end > verb) end = verb;
-      std::string word = msg.substr(i, end - i);
-      if (word == "participants_collection") word = "participants";
-      if (!word.empty() && (at = t.get(word)) != nullptr) key = word;
-      i = end + 1;
-    }
-    return r.Error(at ? at->source() : t.source(), prefix + key, msg);
-  }
-  if (w->lease_field.empty() || w->lease_field[0] == '$' ||
-      w->lease_field.find('.') != std::string::npos)
-    return r.Error(t.source(), prefix + "lease_field", "must be a plain field name");
-  if (Status v = CheckRetention(*w); !v.ok()) {
-    const toml::node* at = t.get("archive_collection");
-    return r.Error(at ? at->source() : t.source(), prefix + "archive_collection", v.message());
-  }
-  const auto& th = w->thresholds;
-  if (th.rollback_after <= th.resume_after)
-    return r.Error(t.get("rollback_after") ? t.get("rollback_after")->source()
-                   : t.get("resume_after") ? t.get("resume_after")->source()
-                                           : t.source(),
-                   prefix + "rollback_after",
-                   "must be longer than resume_after (" + FormatDuration(th.rollback_after) +
-                       " <= " + FormatDuration(th.resume_after) + ")");
   return Status::Ok();
 }
 
-}  // namespace
+// What the library says of the loaded watch: its profile, thresholds and retention, every
+// problem at the position of its key.
+Status ValidateWatch(const Reader& r, const toml::table& t, const std::string& prefix,
+                     const WatchSpec& w) {
+  txn_recovery::ConfigProblems problems = w.profile.Validate();
+  if (w.lease_field.empty() || w.lease_field[0] == '$' ||
+      w.lease_field.find('.') != std::string::npos)
+    problems.push_back({"lease_field", "must be a plain field name"});
+  txn_recovery::ConfigProblems thresholds = txn_recovery::ValidateThresholds(w.thresholds);
+  problems.insert(problems.end(), thresholds.begin(), thresholds.end());
+  std::vector<std::string> in_use = {w.ns.collection, w.control_collection};
+  for (const auto& loc : w.profile.MarkerLocations(w.ns)) in_use.push_back(loc.ns.collection);
+  txn_recovery::ConfigProblems retention = w.retention.Validate(in_use);
+  problems.insert(problems.end(), retention.begin(), retention.end());
+  return Problems(r, t, prefix, problems);
+}
 
-// TXN_RECOVERYD_<SECTION>_<KEY> for every scalar key outside [[watch]] (a container's
-// configuration comes from its environment). The value is read as a TOML value ("4",
-// "0.5", "true") or else as a string ("10s", "info"), then validated like the file's, with
-// errors naming the variable. The URI, log format and listen address have their own
-// variables with their own rules, below.
+Status LoadWatch(const Reader& r, const toml::table& t, std::size_t index, WatchSpec* w) {
+  const std::string prefix = "watch[" + std::to_string(index) + "].";
+  Status s;
+  if (!(s = LoadWatchProfile(r, t, prefix, w)).ok() ||
+      !(s = LoadCommonWatchKeys(r, t, prefix, w)).ok() ||
+      !(s = LoadProtocolKeys(r, t, prefix, w)).ok())
+    return s;
+  return ValidateWatch(r, t, prefix, *w);
+}
+
+// InvalidArgument naming the variable when its value holds a control character: no
+// setting is spelt with one, and a value pasted with a stray escape or newline must be
+// refused here rather than reach the TOML parser or a log line.
+Status CheckVariable(const std::string& name, const std::string& value) {
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    auto c = static_cast<unsigned char>(value[i]);
+    if (c < 0x20 || c == 0x7f) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "0x%02x", c);
+      return Status::InvalidArgument("environment " + name + ": byte " + std::to_string(i + 1) +
+                                     " is a control character (" + hex +
+                                     "); no setting contains one");
+    }
+  }
+  return Status::Ok();
+}
+
+// A TXN_RECOVERYD_* variable: nullopt when unset or empty, an error when it holds a
+// control character.
+Status Variable(const EnvLookup& env, const std::string& name, std::optional<std::string>* out) {
+  *out = env(name);
+  if (*out && (*out)->empty()) out->reset();
+  if (*out) return CheckVariable(name, **out);
+  return Status::Ok();
+}
+
+// One variable's value as a TOML node whose source names the variable: a TOML value
+// ("4", "0.5", "true") if it reads as one, else the text as a string ("10s", "info").
+Status VariableAsToml(const std::string& name, const std::string& value, toml::table* parsed) {
+  const std::string source = "environment " + name;
+  try {
+    *parsed = toml::parse("v = " + value, source);
+    return Status::Ok();
+  } catch (const toml::parse_error&) {
+    // Not a TOML value: the text itself, as a basic string (control characters were
+    // refused before; quotes and backslashes are escaped).
+  }
+  std::string quoted = "v = \"";
+  for (char ch : value) {
+    if (ch == '"' || ch == '\\') quoted += '\\';
+    quoted += ch;
+  }
+  try {
+    *parsed = toml::parse(quoted + "\"", source);
+  } catch (const toml::parse_error& e) {
+    return Status::InvalidArgument(source +
+                                   ": cannot be read as a value: " + std::string(e.description()));
+  }
+  return Status::Ok();
+}
+
+// TXN_RECOVERYD_<SECTION>_<KEY> for every key of OverlayKeys(), merged into the file's
+// tables and then validated like the file's own values, with errors naming the variable.
+Status OverlayEnvironment(const EnvLookup& env, toml::table* root) {
+  for (const auto& [section, keys] : OverlayKeys()) {
+    for (const auto& key : keys) {
+      std::string name = VariableName(section, key);
+      std::optional<std::string> v;
+      if (Status s = Variable(env, name, &v); !s.ok()) return s;
+      if (!v) continue;
+      toml::table parsed;
+      if (Status s = VariableAsToml(name, *v, &parsed); !s.ok()) return s;
+      toml::node* existing = root->get(section);
+      if (existing == nullptr) {
+        root->insert_or_assign(section, toml::table{});
+        existing = root->get(section);
+      }
+      toml::table* t = existing->as_table();
+      if (t == nullptr) continue;  // the file's own error is reported later
+      t->insert_or_assign(key, std::move(*parsed.get("v")));
+    }
+  }
+  return Status::Ok();
+}
+
+// A table of the root, or null when absent; an error when the key holds something else.
+Status Section(const Reader& r, const toml::table& root, const char* name,
+               const toml::table** out) {
+  *out = nullptr;
+  const toml::node* n = root.get(name);
+  if (n == nullptr) return Status::Ok();
+  *out = n->as_table();
+  if (*out == nullptr) return r.Error(n->source(), name, "must be a table");
+  return Status::Ok();
+}
+
 // mongodb.write_concern: "majority", or how many members must acknowledge a write (1-50).
 // Never 0: the daemon must know whether each of its guarded writes matched.
-static Status ReadWriteConcern(const Reader& r, const toml::table& m, std::string* out) {
+Status ReadWriteConcern(const Reader& r, const toml::table& m, std::string* out) {
   const toml::node* n = m.get("write_concern");
   if (n == nullptr) return Status::Ok();
   if (const auto* i = n->as_integer()) {
@@ -508,230 +725,204 @@ static Status ReadWriteConcern(const Reader& r, const toml::table& m, std::strin
   return Status::Ok();
 }
 
-static Status OverlayEnvironment(const EnvLookup& env, toml::table* root) {
-  static const std::map<std::string, std::vector<std::string>> kKeys = {
-      {"mongodb",
-       {"server_selection_timeout", "socket_timeout", "write_concern", "write_concern_timeout",
-        "read_concern"}},
-      {"sweep",
-       {"workers", "batch_size", "bulk_size", "lease", "max_failures", "retention_batch_size",
-        "retention_pause", "retention_max_batches", "marker_cap", "manage_indexes"}},
-      {"daemon",
-       {"interval", "jitter", "backoff_initial", "backoff_max", "drain_deadline",
-        "orphan_scan_interval"}},
-      {"log", {"level"}},
-  };
-  for (const auto& [section, keys] : kKeys) {
-    for (const auto& key : keys) {
-      std::string name = "TXN_RECOVERYD_" + section + "_" + key;
-      for (char& ch : name) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-      std::optional<std::string> v = env(name);
-      if (!v || v->empty()) continue;
-      toml::table parsed;
-      try {
-        parsed = toml::parse("v = " + *v, "environment " + name);
-      } catch (const toml::parse_error&) {
-        std::string quoted = "v = '";
-        for (char ch : *v)
-          if (ch != '\'' && ch != '\n') quoted += ch;
-        parsed = toml::parse(quoted + "'", "environment " + name);
-      }
-      toml::node* existing = root->get(section);
-      if (existing == nullptr) {
-        root->insert_or_assign(section, toml::table{});
-        existing = root->get(section);
-      }
-      toml::table* t = existing->as_table();
-      if (t == nullptr) continue;  // the file's own error is reported later
-      t->insert_or_assign(key, std::move(*parsed.get("v")));
-    }
-  }
-  return Status::Ok();
-}
-
-Status LoadConfig(const std::string& path, const EnvLookup& env, Config* config) {
-  Config c;
-  c.path = path;
-  Reader r(path);
-  toml::table root;
-  try {
-    root = toml::parse_file(path);
-  } catch (const toml::parse_error& e) {
-    if (e.source().begin.line == 0)
-      return Status::InvalidArgument(path + ": " + std::string(e.description()));
-    return r.Error(e.source(), "(syntax)", std::string(e.description()));
-  }
-
-  if (Status s = OverlayEnvironment(env, &root); !s.ok()) return s;
-  if (Status s = r.OnlyKnownKeys(root, "", {"mongodb", "sweep", "daemon", "log", "http", "watch"});
-      !s.ok())
-    return s;
-
-  // [mongodb]
+// [mongodb] and the URI's other sources; the URI itself checked as the driver will read it.
+Status LoadMongo(const Reader& r, const toml::table& root, const EnvLookup& env, Config* c) {
+  const toml::table* m = nullptr;
+  if (Status s = Section(r, root, "mongodb", &m); !s.ok()) return s;
   std::string uri_file;
-  const toml::node* uri_file_node = nullptr;
-  if (const toml::node* n = root.get("mongodb")) {
-    const toml::table* m = n->as_table();
-    if (m == nullptr) return r.Error(n->source(), "mongodb", "must be a table");
+  const toml::node* uri_node = nullptr;
+  if (m != nullptr) {
     Status s;
     if (!(s = r.OnlyKnownKeys(*m, "mongodb.",
                               {"uri", "uri_file", "server_selection_timeout", "socket_timeout",
                                "write_concern", "write_concern_timeout", "read_concern"}))
              .ok() ||
-        !(s = ReadWriteConcern(r, *m, &c.mongodb.write_concern)).ok() ||
-        !(s = r.Duration(*m, "mongodb.", "write_concern_timeout", &c.mongodb.write_concern_timeout))
+        !(s = ReadWriteConcern(r, *m, &c->mongodb.write_concern)).ok() ||
+        !(s = r.Duration(*m, "mongodb.", "write_concern_timeout",
+                         &c->mongodb.write_concern_timeout))
              .ok() ||
-        !(s = r.String(*m, "mongodb.", "read_concern", &c.mongodb.read_concern)).ok() ||
-        !(s = r.String(*m, "mongodb.", "uri", &c.mongodb.uri)).ok() ||
+        !(s = r.String(*m, "mongodb.", "read_concern", &c->mongodb.read_concern)).ok() ||
+        !(s = r.String(*m, "mongodb.", "uri", &c->mongodb.uri)).ok() ||
         !(s = r.String(*m, "mongodb.", "uri_file", &uri_file)).ok() ||
         !(s = r.Duration(*m, "mongodb.", "server_selection_timeout",
-                         &c.mongodb.server_selection_timeout))
+                         &c->mongodb.server_selection_timeout))
              .ok() ||
-        !(s = r.Duration(*m, "mongodb.", "socket_timeout", &c.mongodb.socket_timeout)).ok())
+        !(s = r.Duration(*m, "mongodb.", "socket_timeout", &c->mongodb.socket_timeout)).ok())
       return s;
-    if (c.mongodb.read_concern != "majority" && c.mongodb.read_concern != "local")
+    if (c->mongodb.read_concern != "majority" && c->mongodb.read_concern != "local")
       return r.Error(m->get("read_concern")->source(), "mongodb.read_concern",
                      "must be \"majority\" or \"local\"");
-    uri_file_node = m->get("uri_file");
-    if (!c.mongodb.uri.empty() && !uri_file.empty())
+    if (!c->mongodb.uri.empty() && !uri_file.empty())
       return r.Error(m->source(), "mongodb", "set either uri or uri_file, not both");
-    if (!c.mongodb.uri.empty()) c.mongodb.uri_source = path;
+    if (!c->mongodb.uri.empty()) {
+      c->mongodb.uri_source = r.path();
+      uri_node = m->get("uri");
+    }
   }
   if (!uri_file.empty()) {
-    if (Status s = ReadSecretFile(uri_file, &c.mongodb.uri); !s.ok())
-      return uri_file_node ? r.Error(uri_file_node->source(), "mongodb.uri_file", s.message())
-                           : r.Error("mongodb.uri_file", s.message());
-    c.mongodb.uri_source = "uri_file " + uri_file;
+    const toml::node* at = m->get("uri_file");
+    if (Status s = ReadSecretFile(uri_file, &c->mongodb.uri); !s.ok())
+      return r.Error(at->source(), "mongodb.uri_file", s.message());
+    c->mongodb.uri_source = "uri_file " + uri_file;
+    uri_node = at;
   }
   // systemd's LoadCredential=mongodb-uri:... puts the secret where only this service reads it.
   if (auto dir = env("CREDENTIALS_DIRECTORY"); dir && !dir->empty()) {
     std::string cred = *dir + "/mongodb-uri";
     if (std::ifstream(cred).good()) {
-      if (Status s = ReadSecretFile(cred, &c.mongodb.uri); !s.ok())
+      if (Status s = ReadSecretFile(cred, &c->mongodb.uri); !s.ok())
         return r.Error("mongodb.uri", "systemd credential: " + s.message());
-      c.mongodb.uri_source = "systemd credential " + cred;
+      c->mongodb.uri_source = "systemd credential " + cred;
+      uri_node = nullptr;
     }
   }
-  if (auto v = env("TXN_RECOVERYD_MONGODB_URI"); v && !v->empty()) {
-    c.mongodb.uri = *v;
-    c.mongodb.uri_source = "environment TXN_RECOVERYD_MONGODB_URI";
+  std::optional<std::string> from_env;
+  if (Status s = Variable(env, kUriVariable, &from_env); !s.ok()) return s;
+  if (from_env) {
+    c->mongodb.uri = *from_env;
+    c->mongodb.uri_source = std::string("environment ") + kUriVariable;
+    uri_node = nullptr;
   }
-  if (c.mongodb.uri.empty())
+  if (c->mongodb.uri.empty())
     return r.Error("mongodb.uri",
                    "no MongoDB URI: set mongodb.uri or mongodb.uri_file, or the environment "
                    "variable TXN_RECOVERYD_MONGODB_URI");
-
-  // [sweep]
-  if (const toml::node* n = root.get("sweep")) {
-    const toml::table* t = n->as_table();
-    if (t == nullptr) return r.Error(n->source(), "sweep", "must be a table");
-    long long workers = c.sweep.workers, batch = c.sweep.batch_size, bulk = c.sweep.bulk_size,
-              max_failures = c.sweep.max_failures;
-    Status s;
-    long long retention_batch = c.sweep.retention_batch_size,
-              retention_batches = c.sweep.retention_max_batches, marker_cap = c.sweep.marker_cap;
-    if (!(s = r.OnlyKnownKeys(*t, "sweep.",
-                              {"workers", "batch_size", "bulk_size", "lease", "max_failures",
-                               "retention_batch_size", "retention_pause", "retention_max_batches",
-                               "marker_cap", "manage_indexes"}))
-             .ok() ||
-        !(s = r.Bool(*t, "sweep.", "manage_indexes", &c.sweep.manage_indexes)).ok() ||
-        !(s = r.Int(*t, "sweep.", "marker_cap", 1, 1'000'000, &marker_cap)).ok() ||
-        !(s = r.Int(*t, "sweep.", "retention_batch_size", 1, 100'000, &retention_batch)).ok() ||
-        !(s = r.Int(*t, "sweep.", "retention_max_batches", 0, 1'000'000, &retention_batches))
-             .ok() ||
-        !(s = r.Duration(*t, "sweep.", "retention_pause", &c.sweep.retention_pause)).ok() ||
-        !(s = r.Int(*t, "sweep.", "max_failures", 1, 1000, &max_failures)).ok() ||
-        !(s = r.Int(*t, "sweep.", "workers", 1, 256, &workers)).ok() ||
-        !(s = r.Int(*t, "sweep.", "batch_size", 1, 100'000, &batch)).ok() ||
-        !(s = r.Int(*t, "sweep.", "bulk_size", 1, 10'000, &bulk)).ok() ||
-        !(s = r.Duration(*t, "sweep.", "lease", &c.sweep.lease_duration)).ok())
-      return s;
-    c.sweep.workers = static_cast<int>(workers);
-    c.sweep.batch_size = static_cast<std::int32_t>(batch);
-    c.sweep.bulk_size = static_cast<std::int32_t>(bulk);
-    c.sweep.max_failures = static_cast<int>(max_failures);
-    c.sweep.retention_batch_size = static_cast<std::int32_t>(retention_batch);
-    c.sweep.retention_max_batches = static_cast<std::int32_t>(retention_batches);
-    c.sweep.marker_cap = marker_cap;
-    if (c.sweep.lease_duration < std::chrono::seconds(15))
-      return r.Error(t->get("lease")->source(), "sweep.lease",
-                     "must be at least 15s (the daemon stops writing 10s before it expires)");
+  if (Status s = txn_recovery::ValidateMongoUri(c->mongodb.uri); !s.ok()) {
+    std::string problem = "not a usable MongoDB URI: " + s.message();
+    if (uri_node != nullptr) return r.Error(uri_node->source(), "mongodb.uri", problem);
+    return Status::InvalidArgument(c->mongodb.uri_source + ": mongodb.uri: " + problem);
   }
+  return Status::Ok();
+}
 
-  // [daemon]
-  if (const toml::node* n = root.get("daemon")) {
-    const toml::table* t = n->as_table();
-    if (t == nullptr) return r.Error(n->source(), "daemon", "must be a table");
-    Status s;
-    if (!(s = r.OnlyKnownKeys(*t, "daemon.",
-                              {"interval", "jitter", "backoff_initial", "backoff_max",
-                               "drain_deadline", "orphan_scan_interval"}))
-             .ok() ||
-        !(s = r.Duration(*t, "daemon.", "orphan_scan_interval", &c.daemon.orphan_scan_interval))
-             .ok() ||
-        !(s = r.Duration(*t, "daemon.", "interval", &c.daemon.interval)).ok() ||
-        !(s = r.Duration(*t, "daemon.", "backoff_initial", &c.daemon.backoff_initial)).ok() ||
-        !(s = r.Duration(*t, "daemon.", "backoff_max", &c.daemon.backoff_max)).ok() ||
-        !(s = r.Duration(*t, "daemon.", "drain_deadline", &c.daemon.drain_deadline)).ok())
-      return s;
-    if (const toml::node* j = t->get("jitter")) {
-      std::optional<double> v = j->value<double>();
-      if (!v || *v < 0 || *v > 0.9)
-        return r.Error(j->source(), "daemon.jitter", "must be a number from 0 to 0.9");
-      c.daemon.jitter = *v;
-    }
-    if (c.daemon.backoff_max < c.daemon.backoff_initial)
-      return r.Error(t->get("backoff_max") ? t->get("backoff_max")->source()
-                                           : t->get("backoff_initial")->source(),
-                     "daemon.backoff_max", "must not be below backoff_initial");
+Status LoadSweep(const Reader& r, const toml::table& root, Config* c) {
+  const toml::table* t = nullptr;
+  if (Status s = Section(r, root, "sweep", &t); !s.ok() || t == nullptr) return s;
+  long long workers = c->sweep.workers, batch = c->sweep.batch_size, bulk = c->sweep.bulk_size,
+            max_failures = c->sweep.max_failures;
+  long long retention_batch = c->sweep.retention_batch_size,
+            retention_batches = c->sweep.retention_max_batches, marker_cap = c->sweep.marker_cap;
+  Status s;
+  if (!(s = r.OnlyKnownKeys(
+            *t, "sweep.",
+            {"workers", "batch_size", "bulk_size", "lease", "max_failures", "retention_batch_size",
+             "retention_pause", "retention_max_batches", "marker_cap", "manage_indexes"}))
+           .ok() ||
+      !(s = r.Bool(*t, "sweep.", "manage_indexes", &c->sweep.manage_indexes)).ok() ||
+      !(s = r.Int(*t, "sweep.", "marker_cap", 1, 1'000'000, &marker_cap)).ok() ||
+      !(s = r.Int(*t, "sweep.", "retention_batch_size", 1, 100'000, &retention_batch)).ok() ||
+      !(s = r.Int(*t, "sweep.", "retention_max_batches", 0, 1'000'000, &retention_batches)).ok() ||
+      !(s = r.Duration(*t, "sweep.", "retention_pause", &c->sweep.retention_pause)).ok() ||
+      !(s = r.Int(*t, "sweep.", "max_failures", 1, 1000, &max_failures)).ok() ||
+      !(s = r.Int(*t, "sweep.", "workers", 1, 256, &workers)).ok() ||
+      !(s = r.Int(*t, "sweep.", "batch_size", 1, 100'000, &batch)).ok() ||
+      !(s = r.Int(*t, "sweep.", "bulk_size", 1, 10'000, &bulk)).ok() ||
+      !(s = r.Duration(*t, "sweep.", "lease", &c->sweep.lease_duration)).ok())
+    return s;
+  c->sweep.workers = static_cast<int>(workers);
+  c->sweep.batch_size = static_cast<std::int32_t>(batch);
+  c->sweep.bulk_size = static_cast<std::int32_t>(bulk);
+  c->sweep.max_failures = static_cast<int>(max_failures);
+  c->sweep.retention_batch_size = static_cast<std::int32_t>(retention_batch);
+  c->sweep.retention_max_batches = static_cast<std::int32_t>(retention_batches);
+  c->sweep.marker_cap = marker_cap;
+  if (c->sweep.lease_duration < std::chrono::seconds(15))
+    return r.Error(t->get("lease")->source(), "sweep.lease",
+                   "must be at least 15s (the daemon stops writing 10s before it expires)");
+  return Status::Ok();
+}
+
+Status LoadDaemon(const Reader& r, const toml::table& root, Config* c) {
+  const toml::table* t = nullptr;
+  if (Status s = Section(r, root, "daemon", &t); !s.ok() || t == nullptr) return s;
+  Status s;
+  if (!(s = r.OnlyKnownKeys(*t, "daemon.",
+                            {"interval", "jitter", "backoff_initial", "backoff_max",
+                             "drain_deadline", "orphan_scan_interval"}))
+           .ok() ||
+      !(s = r.Duration(*t, "daemon.", "orphan_scan_interval", &c->daemon.orphan_scan_interval))
+           .ok() ||
+      !(s = r.Duration(*t, "daemon.", "interval", &c->daemon.interval)).ok() ||
+      !(s = r.Duration(*t, "daemon.", "backoff_initial", &c->daemon.backoff_initial)).ok() ||
+      !(s = r.Duration(*t, "daemon.", "backoff_max", &c->daemon.backoff_max)).ok() ||
+      !(s = r.Duration(*t, "daemon.", "drain_deadline", &c->daemon.drain_deadline)).ok())
+    return s;
+  if (const toml::node* j = t->get("jitter")) {
+    std::optional<double> v = j->value<double>();
+    if (!v || *v < 0 || *v > 0.9)
+      return r.Error(j->source(), "daemon.jitter", "must be a number from 0 to 0.9");
+    c->daemon.jitter = *v;
   }
+  if (c->daemon.backoff_max < c->daemon.backoff_initial)
+    return r.Error(t->get("backoff_max") ? t->get("backoff_max")->source()
+                                         : t->get("backoff_initial")->source(),
+                   "daemon.backoff_max", "must not be below backoff_initial");
+  return Status::Ok();
+}
 
-  // [log]
-  std::string log_format;
-  if (const toml::node* n = root.get("log")) {
-    const toml::table* t = n->as_table();
-    if (t == nullptr) return r.Error(n->source(), "log", "must be a table");
+Status LoadLog(const Reader& r, const toml::table& root, const EnvLookup& env, Config* c) {
+  const toml::table* t = nullptr;
+  if (Status s = Section(r, root, "log", &t); !s.ok()) return s;
+  std::string format;
+  if (t != nullptr) {
     Status s;
     if (!(s = r.OnlyKnownKeys(*t, "log.", {"format", "level"})).ok() ||
-        !(s = r.String(*t, "log.", "format", &log_format)).ok() ||
-        !(s = r.String(*t, "log.", "level", &c.log.level)).ok())
+        !(s = r.String(*t, "log.", "format", &format)).ok() ||
+        !(s = r.String(*t, "log.", "level", &c->log.level)).ok())
       return s;
-    if (!log_format.empty() && log_format != "text" && log_format != "json" &&
-        log_format != "journal")
+    if (!format.empty() && format != "text" && format != "json" && format != "journal")
       return r.Error(t->get("format")->source(), "log.format",
                      "must be \"text\", \"json\" or \"journal\"");
-    if (c.log.level != "trace" && c.log.level != "debug" && c.log.level != "info" &&
-        c.log.level != "warn" && c.log.level != "error")
+    if (c->log.level != "trace" && c->log.level != "debug" && c->log.level != "info" &&
+        c->log.level != "warn" && c->log.level != "error")
       return r.Error(t->get("level")->source(), "log.level",
                      "must be trace, debug, info, warn or error");
   }
-  if (auto v = env("TXN_RECOVERYD_LOG_FORMAT"); v && !v->empty()) {
+  std::optional<std::string> v;
+  if (Status s = Variable(env, kLogFormatVariable, &v); !s.ok()) return s;
+  if (v) {
     if (*v != "text" && *v != "json" && *v != "journal")
-      return Status::InvalidArgument(
-          "environment TXN_RECOVERYD_LOG_FORMAT: must be text, json "
-          "or journal, not '" +
-          *v + "'");
-    log_format = *v;
+      return Status::InvalidArgument(std::string("environment ") + kLogFormatVariable +
+                                     ": must be text, json or journal, not '" + *v + "'");
+    format = *v;
   }
-  // Under systemd with stderr connected to the journal, speak its language by default.
-  if (log_format.empty()) log_format = env("JOURNAL_STREAM") ? "journal" : "text";
-  c.log.format = log_format == "json"      ? LogFormat::kJson
-                 : log_format == "journal" ? LogFormat::kJournal
-                                           : LogFormat::kText;
+  // Under systemd with stderr connected to the journal, speak its language by default. The
+  // variable alone is not enough: it is inherited by children whose stderr goes elsewhere
+  // (systemd.exec(5) says to compare it with stderr's device and inode).
+  if (format.empty()) {
+    std::optional<std::string> stream = env("JOURNAL_STREAM");
+    format = stream && StreamIsJournal(*stream, STDERR_FILENO) ? "journal" : "text";
+  }
+  c->log.format = format == "json"      ? LogFormat::kJson
+                  : format == "journal" ? LogFormat::kJournal
+                                        : LogFormat::kText;
+  return Status::Ok();
+}
 
-  // [http]
-  if (const toml::node* n = root.get("http")) {
-    const toml::table* t = n->as_table();
-    if (t == nullptr) return r.Error(n->source(), "http", "must be a table");
+Status LoadHttp(const Reader& r, const toml::table& root, const EnvLookup& env, Config* c) {
+  const toml::table* t = nullptr;
+  if (Status s = Section(r, root, "http", &t); !s.ok()) return s;
+  if (t != nullptr) {
     Status s;
     if (!(s = r.OnlyKnownKeys(*t, "http.", {"listen"})).ok() ||
-        !(s = r.String(*t, "http.", "listen", &c.http.listen)).ok())
+        !(s = r.String(*t, "http.", "listen", &c->http.listen)).ok())
       return s;
+    if (!c->http.listen.empty())
+      if (Status bad = CheckHttpListen(c->http.listen); !bad.ok())
+        return r.Error(t->get("listen")->source(), "http.listen", bad.message());
   }
-  if (auto v = env("TXN_RECOVERYD_HTTP_LISTEN"); v) c.http.listen = *v;
+  std::optional<std::string> v;
+  if (Status s = Variable(env, kListenVariable, &v); !s.ok()) return s;
+  if (v) {
+    if (Status bad = CheckHttpListen(*v); !bad.ok())
+      return Status::InvalidArgument(std::string("environment ") + kListenVariable + ": " +
+                                     bad.message());
+    c->http.listen = *v;
+  }
+  return Status::Ok();
+}
 
-  // [[watch]]
+Status LoadWatches(const Reader& r, const toml::table& root, Config* c) {
   const toml::node* wn = root.get("watch");
   if (wn == nullptr) return r.Error("watch", "no [[watch]] entry: nothing to recover");
   const toml::array* watches = wn->as_array();
@@ -741,17 +932,97 @@ Status LoadConfig(const std::string& path, const EnvLookup& env, Config* config)
   for (std::size_t i = 0; i < watches->size(); ++i) {
     const toml::table& t = *watches->get(i)->as_table();
     WatchSpec w;
+    // The [sweep] pacing of retention first: the watch's validation covers it too.
+    w.retention.batch_size = c->sweep.retention_batch_size;
+    w.retention.pause_between_batches = c->sweep.retention_pause;
+    w.retention.max_batches = c->sweep.retention_max_batches;
     if (Status s = LoadWatch(r, t, i, &w); !s.ok()) return s;
     if (!names.insert(w.name).second)
       return r.Error(t.source(), "watch[" + std::to_string(i) + "].name",
                      "duplicate watch name '" + w.name + "'");
-    w.retention.batch_size = c.sweep.retention_batch_size;
-    w.retention.pause_between_batches = c.sweep.retention_pause;
-    w.retention.max_batches = c.sweep.retention_max_batches;
-    c.watches.push_back(std::move(w));
+    c->watches.push_back(std::move(w));
+  }
+  return Status::Ok();
+}
+
+// Reads the file's TOML (syntax errors with their position).
+Status ParseFile(const Reader& r, toml::table* root) {
+  try {
+    *root = toml::parse_file(r.path());
+  } catch (const toml::parse_error& e) {
+    if (e.source().begin.line == 0)
+      return Status::InvalidArgument(r.path() + ": " + std::string(e.description()));
+    return r.Error(e.source(), "(syntax)", std::string(e.description()));
+  }
+  return Status::Ok();
+}
+
+Status LoadAll(const std::string& path, const EnvLookup& env, Config* c) {
+  c->path = path;
+  Reader r(path);
+  toml::table root;
+  Status s;
+  if (!(s = ParseFile(r, &root)).ok() || !(s = OverlayEnvironment(env, &root)).ok() ||
+      !(s = r.OnlyKnownKeys(root, "", {"mongodb", "sweep", "daemon", "log", "http", "watch"}))
+           .ok() ||
+      !(s = LoadMongo(r, root, env, c)).ok() || !(s = LoadSweep(r, root, c)).ok() ||
+      !(s = LoadDaemon(r, root, c)).ok() || !(s = LoadLog(r, root, env, c)).ok() ||
+      !(s = LoadHttp(r, root, env, c)).ok() || !(s = LoadWatches(r, root, c)).ok())
+    return s;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status CheckHttpListen(const std::string& listen) {
+  if (listen.empty()) return Status::InvalidArgument("must not be empty");
+  return Status::Ok();
+}
+
+Status LoadConfig(const std::string& path, const EnvLookup& env, Config* config) {
+  Config c;
+  try {
+    if (Status s = LoadAll(path, env, &c); !s.ok()) return s;
+  } catch (const std::exception& e) {
+    // Nothing above is meant to throw; a configuration loader that crashes the daemon on
+    // SIGHUP is worse than one that reports its own bug.
+    return Status::InvalidArgument(path + ": the configuration could not be read: " + e.what());
   }
   *config = std::move(c);
   return Status::Ok();
+}
+
+Status SelectWatches(const std::vector<std::string>& names, Config* config) {
+  if (names.empty()) return Status::Ok();
+  std::string known;
+  for (const auto& w : config->watches) known += (known.empty() ? "" : ", ") + w.name;
+  for (const auto& name : names) {
+    bool found = false;
+    for (const auto& w : config->watches) found = found || w.name == name;
+    if (!found)
+      return Status::InvalidArgument("--watch " + name + ": no watch of that name in " +
+                                     config->path + " (it has: " + known + ")");
+  }
+  std::vector<WatchSpec> kept;
+  for (auto& w : config->watches)
+    if (std::find(names.begin(), names.end(), w.name) != names.end()) kept.push_back(std::move(w));
+  config->watches = std::move(kept);
+  return Status::Ok();
+}
+
+std::vector<std::string> ConfigKeys() {
+  std::vector<std::string> keys = {"mongodb.uri", "mongodb.uri_file", "log.format", "http.listen"};
+  for (const auto& [section, names] : OverlayKeys())
+    for (const auto& k : names) keys.push_back(section + "." + k);
+  for (auto k : kCommonWatchKeys)
+    if (k != "states") keys.push_back("watch." + std::string(k));
+  for (const auto& pk : AllProtocolKeys())
+    for (auto k : pk.keys) keys.push_back("watch." + std::string(k));
+  for (const auto& sk : AllStateKeys())
+    for (auto k : sk.keys) keys.push_back("watch.states." + std::string(k));
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  return keys;
 }
 
 txn_recovery::MongoOptions MongoOptionsFor(const Config& config) {

@@ -86,13 +86,42 @@ struct Config {
   std::vector<txn_recovery::WatchSpec> watches;
 };
 
+// Where every command looks for its configuration unless --config says otherwise (the
+// Debian package's conffile; the container mounts its own there).
+inline constexpr const char* kDefaultConfigPath = "/etc/txn-recoveryd/txn-recoveryd.toml";
+
 // Looks up an environment variable; injectable so tests need not touch the real one.
 using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;
 EnvLookup ProcessEnv();
 
+// Every TXN_RECOVERYD_* variable the configuration reads, sorted.
+std::vector<std::string> EnvironmentVariables();
+// The names among `present` (e.g. every variable of the process's environment) that start
+// with TXN_RECOVERYD_ but are none of EnvironmentVariables(), each with a suggestion when
+// one is close: "TXN_RECOVERYD_SWEEP_WORKER (did you mean TXN_RECOVERYD_SWEEP_WORKERS?)".
+// A misspelt variable would otherwise be ignored without a word.
+std::vector<std::string> UnknownEnvironmentVariables(const std::vector<std::string>& present);
+// The names of the process's environment variables.
+std::vector<std::string> ProcessEnvironmentNames();
+
+// Every key the configuration file accepts, as "section.key", "watch.key" and
+// "watch.states.key" (for the documentation checks).
+std::vector<std::string> ConfigKeys();
+
 // Loads and validates `path`. InvalidArgument with "FILE:LINE:COL: KEY: problem" on any
-// error; never a partial result.
+// error; never a partial result, never an exception. This is the one validation: what
+// check-config accepts, run accepts (less what only exists at run time: a port in use).
 txn_recovery::Status LoadConfig(const std::string& path, const EnvLookup& env, Config* config);
+
+// MERGE HOOK (listen address): the [http] listen address as HealthServer::Start will parse
+// it, so that check-config refuses what run would refuse, with exit 78. Today it accepts
+// any non-empty text and leaves the parsing to the server; wire the HTTP server's own
+// address parser in here (daemon/http_server.*, ":PORT" included) when that lands.
+txn_recovery::Status CheckHttpListen(const std::string& listen);
+
+// Keeps only the watches named in `names` (all of them when `names` is empty), in the
+// configuration's order. InvalidArgument naming the unknown name and the known ones.
+txn_recovery::Status SelectWatches(const std::vector<std::string>& names, Config* config);
 
 // How to open the database for `config`: URI, timeouts, and a pool with a client for each
 // sweep worker plus the scheduler's own calls.
@@ -101,8 +130,11 @@ txn_recovery::MongoOptions MongoOptionsFor(const Config& config);
 // The configuration with secrets redacted, as TOML (check-config).
 std::string DescribeConfig(const Config& config);
 
-// "250ms", "30s", "5m", "2h", "1d" (one number, one unit). InvalidArgument otherwise.
+// A duration as Go and Prometheus write them: one or more number-unit pairs, largest unit
+// first, each unit once: "250ms", "30s", "1h30m", "1d12h", "1m30s500ms". Units: d, h, m,
+// s, ms. InvalidArgument otherwise (fractions, signs, spaces, no unit).
 txn_recovery::Status ParseDuration(std::string_view text, std::chrono::milliseconds* out);
+// The shortest text ParseDuration reads back as `d`: "1h30m", "45s", "0ms".
 std::string FormatDuration(std::chrono::milliseconds d);
 
 }  // namespace txn_recoveryd

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "exit_codes.h"
+#include "ids.h"
 #include "index_check.h"
 #include "txn_recovery/clock.h"
 #include "txn_recovery/indexes.h"
@@ -14,6 +15,14 @@ namespace txn_recoveryd {
 using txn_recovery::Status;
 
 namespace {
+
+// An _id of the JSON report as an operator types it (ids.h).
+std::string JsonIdText(const nlohmann::json& id) {
+  if (id.is_string()) return id.get<std::string>();
+  if (id.is_object() && id.contains("$oid") && id["$oid"].is_string())
+    return id["$oid"].get<std::string>();
+  return id.dump();
+}
 
 int ExitFor(const Status& s) {
   return s.IsUnavailable() ? kExitUnavailable : kExitIncomplete;
@@ -34,7 +43,7 @@ int RunInspect(const Config& config, txn_recovery::Store* store, bool json, std:
       s = txn_recovery::ListQuarantined(store, w, [&](const txn_recovery::QuarantinedTxn& q) {
         const auto* state = q.state ? &*q.state : nullptr;
         quarantined.push_back(
-            {{"_id", q.id.ToString()},
+            {{"_id", IdJson(q.id)},
              {"state",
               state ? (state->is_string() ? *state->as_string() : state->ToString()) : "<missing>"},
              {"reason", q.record.reason}});
@@ -50,6 +59,9 @@ int RunInspect(const Config& config, txn_recovery::Store* store, bool json, std:
                            {"keys", c.index.spec.ToString()},
                            {"needed_by", c.index.why}});
     if (!s.ok()) code = std::max(code, ExitFor(s));
+    // A quarantined transaction waits for an operator: monitoring scripts read the exit
+    // code, as they do the sweep's.
+    if (!quarantined.empty()) code = std::max(code, kExitIncomplete);
     nlohmann::json stuck = nlohmann::json::object();
     for (const auto& [state, n] : report.stuck)
       stuck[std::string(txn_recovery::TxnStateName(state))] = n;
@@ -86,8 +98,8 @@ int RunInspect(const Config& config, txn_recovery::Store* store, bool json, std:
       if (!c.present) out << "    " << DescribeMissing(c) << "\n";
     out << "  quarantined: " << quarantined.size() << "\n";
     for (const auto& q : quarantined)
-      out << "    _id=" << q["_id"].get<std::string>() << "  " << q["state"].get<std::string>()
-          << "  " << q["reason"].get<std::string>() << "\n";
+      out << "    _id=" << JsonIdText(q["_id"]) << "  " << q["state"].get<std::string>() << "  "
+          << q["reason"].get<std::string>() << "\n";
   }
   if (json) out << nlohmann::json{{"watches", watches}, {"exit_code", code}}.dump(2) << "\n";
   return code;

@@ -193,6 +193,15 @@ void Metrics::Set(const std::string& name, const Labels& labels, double value) {
   SeriesFor(name, Type::kGauge, labels).value = value;
 }
 
+void Metrics::SetCounter(const std::string& name, const Labels& labels, double value) {
+  std::lock_guard lock(mu_);
+  auto it = families_.find(name);
+  if (it != families_.end() && it->second.type != Type::kCounter)
+    throw std::logic_error("metric " + name + " is not a counter");
+  Series& s = SeriesFor(name, Type::kCounter, labels);
+  if (value > s.value) s.value = value;
+}
+
 void Metrics::Observe(const std::string& name, const Labels& labels, double value) {
   std::lock_guard lock(mu_);
   Series& s = SeriesFor(name, Type::kHistogram, labels);
@@ -253,9 +262,11 @@ std::string Metrics::Render() const {
   return out;
 }
 
-void DescribeStandardMetrics(Metrics* m, const std::string& version) {
+void DescribeStandardMetrics(Metrics* m, const std::string& version, const std::string& revision) {
   using T = Metrics::Type;
-  m->Describe("txn_recoveryd_sweeps_total", T::kCounter, "Sweeps of a watch that completed.");
+  m->Describe("txn_recoveryd_sweeps_total", T::kCounter,
+              "Sweeps of a watch attempted, failed ones included "
+              "(txn_recoveryd_sweep_failures_total counts those).");
   m->Describe("txn_recoveryd_sweep_failures_total", T::kCounter,
               "Sweeps of a watch that stopped on an error (database unreachable, bad document).");
   m->Describe("txn_recoveryd_sweep_duration_seconds", T::kHistogram,
@@ -274,7 +285,12 @@ void DescribeStandardMetrics(Metrics* m, const std::string& version) {
   m->Describe("txn_recoveryd_quarantined_transactions", T::kGauge,
               "Transactions currently quarantined, waiting for an operator.");
   m->Describe("txn_recoveryd_quarantined_total", T::kCounter,
-              "Transactions quarantined after failing too many sweeps.");
+              "Transactions set aside for an operator: documents that do not fit their "
+              "profile, and transactions whose recovery failed sweep.max_failures sweeps in a "
+              "row.");
+  m->Describe("txn_recoveryd_busy_total", T::kCounter,
+              "Transactions left alone because another daemon held their lease, or the "
+              "application moved them on after they were read.");
   m->Describe("txn_recoveryd_late_writes_undone_total", T::kCounter,
               "Writes found applied to a transaction after it was rolled back, and undone.");
   m->Describe("txn_recoveryd_finished_removed_total", T::kCounter,
@@ -288,14 +304,14 @@ void DescribeStandardMetrics(Metrics* m, const std::string& version) {
   m->Describe("txn_recoveryd_database_up", T::kGauge,
               "1 if the database answered the last attempt to reach it, 0 otherwise.");
   m->Describe("txn_recoveryd_build_info", T::kGauge,
-              "Always 1; the version label says which build is running.");
+              "Always 1; the version and revision labels say which build is running.");
   m->Describe("txn_recoveryd_last_reload_successful", T::kGauge,
               "1 if the last configuration reload succeeded, 0 if it was refused.");
   m->Describe("txn_recoveryd_last_reload_success_timestamp_seconds", T::kGauge,
               "Unix time of the last successful configuration load.");
   m->Describe("txn_recoveryd_log_messages_suppressed_total", T::kCounter,
               "Repeated identical log messages dropped by rate limiting.");
-  m->Set("txn_recoveryd_build_info", {{"version", version}}, 1);
+  m->Set("txn_recoveryd_build_info", {{"version", version}, {"revision", revision}}, 1);
 }
 
 }  // namespace txn_recoveryd

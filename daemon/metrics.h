@@ -46,6 +46,9 @@ class Metrics {
   void Inc(const std::string& name, const Labels& labels = {}, double by = 1);
   // Sets a gauge.
   void Set(const std::string& name, const Labels& labels, double value);
+  // Sets a counter that mirrors a total kept elsewhere (the kernel's CPU time): a value
+  // below the current one is ignored, so the counter never goes back.
+  void SetCounter(const std::string& name, const Labels& labels, double value);
   // Records one observation in a histogram (which may not use the label "le").
   void Observe(const std::string& name, const Labels& labels, double value);
   // Drops every series of a family, for gauges recomputed from scratch each sweep: a state
@@ -83,7 +86,8 @@ class Metrics {
   std::map<std::string, Family> families_;
 };
 
-// Declares the daemon's standard families and sets txn_recoveryd_build_info{version} to 1.
+// Declares the daemon's standard families and sets txn_recoveryd_build_info{version,
+// revision} to 1.
 // Their names and labels are a contract with the dashboards and alerts built on them:
 //   txn_recoveryd_sweeps_total{watch}, txn_recoveryd_sweep_failures_total{watch},
 //   txn_recoveryd_sweep_duration_seconds{watch} (histogram, .005 s to 120 s),
@@ -94,9 +98,11 @@ class Metrics {
 //   txn_recoveryd_quarantined_transactions{watch}, txn_recoveryd_quarantined_total{watch},
 //   txn_recoveryd_late_writes_undone_total{watch},
 //   txn_recoveryd_finished_removed_total{watch,mode} (mode: delete|archive),
-//   txn_recoveryd_paused{watch}, txn_recoveryd_database_up, txn_recoveryd_build_info{version},
+//   txn_recoveryd_busy_total{watch},
+//   txn_recoveryd_paused{watch}, txn_recoveryd_database_up,
+//   txn_recoveryd_build_info{version,revision},
 //   txn_recoveryd_last_reload_successful, txn_recoveryd_last_reload_success_timestamp_seconds,
 //   txn_recoveryd_log_messages_suppressed_total.
-void DescribeStandardMetrics(Metrics* m, const std::string& version);
+void DescribeStandardMetrics(Metrics* m, const std::string& version, const std::string& revision);
 
 }  // namespace txn_recoveryd

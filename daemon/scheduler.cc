@@ -25,6 +25,9 @@
 #include "logging.h"
 #include "metrics.h"
 #include "notifier.h"
+#include "process_metrics.h"
+#include "revision.h"
+#include "stop_signals.h"
 #include "sweep_command.h"
 #include "txn_recovery/clock.h"
 #include "txn_recovery/inspect.h"
@@ -95,6 +98,7 @@ sigset_t HandledSignals() {
   sigemptyset(&set);
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGQUIT);
   sigaddset(&set, SIGHUP);
   sigaddset(&set, SIGUSR2);
   return set;
@@ -179,7 +183,8 @@ class Daemon {
   std::condition_variable cv_;
   bool reload_requested_ = false;  // guarded by mu_
   std::atomic<bool> stop_{false};
-  bool finished_ = false;  // guarded by mu_; the drain deadline thread waits for it
+  StopSignals stop_signals_;  // used by the signal thread only
+  bool finished_ = false;     // guarded by mu_; the drain deadline thread waits for it
   std::thread deadline_thread_;
 
   std::atomic<std::int64_t> last_progress_ms_{0};  // steady clock, for /livez
@@ -203,15 +208,23 @@ void Daemon::OnSignal(int sig) {
     cv_.notify_all();
     return;
   }
-  if (stop_.exchange(true)) {
-    // A second SIGTERM/SIGINT: the operator does not want to wait for the drain. Everything
-    // the daemon leaves is safe to repeat; its leases expire.
-    spdlog::warn("second {} during the drain: exiting now", sig == SIGINT ? "SIGINT" : "SIGTERM");
-    spdlog::default_logger()->flush();
-    std::_Exit(kExitOk);
+  const char* name = sig == SIGINT ? "SIGINT" : sig == SIGQUIT ? "SIGQUIT" : "SIGTERM";
+  switch (stop_signals_.On(sig, Steady::now())) {
+    case StopSignals::Decision::kIgnore:
+      // The same request again (a process-group signal reaches us twice): keep draining.
+      spdlog::info("{} again within a second of the first: still draining", name);
+      return;
+    case StopSignals::Decision::kExitNow:
+      // The operator does not want to wait for the drain. Everything the daemon leaves is
+      // safe to repeat; its leases expire.
+      spdlog::warn("second {} during the drain: exiting now", name);
+      spdlog::default_logger()->flush();
+      std::_Exit(kExitOk);
+    case StopSignals::Decision::kDrain:
+      break;
   }
-  spdlog::info("{} received: finishing the transactions in hand, then exiting (deadline {})",
-               sig == SIGINT ? "SIGINT" : "SIGTERM",
+  stop_ = true;
+  spdlog::info("{} received: finishing the transactions in hand, then exiting (deadline {})", name,
                FormatDuration(milliseconds(drain_deadline_ms_.load())));
   notifier_.Stopping();
   StartDrainDeadline();
@@ -253,7 +266,10 @@ Status Daemon::OpenStore(const Config& config,
 Status Daemon::StartHttp(const std::string& listen, std::unique_ptr<HealthServer>* server) {
   auto next = std::make_unique<HealthServer>();
   HealthHandlers h;
-  h.metrics = [this] { return metrics_.Render(); };
+  h.metrics = [this] {
+    UpdateProcessMetrics(&metrics_);
+    return metrics_.Render();
+  };
   h.live = [this](std::string* why) {
     auto now = duration_cast<milliseconds>(Steady::now().time_since_epoch()).count();
     auto idle = now - last_progress_ms_.load();
@@ -369,6 +385,7 @@ void Daemon::RecordWatch(const txn_recovery::WatchSpec& w,
       metrics_.Inc("txn_recoveryd_transaction_failures_total", la, static_cast<double>(it->second));
   }
   metrics_.Inc("txn_recoveryd_quarantined_total", watch, static_cast<double>(summary.quarantined));
+  metrics_.Inc("txn_recoveryd_busy_total", watch, static_cast<double>(summary.busy));
   metrics_.Inc("txn_recoveryd_late_writes_undone_total", watch,
                static_cast<double>(summary.late_writes_undone));
   if (w.retention.enabled()) {
@@ -552,7 +569,9 @@ int Daemon::Run() {
   }
   SetupLogging(config_.log.format, config_.log.level);
   Adopted();
-  DescribeStandardMetrics(&metrics_, TXN_RECOVERYD_VERSION);
+  DescribeStandardMetrics(&metrics_, TXN_RECOVERYD_VERSION, Revision());
+  for (const auto& unknown : UnknownEnvironmentVariables(ProcessEnvironmentNames()))
+    spdlog::warn("unknown environment variable {} is ignored", unknown);
   metrics_.Set("txn_recoveryd_last_reload_successful", {}, 1);
   metrics_.Set("txn_recoveryd_last_reload_success_timestamp_seconds", {}, UnixSeconds());
   metrics_.Set("txn_recoveryd_database_up", {}, 0);
@@ -568,8 +587,8 @@ int Daemon::Run() {
       return kExitUnavailable;
     }
   }
-  spdlog::info("txn-recoveryd {} started as {}: {} watch(es) on {}, interval {}",
-               TXN_RECOVERYD_VERSION, owner_, config_.watches.size(),
+  spdlog::info("txn-recoveryd {} ({}) started as {}: {} watch(es) on {}, interval {}",
+               TXN_RECOVERYD_VERSION, Revision(), owner_, config_.watches.size(),
                txn_recovery::RedactUri(config_.mongodb.uri),
                FormatDuration(config_.daemon.interval));
   notifier_.Ready();

@@ -3,9 +3,11 @@
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
+#include <sstream>
 #include <vector>
 
 #include "exit_codes.h"
+#include "ids.h"
 #include "index_check.h"
 #include "logging.h"
 #include "txn_recovery/clock.h"
@@ -16,41 +18,50 @@ namespace txn_recoveryd {
 using txn_recovery::Action;
 using txn_recovery::Outcome;
 using txn_recovery::TxnReport;
+using txn_recovery::TxnState;
 using txn_recovery::WatchSummary;
 
 namespace {
 
-std::string IdText(const txn_recovery::Value& id) {
-  return id.ToString();
-}
-
-std::string StateText(const std::optional<txn_recovery::TxnState>& s) {
+std::string StateText(const std::optional<TxnState>& s) {
   return s ? std::string(txn_recovery::TxnStateName(*s)) : std::string("?");
 }
 
-struct Line {
-  std::string watch, id, before, after, action, outcome, detail;
-};
-
-Line ToLine(const TxnReport& r) {
-  Line l;
-  l.watch = r.watch;
-  l.id = IdText(r.id);
-  l.before = StateText(r.state_before);
-  l.after = r.result.outcome == Outcome::kResolved
-                ? std::string(txn_recovery::TxnStateName(r.result.final_state))
-                : l.before;
-  l.action = txn_recovery::ActionName(r.result.action);
-  l.outcome = txn_recovery::OutcomeName(r.result.outcome);
-  l.detail = r.result.detail;
-  return l;
+// The terminal state an action drives a transaction to, when it runs to its end; nullopt
+// for an action that leaves the state as it is (quarantine, the late-write check).
+std::optional<TxnState> TerminalStateOf(Action a) {
+  switch (a) {
+    case Action::kResume:
+    case Action::kFinish:
+      return TxnState::kDone;
+    case Action::kCancel:
+    case Action::kRollback:
+    case Action::kFinishRollback:
+      return TxnState::kCancelled;
+    default:
+      return std::nullopt;
+  }
 }
 
 }  // namespace
 
+std::string StateAfter(const TxnReport& r) {
+  switch (r.result.outcome) {
+    case Outcome::kResolved:
+      return std::string(txn_recovery::TxnStateName(r.result.final_state));
+    case Outcome::kPlanned:
+      // A dry run: where the planned action would take the transaction.
+      if (auto terminal = TerminalStateOf(r.result.action))
+        return std::string(txn_recovery::TxnStateName(*terminal));
+      return StateText(r.state_before);
+    default:
+      return StateText(r.state_before);
+  }
+}
+
 void LogTransaction(const TxnReport& r) {
   LogFields f({{"watch", r.watch},
-               {"txn_id", r.id.ToString()},
+               IdField("txn_id", r.id),
                {"action", std::string(txn_recovery::ActionName(r.result.action))}});
   switch (r.result.outcome) {
     case Outcome::kFailed:
@@ -74,202 +85,327 @@ void LogTransaction(const TxnReport& r) {
 
 void LogOrphan(const std::string& watch, const txn_recovery::OrphanFinding& f) {
   LogFields fields({{"watch", watch},
-                    {"txn_id", f.transaction.ToString()},
-                    {"participant", f.ns.ToString() + " " + f.participant.ToString()}});
+                    IdField("txn_id", f.transaction),
+                    {"participant", f.ns.ToString() + " " + IdText(f.participant)}});
   if (f.kind == txn_recovery::OrphanFinding::Kind::kLateWriteUndone)
     spdlog::info("orphan marker: {}: {}", txn_recovery::OrphanKindName(f.kind), f.detail);
   else
     spdlog::warn("orphan marker: {}: {}", txn_recovery::OrphanKindName(f.kind), f.detail);
 }
 
-int RunSweep(const Config& config, txn_recovery::Store* store, const SweepCommandOptions& options,
-             std::ostream& out) {
+namespace {
+
+// What one watch's pass produced.
+struct WatchRun {
+  const txn_recovery::WatchSpec* watch = nullptr;
+  WatchSummary summary;
+  txn_recovery::Status status;
+  bool scanned = false;  // the orphan scan ran
+  txn_recovery::OrphanSummary orphans;
+  std::vector<txn_recovery::OrphanFinding> findings;
+  txn_recovery::Status orphan_status;
+};
+
+// The JSON document is written as it goes, so that a dry run over a million stuck
+// transactions lists them all without holding them: `{"version", "dry_run", "watches": [
+// {"name", "namespace", "transactions": [...], <summary>}, ...], "exit_code", "wire"}`.
+// Each transaction is one line; the rest is indented as nlohmann's dump(2) would.
+class JsonReport {
+ public:
+  explicit JsonReport(std::ostream& out) : out_(out) {}
+
+  void Begin(bool dry_run) {
+    out_ << "{\n  \"version\": " << nlohmann::json(TXN_RECOVERYD_VERSION).dump()
+         << ",\n  \"dry_run\": " << (dry_run ? "true" : "false") << ",\n  \"watches\": [";
+  }
+  void BeginWatch(const txn_recovery::WatchSpec& w, bool list) {
+    out_ << (watches_++ ? "," : "") << "\n    {\n      \"name\": " << Dump(w.name)
+         << ",\n      \"namespace\": " << Dump(w.ns.ToString()) << ",";
+    listing_ = list;
+    transactions_ = 0;
+    if (list) out_ << "\n      \"transactions\": [";
+  }
+  void Transaction(const nlohmann::json& t) {
+    out_ << (transactions_++ ? "," : "") << "\n        " << Dump(t);
+  }
+  // The watch's remaining members, from an object.
+  void EndWatch(const nlohmann::json& rest) {
+    if (listing_) out_ << (transactions_ ? "\n      " : "") << "],";
+    std::string body = rest.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+    // "{\n  a,\n  b\n}" -> the members, each line indented to the watch's depth.
+    body = body.substr(2, body.size() - 4);
+    std::string indented = "\n    ";
+    for (char c : body) {
+      indented += c;
+      if (c == '\n') indented += "    ";
+    }
+    out_ << indented << "\n    }";
+  }
+  void End(const nlohmann::json& tail) {
+    out_ << (watches_ ? "\n  " : "") << "]";
+    for (const auto& [key, value] : tail.items()) {
+      std::string v = value.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+      std::string indented;
+      for (char c : v) {
+        indented += c;
+        if (c == '\n') indented += "  ";
+      }
+      out_ << ",\n  " << Dump(key) << ": " << indented;
+    }
+    out_ << "\n}\n";
+  }
+
+ private:
+  static std::string Dump(const nlohmann::json& j) {
+    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
+  std::ostream& out_;
+  int watches_ = 0;
+  int transactions_ = 0;
+  bool listing_ = false;
+};
+
+nlohmann::json TransactionJson(const TxnReport& r) {
+  return {{"_id", IdJson(r.id)},
+          {"before", StateText(r.state_before)},
+          {"after", StateAfter(r)},
+          {"action", std::string(txn_recovery::ActionName(r.result.action))},
+          {"outcome", std::string(txn_recovery::OutcomeName(r.result.outcome))},
+          {"detail", r.result.detail}};
+}
+
+void PrintTransaction(const TxnReport& r, std::ostream& out) {
+  out << r.watch << "  _id=" << IdText(r.id) << "  " << StateText(r.state_before) << " -> "
+      << StateAfter(r) << "  " << txn_recovery::ActionName(r.result.action) << "  "
+      << txn_recovery::OutcomeName(r.result.outcome);
+  if (!r.result.detail.empty()) out << "  (" << r.result.detail << ")";
+  out << "\n";
+}
+
+txn_recovery::SweepOptions SweeperOptions(const Config& config, const SweepCommandOptions& o) {
   txn_recovery::SweepOptions so;
-  so.dry_run = options.dry_run;
+  so.dry_run = o.dry_run;
   so.workers = config.sweep.workers;
   so.batch_size = config.sweep.batch_size;
   so.bulk_size = config.sweep.bulk_size;
   so.lease.owner = txn_recovery::MakeOwnerId();
   so.lease.duration = config.sweep.lease_duration;
   so.max_failures = config.sweep.max_failures;
-  txn_recovery::Sweeper sweeper(store, txn_recovery::Clock::Real(), so);
+  return so;
+}
 
-  nlohmann::json json_watches = nlohmann::json::array();
-  bool unreachable = false, incomplete = false;
+// Sweeps one watch; each transaction is logged and, when listed, printed as it comes.
+// Listed: every one with -v; in a dry run every one, since what it would do is the point.
+void SweepOne(txn_recovery::Sweeper& sweeper, const txn_recovery::WatchSpec& watch,
+              const SweepCommandOptions& options, JsonReport* json, std::ostream& out,
+              WatchRun* run) {
+  const bool list = options.verbose || options.dry_run;
+  auto on_txn = [&](const TxnReport& r) {
+    LogTransaction(r);
+    if (!list) return;
+    if (json != nullptr) {
+      json->Transaction(TransactionJson(r));
+    } else {
+      PrintTransaction(r, out);
+    }
+  };
+  if (json != nullptr) json->BeginWatch(watch, list);
+  spdlog::debug("sweeping watch {} ({})", watch.name, watch.ns.ToString());
+  run->watch = &watch;
+  run->status = sweeper.SweepWatch(watch, on_txn, &run->summary);
+  if (!run->status.ok()) {
+    LogFields f({{"watch", watch.name}});
+    spdlog::error("sweep failed: {}", run->status.ToString());
+  }
+}
+
+// The orphan scan of one watch, after its sweep has resolved what it could.
+void ScanOne(const Config& config, txn_recovery::Store* store, const SweepCommandOptions& options,
+             const txn_recovery::LeaseOptions& lease, WatchRun* run) {
+  if (!options.orphans || run->summary.paused || run->status.IsUnavailable()) return;
+  const auto& watch = *run->watch;
+  txn_recovery::OrphanOptions oo;
+  oo.dry_run = options.dry_run;
+  oo.lease = lease;
+  oo.batch_size = config.sweep.batch_size;
+  oo.marker_cap = config.sweep.marker_cap;
+  run->scanned = true;
+  run->orphan_status = txn_recovery::ScanOrphans(
+      store, txn_recovery::Clock::Real(), watch, oo,
+      [&](const txn_recovery::OrphanFinding& f) {
+        LogOrphan(watch.name, f);
+        run->findings.push_back(f);
+      },
+      &run->orphans);
+  if (!run->orphan_status.ok()) {
+    LogFields f({{"watch", watch.name}});
+    spdlog::error("orphan scan failed: {}", run->orphan_status.ToString());
+  }
+}
+
+// What a watch's pass means for the exit code: the database unreachable (69), or
+// something an operator must look at (1).
+struct Verdict {
+  bool unreachable = false;
+  bool incomplete = false;
+};
+
+void Judge(const WatchRun& run, bool dry_run, Verdict* v) {
+  const auto& s = run.summary;
+  if (!run.status.ok()) {
+    v->incomplete = true;
+    if (run.status.IsUnavailable()) v->unreachable = true;
+  }
+  if (s.failed > 0 || s.quarantined_total > 0) v->incomplete = true;
+  // A dry run that would quarantine something reports it as the real sweep would.
+  if (dry_run && (s.quarantined > 0 || s.counts.count(Action::kQuarantine))) v->incomplete = true;
+  if (!run.scanned) return;
+  if (!run.orphan_status.ok()) {
+    v->incomplete = true;
+    if (run.orphan_status.IsUnavailable()) v->unreachable = true;
+  }
+  const auto& o = run.orphans;
+  // Anything reported but not undone needs an operator.
+  if (o.missing_transactions + o.foreign_markers + o.crowded_participants + o.quarantined +
+          o.failed >
+      0)
+    v->incomplete = true;
+  if (dry_run && o.late_writes_undone > 0) v->incomplete = true;
+}
+
+nlohmann::json OrphansJson(const WatchRun& run) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& f : run.findings)
+    list.push_back({{"kind", std::string(txn_recovery::OrphanKindName(f.kind))},
+                    {"collection", f.ns.ToString()},
+                    {"participant", IdJson(f.participant)},
+                    {"transaction", IdJson(f.transaction)},
+                    {"detail", f.detail}});
+  const auto& o = run.orphans;
+  return {{"status", run.orphan_status.ok() ? "ok" : run.orphan_status.ToString()},
+          {"participants_scanned", o.participants_scanned},
+          {"markers_checked", o.markers_checked},
+          {"in_flight", o.in_flight},
+          {"late_writes_undone", o.late_writes_undone},
+          {"missing_transactions", o.missing_transactions},
+          {"foreign_markers", o.foreign_markers},
+          {"crowded_participants", o.crowded_participants},
+          {"traces_removed", o.traces_removed},
+          {"failed", o.failed},
+          {"findings", list}};
+}
+
+// The watch's summary members of the JSON report (its name, namespace and transactions
+// are written before).
+nlohmann::json SummaryJson(const WatchRun& run) {
+  const auto& s = run.summary;
+  nlohmann::json actions = nlohmann::json::object();
+  for (const auto& [action, outcomes] : s.counts) {
+    nlohmann::json o = nlohmann::json::object();
+    for (const auto& [outcome, n] : outcomes)
+      o[std::string(txn_recovery::OutcomeName(outcome))] = n;
+    actions[std::string(txn_recovery::ActionName(action))] = o;
+  }
+  nlohmann::json w = {
+      {"status", run.status.ok() ? "ok" : run.status.ToString()},
+      {"paused", s.paused},
+      {"examined", s.examined},
+      {"resolved", s.resolved},
+      {"busy", s.busy},
+      {"failed", s.failed},
+      {"quarantined", s.quarantined},
+      {"quarantined_total", s.quarantined_total},
+      {"late_writes_undone", s.late_writes_undone},
+      {"finished_deleted", s.finished_deleted},
+      {"finished_archived", s.finished_archived},
+      {"actions", actions},
+  };
+  if (run.scanned) w["orphans"] = OrphansJson(run);
+  return w;
+}
+
+void PrintOrphans(const WatchRun& run, bool dry_run, std::ostream& out) {
+  const auto& o = run.orphans;
+  out << "  orphans: " << o.participants_scanned << " marked participants, " << o.markers_checked
+      << " markers (" << o.in_flight << " in flight), "
+      << (dry_run ? "late writes to undo " : "late writes undone ") << o.late_writes_undone
+      << ", missing transactions " << o.missing_transactions << ", foreign markers "
+      << o.foreign_markers << ", over the marker cap " << o.crowded_participants;
+  if (!run.orphan_status.ok()) out << "; ERROR " << run.orphan_status.ToString();
+  out << "\n";
+  for (const auto& f : run.findings)
+    out << "    " << txn_recovery::OrphanKindName(f.kind) << "  " << f.ns.ToString()
+        << " _id=" << IdText(f.participant)
+        << (f.transaction.is_null() ? "" : "  txn=" + IdText(f.transaction)) << "  " << f.detail
+        << "\n";
+}
+
+void PrintSummary(const WatchRun& run, bool dry_run, std::ostream& out) {
+  const auto& watch = *run.watch;
+  const auto& s = run.summary;
+  out << "watch " << watch.name << " (" << watch.ns.ToString() << ")"
+      << (dry_run ? " [dry run]" : "") << ": ";
+  if (s.paused) {
+    out << "PAUSED: nothing done (txn-recoveryd resume turns the switch off)\n";
+    return;
+  }
+  if (!run.status.ok()) out << "ERROR " << run.status.ToString() << "; ";
+  out << "examined " << s.examined << ", resolved " << s.resolved << ", busy " << s.busy
+      << ", failed " << s.failed << ", quarantined " << s.quarantined << " (" << s.quarantined_total
+      << " in total)"
+      << ", late writes undone " << s.late_writes_undone;
+  if (watch.retention.enabled())
+    out << ", finished removed " << s.finished_deleted + s.finished_archived << " ("
+        << s.finished_archived << " archived)";
+  out << "\n";
+  for (const auto& [action, outcomes] : s.counts) {
+    out << "  " << txn_recovery::ActionName(action) << ":";
+    for (const auto& [outcome, n] : outcomes)
+      out << " " << txn_recovery::OutcomeName(outcome) << "=" << n;
+    out << "\n";
+  }
+  if (run.scanned) PrintOrphans(run, dry_run, out);
+}
+
+}  // namespace
+
+int RunSweep(const Config& config, txn_recovery::Store* store, const SweepCommandOptions& options,
+             std::ostream& out) {
+  txn_recovery::SweepOptions so = SweeperOptions(config, options);
+  txn_recovery::Sweeper sweeper(store, txn_recovery::Clock::Real(), so);
   // An unreachable database shows in the sweep itself, with its exit code.
   (void)PrepareIndexes(config, store, options.dry_run);
 
+  std::optional<JsonReport> json;
+  if (options.json) {
+    json.emplace(out);
+    json->Begin(options.dry_run);
+  }
+  Verdict verdict;
   for (const auto& watch : config.watches) {
-    std::vector<Line> lines;
-    auto on_txn = [&](const TxnReport& r) {
-      Line l = ToLine(r);
-      LogTransaction(r);
-      if (!options.verbose) return;
-      if (options.json) {
-        lines.push_back(std::move(l));
-      } else {
-        out << l.watch << "  _id=" << l.id << "  " << l.before << " -> " << l.after << "  "
-            << l.action << "  " << l.outcome;
-        if (!l.detail.empty()) out << "  (" << l.detail << ")";
-        out << "\n";
-      }
-    };
-    WatchSummary summary;
-    spdlog::debug("sweeping watch {} ({})", watch.name, watch.ns.ToString());
-    txn_recovery::Status s = sweeper.SweepWatch(watch, on_txn, &summary);
-    if (!s.ok()) {
-      LogFields f({{"watch", watch.name}});
-      spdlog::error("sweep failed: {}", s.ToString());
-      if (s.IsUnavailable()) unreachable = true;
-      incomplete = true;
-    }
-    if (summary.failed > 0 || summary.quarantined_total > 0 ||
-        (options.dry_run && summary.quarantined > 0))
-      incomplete = true;
-    if (options.dry_run && summary.counts.count(Action::kQuarantine)) incomplete = true;
-
-    // The orphan scan, after the sweep has resolved what it could.
-    txn_recovery::OrphanSummary orphans;
-    std::vector<txn_recovery::OrphanFinding> findings;
-    txn_recovery::Status orphan_status;
-    const bool scan = options.orphans && !summary.paused && !s.IsUnavailable();
-    if (scan) {
-      txn_recovery::OrphanOptions oo;
-      oo.dry_run = options.dry_run;
-      oo.lease = so.lease;
-      oo.batch_size = config.sweep.batch_size;
-      oo.marker_cap = config.sweep.marker_cap;
-      orphan_status = txn_recovery::ScanOrphans(
-          store, txn_recovery::Clock::Real(), watch, oo,
-          [&](const txn_recovery::OrphanFinding& f) {
-            LogOrphan(watch.name, f);
-            findings.push_back(f);
-          },
-          &orphans);
-      if (!orphan_status.ok()) {
-        LogFields f({{"watch", watch.name}});
-        spdlog::error("orphan scan failed: {}", orphan_status.ToString());
-        if (orphan_status.IsUnavailable()) unreachable = true;
-        incomplete = true;
-      }
-      // Anything reported but not undone needs an operator.
-      if (orphans.missing_transactions + orphans.foreign_markers + orphans.crowded_participants +
-              orphans.quarantined + orphans.failed >
-          0)
-        incomplete = true;
-      if (options.dry_run && orphans.late_writes_undone > 0) incomplete = true;
-    }
-
-    if (options.json) {
-      nlohmann::json actions = nlohmann::json::object();
-      for (const auto& [action, outcomes] : summary.counts) {
-        nlohmann::json o = nlohmann::json::object();
-        for (const auto& [outcome, n] : outcomes)
-          o[std::string(txn_recovery::OutcomeName(outcome))] = n;
-        actions[std::string(txn_recovery::ActionName(action))] = o;
-      }
-      nlohmann::json w = {
-          {"name", watch.name},
-          {"namespace", watch.ns.ToString()},
-          {"status", s.ok() ? "ok" : s.ToString()},
-          {"paused", summary.paused},
-          {"examined", summary.examined},
-          {"resolved", summary.resolved},
-          {"busy", summary.busy},
-          {"failed", summary.failed},
-          {"quarantined", summary.quarantined},
-          {"quarantined_total", summary.quarantined_total},
-          {"late_writes_undone", summary.late_writes_undone},
-          {"finished_deleted", summary.finished_deleted},
-          {"finished_archived", summary.finished_archived},
-          {"actions", actions},
-      };
-      if (scan) {
-        nlohmann::json list = nlohmann::json::array();
-        for (const auto& f : findings)
-          list.push_back({{"kind", std::string(txn_recovery::OrphanKindName(f.kind))},
-                          {"collection", f.ns.ToString()},
-                          {"participant", f.participant.ToString()},
-                          {"transaction", f.transaction.ToString()},
-                          {"detail", f.detail}});
-        w["orphans"] = {{"status", orphan_status.ok() ? "ok" : orphan_status.ToString()},
-                        {"participants_scanned", orphans.participants_scanned},
-                        {"markers_checked", orphans.markers_checked},
-                        {"in_flight", orphans.in_flight},
-                        {"late_writes_undone", orphans.late_writes_undone},
-                        {"missing_transactions", orphans.missing_transactions},
-                        {"foreign_markers", orphans.foreign_markers},
-                        {"crowded_participants", orphans.crowded_participants},
-                        {"failed", orphans.failed},
-                        {"traces_removed", orphans.traces_removed},
-                        {"findings", list}};
-      }
-      if (options.verbose) {
-        nlohmann::json txns = nlohmann::json::array();
-        for (const auto& l : lines)
-          txns.push_back({{"_id", l.id},
-                          {"before", l.before},
-                          {"after", l.after},
-                          {"action", l.action},
-                          {"outcome", l.outcome},
-                          {"detail", l.detail}});
-        w["transactions"] = txns;
-      }
-      json_watches.push_back(std::move(w));
+    WatchRun run;
+    SweepOne(sweeper, watch, options, json ? &*json : nullptr, out, &run);
+    ScanOne(config, store, options, so.lease, &run);
+    Judge(run, options.dry_run, &verdict);
+    if (json) {
+      json->EndWatch(SummaryJson(run));
     } else {
-      out << "watch " << watch.name << " (" << watch.ns.ToString() << ")"
-          << (options.dry_run ? " [dry run]" : "") << ": ";
-      if (summary.paused) {
-        out << "PAUSED: nothing done (txn-recoveryd resume turns the switch off)\n";
-        continue;
-      }
-      if (!s.ok()) out << "ERROR " << s.ToString() << "; ";
-      out << "examined " << summary.examined << ", resolved " << summary.resolved << ", busy "
-          << summary.busy << ", failed " << summary.failed << ", quarantined "
-          << summary.quarantined << " (" << summary.quarantined_total << " in total)"
-          << ", late writes undone " << summary.late_writes_undone;
-      if (watch.retention.enabled())
-        out << ", finished removed " << summary.finished_deleted + summary.finished_archived << " ("
-            << summary.finished_archived << " archived)";
-      out << "\n";
-      for (const auto& [action, outcomes] : summary.counts) {
-        out << "  " << txn_recovery::ActionName(action) << ":";
-        for (const auto& [outcome, n] : outcomes)
-          out << " " << txn_recovery::OutcomeName(outcome) << "=" << n;
-        out << "\n";
-      }
-      if (scan) {
-        out << "  orphans: " << orphans.participants_scanned << " marked participants, "
-            << orphans.markers_checked << " markers (" << orphans.in_flight << " in flight), "
-            << (options.dry_run ? "late writes to undo " : "late writes undone ")
-            << orphans.late_writes_undone << ", missing transactions "
-            << orphans.missing_transactions << ", foreign markers " << orphans.foreign_markers
-            << ", over the marker cap " << orphans.crowded_participants;
-        if (!orphan_status.ok()) out << "; ERROR " << orphan_status.ToString();
-        out << "\n";
-        for (const auto& f : findings)
-          out << "    " << txn_recovery::OrphanKindName(f.kind) << "  " << f.ns.ToString()
-              << " _id=" << f.participant.ToString()
-              << (f.transaction.is_null() ? "" : "  txn=" + f.transaction.ToString()) << "  "
-              << f.detail << "\n";
-      }
+      PrintSummary(run, options.dry_run, out);
     }
   }
 
-  int code = unreachable ? kExitUnavailable : (incomplete ? kExitIncomplete : kExitOk);
+  int code =
+      verdict.unreachable ? kExitUnavailable : (verdict.incomplete ? kExitIncomplete : kExitOk);
   txn_recovery::Store::WireStats wire;
   const bool has_wire = store->GetWireStats(&wire);
-  if (options.json) {
-    nlohmann::json doc = {{"version", TXN_RECOVERYD_VERSION},
-                          {"dry_run", options.dry_run},
-                          {"watches", json_watches},
-                          {"exit_code", code}};
+  if (json) {
+    nlohmann::json tail = {{"exit_code", code}};
     // What this process exchanged with the server (index checks included): what a sweep
     // costs the database, independent of how fast the server is.
     if (has_wire)
-      doc["wire"] = {{"round_trips", wire.round_trips},
-                     {"documents_read", wire.documents_returned}};
-    out << doc.dump(2) << "\n";
+      tail["wire"] = {{"round_trips", wire.round_trips},
+                      {"documents_read", wire.documents_returned}};
+    json->End(tail);
   } else if (has_wire) {
     spdlog::info("{} round trips to the database, {} documents read", wire.round_trips,
                  wire.documents_returned);

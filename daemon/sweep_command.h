@@ -12,11 +12,16 @@
 namespace txn_recoveryd {
 
 struct SweepCommandOptions {
-  bool dry_run = false;
+  bool dry_run = false;  // plan, write nothing, and list every planned action
   bool json = false;
-  bool verbose = false;  // one line (or JSON entry) per transaction
+  bool verbose = false;  // one line (or JSON entry) per transaction acted on
   bool orphans = false;  // also scan the participants for orphan markers (orphans.h)
 };
+
+// The "after" column of a report: the state a resolved transaction reached; for a dry
+// run's planned action, the terminal state that action would reach (a planned resume of
+// a pending transaction: done); otherwise the state it was found in.
+std::string StateAfter(const txn_recovery::TxnReport& report);
 
 // Logs one transaction's outcome with the watch and _id as structured fields.
 void LogTransaction(const txn_recovery::TxnReport& report);

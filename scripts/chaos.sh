@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The long version of the fault-injection suite (issue 5): real application workers and
-# txn-recoveryd daemons under random faults for --duration, then DESIGN.md's invariant
+# txn-recoveryd daemons under random faults for --duration, then docs/chaos.md's invariant
 # checker and the summary table. CI runs the bounded version (ctest -R chaos_).
 #
 # Usage: scripts/chaos.sh [--duration 30m] [--seed N] [--profile transfer] [other options

@@ -6,7 +6,7 @@
 # work directory and make the script fail.
 #
 # Usage: scripts/fuzz.sh [--seconds N (per target, default 60)] [--merge] [TARGET...]
-#   targets: txn_document config (default: both)
+#   targets: txn_document config env (default: all three)
 # Needs clang-14 and libclang-rt-14-dev (apt-get install clang-14 libclang-rt-14-dev).
 # Without clang, `ctest -R fuzz_corpus` still runs every target over the corpus.
 set -euo pipefail
@@ -23,7 +23,7 @@ while (($#)); do
     *) targets+=("$1"); shift ;;
   esac
 done
-((${#targets[@]})) || targets=(txn_document config)
+((${#targets[@]})) || targets=(txn_document config env)
 
 cxx="$(command -v clang++-14 || command -v clang++ || true)"
 cc="$(command -v clang-14 || command -v clang || true)"

@@ -65,8 +65,11 @@ binary="$stage/usr/sbin/txn-recoveryd"
 [[ -x "$binary" ]] || fail "cmake --install put no usr/sbin/txn-recoveryd into the staging tree"
 # As dh_strip does: --strip leaves the compiler's notes in .comment and .note.
 strip --remove-section=.comment --remove-section=.note "$binary"
-version="$("$binary" --version)"
-[[ "$version" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || fail "unexpected --version output: $version"
+# "txn-recoveryd 0.1.0 (revision v0.1.0-3-gabc1234)": the package version is the middle word.
+version_line="$("$binary" --version)"
+[[ "$version_line" =~ ^txn-recoveryd\ ([0-9]+\.[0-9]+\.[0-9]+)\ \(revision\ [^\)]+\)$ ]] ||
+  fail "unexpected --version output: $version_line"
+version="${BASH_REMATCH[1]}"
 arch="$(dpkg-architecture -qDEB_HOST_ARCH)"
 
 # dpkg-shlibdeps wants a debian/control to read the package names from.
@@ -127,9 +130,11 @@ if ((do_check)); then
 -rw-r--r-- root/root ./usr/lib/systemd/system/txn-recoveryd.service
 -rw-r--r-- root/root ./usr/lib/sysusers.d/txn-recoveryd.conf
 -rwxr-xr-x root/root ./usr/sbin/txn-recoveryd
+-rw-r--r-- root/root ./usr/share/bash-completion/completions/txn-recoveryd
 -rw-r--r-- root/root ./usr/share/doc/txn-recoveryd/changelog.gz
 -rw-r--r-- root/root ./usr/share/doc/txn-recoveryd/copyright
--rw-r--r-- root/root ./usr/share/man/man8/txn-recoveryd.8.gz"
+-rw-r--r-- root/root ./usr/share/man/man8/txn-recoveryd.8.gz
+-rw-r--r-- root/root ./usr/share/zsh/vendor-completions/_txn-recoveryd"
   actual="$(dpkg-deb -c "$deb" | awk '$1 !~ /^d/ {print $1, $2, $6}' | LC_ALL=C sort -k3)"
   [[ "$actual" == "$expected" ]] ||
     fail "unexpected payload:"$'\n'"$(diff <(echo "$expected") <(echo "$actual") || true)"
@@ -137,7 +142,7 @@ if ((do_check)); then
   [[ -z "$dirs" ]] || fail "directories not 0755 root:root:"$'\n'"$dirs"
 
   dpkg-deb -x "$deb" "$work/x"
-  [[ "$("$work/x/usr/sbin/txn-recoveryd" --version)" == "$version" ]] ||
+  [[ "$("$work/x/usr/sbin/txn-recoveryd" --version)" == "$version_line" ]] ||
     fail "the packaged binary does not report $version"
   zcat "$work/x/usr/share/man/man8/txn-recoveryd.8.gz" | cmp -s - "$root/packaging/txn-recoveryd.8" ||
     fail "the packaged man page differs from packaging/txn-recoveryd.8"

@@ -6,6 +6,11 @@
 #
 # Usage: scripts/test.sh [--sanitize]   (ASan/UBSan build in build-asan/)
 # Safe to run again: installs only what is missing, reuses the build.
+#
+# Besides the test build (warnings as errors), it builds the tree once more exactly as a
+# user or a distribution would, `cmake -DCMAKE_BUILD_TYPE=Release` and no other option (in
+# build-release-check/), and fails on any compiler warning there: -O3 inlines more than the
+# test build's -O2, and GCC 12 warns differently (-Wrestrict) at that level.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 sanitize=""
@@ -17,6 +22,11 @@ fi
 
 "$root/scripts/deps.sh"
 "$root/scripts/build.sh" $sanitize "$build_dir"
+
+if [[ -z "$sanitize" ]]; then
+  echo "== plain Release build (no options), warnings counted"
+  "$root/scripts/release-build-check.sh" "$root/build-release-check"
+fi
 
 echo "== formatting (clang-format)"
 mapfile -t sources < <(cd "$root" && git ls-files '*.cc' '*.h' 2>/dev/null || true)

@@ -46,7 +46,7 @@ class BadConfigTable : public ::testing::TestWithParam<Case> {
       if (i == digits || msg.compare(i, 1, ":") != 0) return false;
       ++i;
     }
-    std::string rest = " " + std::string(GetParam().key) + ": ";
+    std::string rest = std::string(" ").append(GetParam().key) + ": ";
     return msg.compare(i, rest.size(), rest) == 0 && msg.size() > i + rest.size();
   }
   std::string path_;
@@ -69,7 +69,8 @@ TEST_P(BadConfigTable, EveryCommandExits78WithThatMessage) {
     ASSERT_TRUE(rc.has_value()) << "still running";
     EXPECT_EQ(*rc, 78) << p.Stderr();
     std::string err = p.Stderr();
-    std::string where = GetParam().line ? ":" + std::to_string(GetParam().line) + ":" : ": ";
+    std::string where =
+        GetParam().line ? std::string(":").append(std::to_string(GetParam().line)) + ":" : ": ";
     EXPECT_NE(err.find(path_ + where), std::string::npos) << err;
     EXPECT_NE(err.find(GetParam().key), std::string::npos) << err;
   }

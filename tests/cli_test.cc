@@ -5,9 +5,12 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 
 #include "support/bank.h"
+#include "support/subprocess.h"
 #include "support/test_env.h"
 
 namespace txn_recovery::testing {
@@ -62,6 +65,70 @@ TEST(Cli, UsageErrorsExit64) {
   EXPECT_EQ(Daemon("sweep").exit_code, 64);
   EXPECT_EQ(Daemon("sweep --config /nonexistent.toml").exit_code, 64);
   EXPECT_EQ(Daemon("frobnicate").exit_code, 64);
+}
+
+TEST(Cli, AnUnknownCommandIsNamedWithTheCommandsThereAre) {
+  ProcessResult r = Daemon("bogus --config /dev/null");
+  EXPECT_EQ(r.exit_code, 64);
+  EXPECT_NE(r.err.find("unknown command 'bogus'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("sweep"), std::string::npos) << r.err;
+}
+
+TEST(Cli, WithoutItsConfigurationFileItSaysWhereItLookedAndHowToProvideOne) {
+  for (const char* command : {"run", "sweep", "check-config"}) {
+    ProcessResult r = Daemon(std::string(command) + " --config /nonexistent/txn-recoveryd.toml");
+    EXPECT_EQ(r.exit_code, 64) << command;
+    EXPECT_NE(r.err.find("no configuration file at /nonexistent/txn-recoveryd.toml"),
+              std::string::npos)
+        << command << ": " << r.err;
+  }
+}
+
+TEST(Cli, VersionNamesTheSourceRevision) {
+  ProcessResult r = Daemon("--version");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("txn-recoveryd 0.1.0 (revision "), std::string::npos) << r.out;
+}
+
+TEST(Cli, CheckConfigRefusesAUriThatRunWouldRefuse) {
+  // check-config once said OK to this file, and `run` then exited 78 on it.
+  std::string path = WriteConfig(
+      "[mongodb]\nuri = \"mongodb//db.example\"\n[[watch]]\nname = \"w\"\n"
+      "database = \"d\"\n");
+  for (const char* command : {"check-config", "run", "sweep"}) {
+    ProcessResult r = Daemon(std::string(command) + " --config " + path);
+    EXPECT_EQ(r.exit_code, 78) << command << ": " << r.out << r.err;
+    EXPECT_NE(r.err.find(path + ":2:7: mongodb.uri: not a usable MongoDB URI"), std::string::npos)
+        << command << ": " << r.err;
+  }
+}
+
+TEST(Cli, AControlCharacterInAVariableIsABadConfigurationNotACrash) {
+  std::string path = WriteConfig(ConfigFor("mongodb://127.0.0.1:1", "d"));
+  for (const char* command : {"check-config", "run"}) {
+    Subprocess p({TXN_RECOVERYD_BINARY, command, "--config", path},
+                 {{"TXN_RECOVERYD_SWEEP_LEASE", "60s\x01"}},
+                 {"TXN_RECOVERYD_MONGODB_URI", "NOTIFY_SOCKET"});
+    std::optional<int> rc = p.Wait(std::chrono::seconds(20));
+    ASSERT_TRUE(rc.has_value()) << command << " still running";
+    EXPECT_EQ(*rc, 78) << command << ": " << p.Stderr();
+    EXPECT_NE(p.Stderr().find("environment TXN_RECOVERYD_SWEEP_LEASE: byte 4 is a control "
+                              "character (0x01)"),
+              std::string::npos)
+        << command << ": " << p.Stderr();
+  }
+}
+
+TEST(Cli, AMisspeltVariableIsWarnedAboutWithTheNameItResembles) {
+  std::string path = WriteConfig(ConfigFor("mongodb://127.0.0.1:1", "d"));
+  Subprocess p({TXN_RECOVERYD_BINARY, "check-config", "--config", path},
+               {{"TXN_RECOVERYD_SWEEP_WORKER", "8"}}, {"TXN_RECOVERYD_MONGODB_URI"});
+  ASSERT_EQ(p.Wait(std::chrono::seconds(20)), std::optional<int>(0)) << p.Stderr();
+  EXPECT_NE(p.Stderr().find("unknown environment variable TXN_RECOVERYD_SWEEP_WORKER (did you "
+                            "mean TXN_RECOVERYD_SWEEP_WORKERS?) is ignored"),
+            std::string::npos)
+      << p.Stderr();
+  EXPECT_NE(p.Stdout().find("workers = 4"), std::string::npos) << "ignored, as it says";
 }
 
 TEST(Cli, BadConfigurationExits78NamingFileLineAndKey) {
@@ -133,7 +200,7 @@ TEST(Cli, AQuarantinedTransactionMakesTheSweepExit1AndNamesIt) {
   std::string path = WriteConfig(ConfigFor(FindTestUri().uri_or_reason, backend->database()));
   ProcessResult r = Daemon("sweep -v --config " + path);
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("quarantined: field 'value' is missing watch=bank txn_id=\"bad-42\""),
+  EXPECT_NE(r.err.find("quarantined: field 'value' is missing watch=bank txn_id=bad-42"),
             std::string::npos)
       << r.err;
   EXPECT_NE(r.out.find("quarantined 1 (1 in total)"), std::string::npos) << r.out;
@@ -165,7 +232,8 @@ TEST(Cli, SweepOrphansUndoesALateWriteAndReportsAMarkerOfAMissingTransactionWith
                             << r.out << r.err;
   EXPECT_NE(r.out.find("late writes undone 1"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("missing-transaction"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("_id=\"A2\"  txn=\"deleted-7\""), std::string::npos) << r.out;
+  // The ids as an operator types them: a search for deleted-7 finds it.
+  EXPECT_NE(r.out.find("_id=A2  txn=deleted-7"), std::string::npos) << r.out;
   EXPECT_EQ(bank.Balance("A1"), 1100);
   EXPECT_EQ(bank.Markers("A2").size(), 1u) << "no record of the change: the marker stays";
 
@@ -174,7 +242,8 @@ TEST(Cli, SweepOrphansUndoesALateWriteAndReportsAMarkerOfAMissingTransactionWith
   const auto& orphans = doc["watches"][0]["orphans"];
   EXPECT_EQ(orphans["missing_transactions"], 1);
   EXPECT_EQ(orphans["late_writes_undone"], 0) << "undone once, by the first scan";
-  EXPECT_EQ(orphans["findings"][0]["transaction"], "\"deleted-7\"");
+  EXPECT_EQ(orphans["findings"][0]["transaction"], "deleted-7") << "the id, not JSON in a string";
+  EXPECT_EQ(orphans["findings"][0]["participant"], "A2");
 }
 
 TEST(Cli, CheckConfigPrintsTheEffectiveConfigurationWithThePasswordRedacted) {
@@ -223,6 +292,155 @@ TEST(Cli, PauseStopsEverySweepUntilResumeAndInspectShowsIt) {
   ProcessResult t = Daemon("inspect --config " + path);
   EXPECT_EQ(t.exit_code, 0);
   EXPECT_NE(t.out.find("stuck (older than 1m): none"), std::string::npos) << t.out;
+}
+
+// A transaction document `sweep` will quarantine (no amount), `minutes_old` stale.
+void InsertMalformed(TestBackend& backend, const Bank& bank, const Value& id) {
+  DateTime now;
+  ASSERT_TRUE(backend.store()->ServerTime(&now).ok());
+  ASSERT_TRUE(
+      backend.store()
+          ->InsertMany(bank.txns(), {Document{{"_id", id},
+                                              {"source", "A0"},
+                                              {"destination", "A1"},
+                                              {"state", "pending"},
+                                              {"lastModified", DateTime{now.millis - 300'000}}}})
+          .ok());
+}
+
+TEST(Cli, InspectExits1WhileATransactionIsQuarantinedAsTheManPageSays) {
+  auto backend = TestBackend::Create("mongo");
+  ASSERT_TRUE(backend->error().empty()) << backend->error();
+  Bank bank(backend->store(), backend->database());
+  bank.Open(2);
+  std::string path = WriteConfig(ConfigFor(FindTestUri().uri_or_reason, backend->database()));
+  EXPECT_EQ(Daemon("inspect --config " + path).exit_code, 0) << "nothing quarantined yet";
+
+  InsertMalformed(*backend, bank, Value("bad-42"));
+  ASSERT_EQ(Daemon("sweep --config " + path).exit_code, 1);
+  ProcessResult text = Daemon("inspect --config " + path);
+  EXPECT_EQ(text.exit_code, 1) << text.out;
+  EXPECT_NE(text.out.find("_id=bad-42  pending  field 'value' is missing"), std::string::npos)
+      << text.out;
+  ProcessResult json = Daemon("inspect --json --config " + path);
+  EXPECT_EQ(json.exit_code, 1);
+  auto doc = nlohmann::json::parse(json.out);
+  EXPECT_EQ(doc["exit_code"], 1);
+  EXPECT_EQ(doc["watches"][0]["quarantined"][0]["_id"], "bad-42");
+}
+
+TEST(Cli, IdsAreReportedAsJsonValuesOnceNotAsJsonInsideStrings) {
+  auto backend = TestBackend::Create("mongo");
+  ASSERT_TRUE(backend->error().empty()) << backend->error();
+  Bank bank(backend->store(), backend->database());
+  bank.Open(2);
+  Value numeric = bank.Transfer("A0", "A1", 100, 3);  // the seeds' ids are numbers
+  bank.Age(numeric, std::chrono::minutes(2));
+  auto oid = ObjectId::FromHex("54fd7392742abeef6186a68e");
+  ASSERT_TRUE(oid);
+  InsertMalformed(*backend, bank, Value("malformed-1"));
+  InsertMalformed(*backend, bank, Value(*oid));
+  std::string path = WriteConfig(ConfigFor(FindTestUri().uri_or_reason, backend->database()));
+
+  ProcessResult r = Daemon("sweep --json -v --config " + path);
+  ASSERT_EQ(r.exit_code, 1) << r.out << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  std::set<std::string> ids;
+  for (const auto& t : doc["watches"][0]["transactions"]) ids.insert(t["_id"].dump());
+  EXPECT_EQ(ids, (std::set<std::string>{numeric.ToString(), "\"malformed-1\"",
+                                        "{\"$oid\":\"54fd7392742abeef6186a68e\"}"}))
+      << r.out;
+
+  ProcessResult i = Daemon("inspect --json --config " + path);
+  ids.clear();
+  auto inspected = nlohmann::json::parse(i.out);
+  for (const auto& q : inspected["watches"][0]["quarantined"]) ids.insert(q["_id"].dump());
+  EXPECT_EQ(ids,
+            (std::set<std::string>{"\"malformed-1\"", "{\"$oid\":\"54fd7392742abeef6186a68e\"}"}))
+      << i.out;
+  ProcessResult t = Daemon("inspect --config " + path);
+  EXPECT_NE(t.out.find("_id=54fd7392742abeef6186a68e  pending"), std::string::npos) << t.out;
+}
+
+TEST(Cli, ADryRunListsEveryPlannedActionWithTheStateItWouldReach) {
+  auto backend = TestBackend::Create("mongo");
+  ASSERT_TRUE(backend->error().empty()) << backend->error();
+  Bank bank(backend->store(), backend->database());
+  bank.Open(6);
+  Value resume = bank.Transfer("A0", "A1", 100, 3);    // pending
+  Value rollback = bank.Transfer("A2", "A3", 100, 3);  // pending, expired
+  Value finish = bank.Transfer("A4", "A5", 100, 6);    // applied
+  bank.Age(resume, std::chrono::minutes(2));
+  bank.Age(rollback, std::chrono::minutes(45));
+  bank.Age(finish, std::chrono::minutes(2));
+  std::string path = WriteConfig(ConfigFor(FindTestUri().uri_or_reason, backend->database()));
+  auto line = [](const Value& id, const std::string& rest) {
+    return "bank  _id=" + id.ToString() + "  " + rest;
+  };
+
+  ProcessResult r = Daemon("sweep --dry-run --config " + path);  // no -v
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find(line(resume, "pending -> done  resume  planned")), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find(line(rollback, "pending -> cancelled  rollback  planned")),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find(line(finish, "applied -> done  finish  planned")), std::string::npos)
+      << r.out;
+
+  ProcessResult j = Daemon("sweep --dry-run --json --config " + path);
+  ASSERT_EQ(j.exit_code, 0) << j.out << j.err;
+  std::map<std::string, std::string> after;
+  auto planned = nlohmann::json::parse(j.out);
+  for (const auto& t : planned["watches"][0]["transactions"])
+    after[t["_id"].dump()] =
+        t["before"].get<std::string>() + " -> " + t["after"].get<std::string>();
+  EXPECT_EQ(after,
+            (std::map<std::string, std::string>{{resume.ToString(), "pending -> done"},
+                                                {rollback.ToString(), "pending -> cancelled"},
+                                                {finish.ToString(), "applied -> done"}}))
+      << j.out;
+  EXPECT_EQ(bank.State(resume), "pending") << "a dry run writes nothing";
+
+  ProcessResult real = Daemon("sweep --config " + path);  // a real sweep without -v: no list
+  EXPECT_EQ(real.exit_code, 0);
+  EXPECT_EQ(real.out.find("_id="), std::string::npos) << real.out;
+}
+
+TEST(Cli, WatchNamesTheWatchesACommandActsOnAndAnUnknownOneIsAUsageError) {
+  auto backend = TestBackend::Create("mongo");
+  ASSERT_TRUE(backend->error().empty()) << backend->error();
+  Bank bank(backend->store(), backend->database());
+  bank.Open(2);
+  Value id = bank.Transfer("A0", "A1", 100, 3);
+  bank.Age(id, std::chrono::minutes(2));
+  std::string uri = FindTestUri().uri_or_reason;
+  std::string path =
+      WriteConfig("[mongodb]\nuri = \"" + uri + "\"\n[[watch]]\nname = \"bank\"\ndatabase = \"" +
+                  backend->database() + "\"\n[[watch]]\nname = \"other\"\ndatabase = \"" +
+                  backend->database() + "_other\"\n");
+
+  for (const char* command : {"sweep", "inspect", "pause", "resume"}) {
+    ProcessResult r = Daemon(std::string(command) + " --watch nope --config " + path);
+    EXPECT_EQ(r.exit_code, 64) << command;
+    EXPECT_NE(
+        r.err.find("--watch nope: no watch of that name in " + path + " (it has: bank, other)"),
+        std::string::npos)
+        << command << ": " << r.err;
+  }
+  ProcessResult p = Daemon("pause --watch other --config " + path);
+  EXPECT_EQ(p.out, "watch other: paused\n");
+  ProcessResult s = Daemon("sweep --watch bank --json --config " + path);
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  auto doc = nlohmann::json::parse(s.out);
+  ASSERT_EQ(doc["watches"].size(), 1u) << s.out;
+  EXPECT_EQ(doc["watches"][0]["name"], "bank");
+  EXPECT_EQ(bank.State(id), "done");
+  ProcessResult i = Daemon("inspect --watch other --json --config " + path);
+  doc = nlohmann::json::parse(i.out);
+  ASSERT_EQ(doc["watches"].size(), 1u) << i.out;
+  EXPECT_EQ(doc["watches"][0]["paused"], true);
+  EXPECT_EQ(Daemon("resume --watch other --config " + path).out, "watch other: resumed\n");
 }
 
 }  // namespace

@@ -1,6 +1,9 @@
 // Configuration loading: defaults, precedence, and errors that name file, line and key.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -275,6 +278,152 @@ TEST(Duration, ParsesEveryUnitAndRefusesTheRest) {
   for (const char* bad : {"", "5", "m", "-5m", "5 m", "1.5h", "99999999999999s"})
     EXPECT_FALSE(ParseDuration(bad, &d).ok()) << bad;
   EXPECT_EQ(FormatDuration(std::chrono::minutes(30)), "30m");
+}
+
+TEST(Duration, CompoundDurationsAreWrittenAsGoAndPrometheusWriteThem) {
+  using namespace std::chrono;
+  std::chrono::milliseconds d;
+  const std::pair<const char*, milliseconds> good[] = {{"1h30m", minutes(90)},
+                                                       {"1m30s", seconds(90)},
+                                                       {"1d12h", hours(36)},
+                                                       {"2h0m5s", hours(2) + seconds(5)},
+                                                       {"1s500ms", milliseconds(1500)},
+                                                       {"1d1h1m1s1ms", milliseconds(90'061'001)}};
+  for (const auto& [text, expected] : good) {
+    ASSERT_TRUE(ParseDuration(text, &d).ok()) << text;
+    EXPECT_EQ(d, expected) << text;
+  }
+  for (const char* bad : {"30m1h", "1h1h", "1h 30m", "1h30", "1h-30m", "h30m", "1h30x"})
+    EXPECT_FALSE(ParseDuration(bad, &d).ok()) << bad;
+  EXPECT_NE(ParseDuration("30m1h", &d).message().find("largest"), std::string::npos)
+      << ParseDuration("30m1h", &d).message();
+  // What check-config prints reads back the same.
+  for (milliseconds m :
+       std::vector<milliseconds>{minutes(90), seconds(90), hours(36), milliseconds(1500),
+                                 milliseconds(90'061'001), milliseconds(0), hours(24 * 400)}) {
+    ASSERT_TRUE(ParseDuration(FormatDuration(m), &d).ok()) << FormatDuration(m);
+    EXPECT_EQ(d, m) << FormatDuration(m);
+  }
+  EXPECT_EQ(FormatDuration(minutes(90)), "1h30m");
+  EXPECT_EQ(FormatDuration(milliseconds(1500)), "1s500ms");
+}
+
+TEST_F(ConfigFile, ThresholdsMayBeCompoundDurations) {
+  Config c;
+  ASSERT_TRUE(LoadConfig(Write(std::string(kMinimal) + "resume_after = \"1m30s\"\n"
+                                                       "rollback_after = \"1h30m\"\n"),
+                         Env(), &c)
+                  .ok());
+  EXPECT_EQ(c.watches[0].thresholds.resume_after, std::chrono::seconds(90));
+  EXPECT_EQ(c.watches[0].thresholds.rollback_after, std::chrono::minutes(90));
+}
+
+TEST_F(ConfigFile, AUriTheDriverWouldRefuseIsRefusedAtItsLine) {
+  Config c;
+  std::string path = Write(
+      "[mongodb]\nuri = \"mongodb//db.example\"\n[[watch]]\nname = \"w\"\n"
+      "database = \"d\"\n");
+  txn_recovery::Status s = LoadConfig(path, Env(), &c);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.message().rfind(path + ":2:7: mongodb.uri: not a usable MongoDB URI", 0), 0u)
+      << s.message();
+  // From the environment: the variable is named.
+  s = LoadConfig(Write(kMinimal), Env({{"TXN_RECOVERYD_MONGODB_URI", "mongodb://u:pw@"}}), &c);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("environment TXN_RECOVERYD_MONGODB_URI: mongodb.uri: not a usable"),
+            std::string::npos)
+      << s.message();
+  EXPECT_EQ(s.message().find(":pw@"), std::string::npos) << "no password in the message";
+}
+
+TEST_F(ConfigFile, AControlCharacterInAnyVariableIsAStatusNamingItNeverAnException) {
+  std::string path = Write(kMinimal);
+  for (const std::string& name : EnvironmentVariables()) {
+    for (const char* value : {"1\x01", "60s\nx = 1", "\x1b[31m", "a\x7f"}) {
+      Config c;
+      txn_recovery::Status s;
+      EXPECT_NO_THROW(s = LoadConfig(path, Env({{name, value}}), &c)) << name;
+      EXPECT_TRUE(s.IsInvalidArgument()) << name;
+      EXPECT_NE(s.message().find("environment " + name + ": byte "), std::string::npos)
+          << s.message();
+    }
+  }
+}
+
+TEST_F(ConfigFile, AVariableThatIsNoTomlValueIsTakenAsTextWithQuotesAndBackslashes) {
+  Config c;
+  txn_recovery::Status s =
+      LoadConfig(Write(kMinimal), Env({{"TXN_RECOVERYD_LOG_LEVEL", "de'b\"u\\g"}}), &c);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("environment TXN_RECOVERYD_LOG_LEVEL:1:5: log.level"),
+            std::string::npos)
+      << s.message();
+}
+
+TEST_F(ConfigFile, JournalIsTheDefaultFormatOnlyWhenStderrIsTheJournalStream) {
+  Config c;
+  // Inherited from a systemd service by a shell whose stderr is a terminal or a file.
+  ASSERT_TRUE(LoadConfig(Write(kMinimal), Env({{"JOURNAL_STREAM", "8:12345"}}), &c).ok());
+  EXPECT_EQ(c.log.format, LogFormat::kText);
+  struct stat st {};
+  ASSERT_EQ(fstat(STDERR_FILENO, &st), 0);
+  std::string mine = std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
+  ASSERT_TRUE(LoadConfig(Write(kMinimal), Env({{"JOURNAL_STREAM", mine}}), &c).ok());
+  EXPECT_EQ(c.log.format, LogFormat::kJournal);
+}
+
+TEST(Environment, AMisspeltVariableIsNamedWithTheOneItResembles) {
+  std::vector<std::string> unknown = UnknownEnvironmentVariables(
+      {"PATH", "TXN_RECOVERYD_SWEEP_WORKER", "TXN_RECOVERYD_SWEEP_WORKERS", "TXN_RECOVERYD_FOO",
+       "TXN_RECOVERY_TEST_URI"});
+  EXPECT_EQ(unknown,
+            (std::vector<std::string>{
+                "TXN_RECOVERYD_FOO",
+                "TXN_RECOVERYD_SWEEP_WORKER (did you mean TXN_RECOVERYD_SWEEP_WORKERS?)"}));
+  for (const auto& known : EnvironmentVariables())
+    EXPECT_TRUE(UnknownEnvironmentVariables({known}).empty()) << known;
+}
+
+TEST_F(ConfigFile, SelectWatchesKeepsTheNamedOnesAndNamesTheKnownOnesForAnUnknownName) {
+  Config c;
+  ASSERT_TRUE(
+      LoadConfig(Write(std::string(kMinimal) + "[[watch]]\nname = \"other\"\ndatabase = \"o\"\n"),
+                 Env(), &c)
+          .ok());
+  Config all = c;
+  ASSERT_TRUE(SelectWatches({}, &all).ok());
+  EXPECT_EQ(all.watches.size(), 2u);
+  txn_recovery::Status s = SelectWatches({"nope"}, &c);
+  EXPECT_NE(s.message().find("--watch nope: no watch of that name in " + path_ +
+                             " (it has: bank, other)"),
+            std::string::npos)
+      << s.message();
+  ASSERT_TRUE(SelectWatches({"other"}, &c).ok());
+  ASSERT_EQ(c.watches.size(), 1u);
+  EXPECT_EQ(c.watches[0].name, "other");
+}
+
+TEST_F(ConfigFile, EveryProblemOfAWatchIsReportedAtTheKeyTheFileSetsUnderItsOwnName) {
+  Config c;
+  // The library's Validate() names its keys (allowed_collections, states.applied); the
+  // loader finds them in the file, under the name the file uses (finishing).
+  std::string path = Write(
+      "[mongodb]\nuri = \"mongodb://h\"\n[[watch]]\nname = \"w\"\ndatabase = \"d\"\n"
+      "profile = \"operations\"\nallowed_collections = [\"users\", \"a$b\"]\n"
+      "state_field = \"$s\"\n[watch.states]\npending = [\"x\"]\ncommitted = [\"x\"]\n");
+  txn_recovery::Status s = LoadConfig(path, Env(), &c);
+  ASSERT_FALSE(s.ok());
+  const std::string& m = s.message();
+  EXPECT_NE(m.find(path + ":8:15: watch[0].state_field: '$s' must not start with '$'"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find(path + ":7:23: watch[0].allowed_collections: 'a$b' is not a collection name"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find(path + ":11:13: watch[0].states.committed: spelling 'x' is used by two "
+                          "states (also pending)"),
+            std::string::npos)
+      << m;
 }
 
 }  // namespace

@@ -15,6 +15,8 @@
 #include <set>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "support/bank.h"
 #include "support/subprocess.h"
 #include "support/test_env.h"
@@ -25,6 +27,8 @@ namespace {
 
 using std::chrono::milliseconds;
 using std::chrono::seconds;
+
+constexpr const char* kJournalSocketPath = "/run/systemd/journal/socket";
 
 std::string TempPath(const std::string& suffix) {
   return ::testing::TempDir() + "txn_recoveryd_run_" + std::to_string(getpid()) + "_" +
@@ -186,7 +190,7 @@ TEST_F(DaemonRun, UnderSystemdItNotifiesReadyStatusWatchdogReloadAndStopping) {
   Snapshot before = bank.Take();
   std::vector<Value> stuck;
   for (int i = 0; i < 5; ++i)
-    stuck.push_back(bank.Transfer("A0", "A" + std::to_string(i + 1), 10, 3));
+    stuck.push_back(bank.Transfer("A0", std::string("A").append(std::to_string(i + 1)), 10, 3));
   bank.AgeAll(std::chrono::minutes(5));
 
   std::string path = TempPath(".toml");
@@ -219,7 +223,8 @@ TEST_F(DaemonRun, UnderSystemdItNotifiesReadyStatusWatchdogReloadAndStopping) {
   EXPECT_GE(SumMetric(metrics.body, "txn_recoveryd_sweeps_total", watch), 1);
   EXPECT_EQ(Metric(metrics.body, "txn_recoveryd_database_up"), 1);
   EXPECT_EQ(Metric(metrics.body, "txn_recoveryd_last_reload_successful"), 1);
-  EXPECT_NE(metrics.body.find("txn_recoveryd_build_info{version="), std::string::npos);
+  EXPECT_NE(metrics.body.find("txn_recoveryd_build_info{revision="), std::string::npos);
+  EXPECT_NE(metrics.body.find(",version=\"0.1.0\"} 1\n"), std::string::npos);
 
   // A broken file on SIGHUP: logged with its line, the running configuration stays.
   WriteFile(path, Config(uri_, {backend_->database()}, "[http]\nlisten = 9464\n"));
@@ -332,7 +337,8 @@ TEST_F(DaemonRun, SigtermDuringALargeSweepDrainsWithinTheDeadlineAndLeavesNoLeas
   Snapshot before = bank.Take();
   constexpr int kTxns = 1500;
   for (int i = 0; i < kTxns; ++i)
-    bank.Transfer("A" + std::to_string(i % 20), "A" + std::to_string((i + 7) % 20), 1, 3);
+    bank.Transfer(std::string("A").append(std::to_string(i % 20)),
+                  std::string("A").append(std::to_string((i + 7) % 20)), 1, 3);
   bank.AgeAll(std::chrono::minutes(5));
 
   std::string path = TempPath(".toml");
@@ -479,6 +485,146 @@ TEST_F(DaemonRun, CommandLineBeatsEnvironmentBeatsFile) {
     EXPECT_EQ(daemon->Wait(seconds(10)), 78) << daemon->Stderr();
     EXPECT_NE(daemon->Stderr().find(path + ":"), std::string::npos) << daemon->Stderr();
   }
+}
+
+TEST_F(DaemonRun, ASigtermThatArrivesTwiceAsAProcessGroupSignalStillDrains) {
+  // GNU timeout and container runtimes signal the process and then its group: the same
+  // SIGTERM arrives twice, a millisecond apart. The copy must not cut the drain short.
+  Bank bank(backend_->store(), backend_->database());
+  bank.Open(20);
+  Snapshot before = bank.Take();
+  for (int i = 0; i < 600; ++i)
+    bank.Transfer(std::string("A").append(std::to_string(i % 20)),
+                  std::string("A").append(std::to_string((i + 7) % 20)), 1, 3);
+  bank.AgeAll(std::chrono::minutes(5));
+  std::string path = TempPath(".toml");
+  WriteFile(path, Config(uri_, {backend_->database()}));
+  auto daemon = StartDaemon(path);
+  Filter done = Filter().Eq("state", "done");
+  ASSERT_TRUE(Eventually(
+      [&] {
+        std::int64_t n = 0;
+        return backend_->store()->Count(bank.txns(), done, &n).ok() && n >= 20;
+      },
+      seconds(30)))
+      << daemon->Stderr();
+  daemon->Signal(SIGTERM);
+  // The copy arrives once the first has been taken (a signal still pending would merge
+  // with it in the kernel, which is no test), well within the second of grace.
+  ASSERT_TRUE(Eventually(
+      [&] { return daemon->Stderr().find("SIGTERM received") != std::string::npos; }, seconds(5)));
+  daemon->Signal(SIGTERM);
+  ASSERT_EQ(daemon->Wait(seconds(10)), 0) << daemon->Stderr();
+  std::string err = daemon->Stderr();
+  EXPECT_EQ(err.find("exiting now"), std::string::npos) << err;
+  EXPECT_NE(err.find("SIGTERM again within a second of the first: still draining"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("stopped"), std::string::npos) << "the drain ran to its end\n" << err;
+  std::int64_t leased = -1;
+  ASSERT_TRUE(
+      backend_->store()->Count(bank.txns(), Filter().Exists("recovery.lease"), &leased).ok());
+  EXPECT_EQ(leased, 0) << "a drained daemon releases every lease it held";
+  SweepOnce(backend_->store(), backend_->clock(), bank.Watch(), "next-daemon");
+  for (const auto& v : bank.Violations(before)) ADD_FAILURE() << v;
+}
+
+TEST_F(DaemonRun, JournalFormatWithoutAJournalSocketWritesPrefixedLinesToStderr) {
+  if (access(kJournalSocketPath, F_OK) == 0)
+    GTEST_SKIP() << "a journal listens at " << kJournalSocketPath
+                 << " here; the fallback is for hosts (containers, chroots) without one";
+  std::string path = TempPath(".toml");
+  WriteFile(path, Config("mongodb://127.0.0.1:1", {"journal"}));
+  auto daemon = StartDaemon(path, {}, {"--log-format", "journal"});
+  EXPECT_TRUE(Eventually(
+      [&] { return daemon->Stderr().find("<6>txn-recoveryd 0.1.0") != std::string::npos; },
+      seconds(10)))
+      << "nothing logged: '" << daemon->Stderr() << "'";
+  daemon->Signal(SIGTERM);
+  EXPECT_EQ(daemon->Wait(seconds(10)), 0);
+  EXPECT_NE(daemon->Stderr().find("<6>stopped"), std::string::npos) << daemon->Stderr();
+}
+
+TEST_F(DaemonRun, JsonLogsCarryATransactionIdAsItselfNotAsJsonInAString) {
+  Bank bank(backend_->store(), backend_->database());
+  bank.Open(2);
+  DateTime now;
+  ASSERT_TRUE(backend_->store()->ServerTime(&now).ok());
+  for (const Value& id : {Value("malformed-1"), Value(std::int32_t{7})})
+    ASSERT_TRUE(
+        backend_->store()
+            ->InsertMany(bank.txns(), {Document{{"_id", id},
+                                                {"source", "A0"},
+                                                {"destination", "A1"},
+                                                {"state", "pending"},
+                                                {"lastModified", DateTime{now.millis - 300'000}}}})
+            .ok());
+  std::string path = TempPath(".toml");
+  WriteFile(path, Config(uri_, {backend_->database()}));
+  auto daemon = StartDaemon(path, {{"TXN_RECOVERYD_LOG_FORMAT", "json"}});
+  std::set<std::string> ids;
+  EXPECT_TRUE(Eventually(
+      [&] {
+        ids.clear();
+        std::istringstream in(daemon->Stdout());
+        for (std::string line; std::getline(in, line);) {
+          auto j = nlohmann::json::parse(line, nullptr, false);
+          if (!j.is_discarded() && j.value("msg", "").rfind("quarantined:", 0) == 0)
+            ids.insert(j["txn_id"].dump());
+        }
+        return ids.size() == 2;
+      },
+      seconds(20)))
+      << daemon->Stdout();
+  EXPECT_EQ(ids, (std::set<std::string>{"\"malformed-1\"", "7"})) << daemon->Stdout();
+  daemon->Signal(SIGTERM);
+  EXPECT_EQ(daemon->Wait(seconds(10)), 0);
+}
+
+TEST_F(DaemonRun, MetricsShowTheProcessTheTransactionsBusyWithAnotherDaemonAndTheRevision) {
+  Bank bank(backend_->store(), backend_->database());
+  bank.Open(2);
+  Value id = bank.Transfer("A0", "A1", 10, 3);
+  bank.Age(id, std::chrono::minutes(5));
+  // Another daemon holds its lease for ten more minutes.
+  DateTime now;
+  ASSERT_TRUE(backend_->store()->ServerTime(&now).ok());
+  WriteResult wr;
+  ASSERT_TRUE(backend_->store()
+                  ->UpdateOne(bank.txns(), Filter().Eq("_id", id),
+                              Update()
+                                  .Set("recovery.lease.owner", Value("other-host:1:abc"))
+                                  .Set("recovery.lease.expires", DateTime{now.millis + 600'000}),
+                              &wr)
+                  .ok());
+  std::string path = TempPath(".toml");
+  WriteFile(path, Config(uri_, {backend_->database()}, "[http]\nlisten = \"127.0.0.1:0\"\n"));
+  auto daemon = StartDaemon(path);
+  int port = HttpPort(*daemon);
+  ASSERT_GT(port, 0) << daemon->Stderr();
+  std::string body;
+  EXPECT_TRUE(Eventually(
+      [&] {
+        body = Get(port, "/metrics").body;
+        return SumMetric(body, "txn_recoveryd_busy_total", "watch=\"w0\"") >= 1;
+      },
+      seconds(20)))
+      << body;
+  for (const auto& p : ExpositionProblems(body)) ADD_FAILURE() << p;
+  EXPECT_EQ(bank.State(id), "pending") << "left to the daemon holding the lease";
+  EXPECT_GT(Metric(body, "process_resident_memory_bytes"), 1e6) << body;
+  EXPECT_GT(Metric(body, "process_virtual_memory_bytes"), 1e6);
+  EXPECT_GT(Metric(body, "process_open_fds"), 2);
+  EXPECT_GT(Metric(body, "process_max_fds"), 2);
+  EXPECT_GE(Metric(body, "process_cpu_seconds_total"), 0);
+  double started = Metric(body, "process_start_time_seconds");
+  double unix_now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  EXPECT_GT(started, unix_now - 120) << "started within the test";
+  EXPECT_LE(started, unix_now + 1);
+  EXPECT_NE(body.find("txn_recoveryd_build_info{revision=\""), std::string::npos) << body;
+  daemon->Signal(SIGTERM);
+  EXPECT_EQ(daemon->Wait(seconds(10)), 0);
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// DESIGN.md's decision table, row by row, at the edges of each threshold.
+// docs/state-machine.md's decision table, row by row, at the edges of each threshold.
 #include <gtest/gtest.h>
 
 #include "txn_recovery/state_machine.h"

@@ -181,7 +181,8 @@ TEST(HealthServer, UnparsableAddressesAreInvalidArgumentNamingTheAddress) {
     HealthServer server;
     txn_recovery::Status s = server.Start(bad, fake.Handlers());
     EXPECT_TRUE(s.IsInvalidArgument()) << bad << ": " << s.ToString();
-    EXPECT_NE(s.message().find("\"" + std::string(bad) + "\""), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find(std::string("\"").append(bad) + "\""), std::string::npos)
+        << s.message();
   }
 }
 

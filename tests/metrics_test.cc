@@ -203,18 +203,18 @@ TEST(Metrics, ConcurrentIncrementsFromSeveralThreadsSumExactly) {
 
 TEST(Metrics, StandardFamiliesAreDeclaredWithTheirContractNamesAndBuildInfoIsSet) {
   Metrics m;
-  DescribeStandardMetrics(&m, "1.2.3");
+  DescribeStandardMetrics(&m, "1.2.3", "v1.2.3-4-gabcdef0");
   EXPECT_EQ(m.Render(),
-            "# HELP txn_recoveryd_build_info Always 1; the version label says which build is "
-            "running.\n"
+            "# HELP txn_recoveryd_build_info Always 1; the version and revision labels say "
+            "which build is running.\n"
             "# TYPE txn_recoveryd_build_info gauge\n"
-            "txn_recoveryd_build_info{version=\"1.2.3\"} 1\n");
+            "txn_recoveryd_build_info{revision=\"v1.2.3-4-gabcdef0\",version=\"1.2.3\"} 1\n");
 
   // Every contract name is declared with its type: updating it the right way is accepted.
   const Labels w = {{"watch", "bank"}};
-  for (const char* c :
-       {"txn_recoveryd_sweeps_total", "txn_recoveryd_sweep_failures_total",
-        "txn_recoveryd_quarantined_total", "txn_recoveryd_late_writes_undone_total"}) {
+  for (const char* c : {"txn_recoveryd_sweeps_total", "txn_recoveryd_sweep_failures_total",
+                        "txn_recoveryd_quarantined_total", "txn_recoveryd_late_writes_undone_total",
+                        "txn_recoveryd_busy_total"}) {
     EXPECT_NO_THROW(m.Inc(c, w)) << c;
     EXPECT_THROW(m.Set(c, w, 1), std::logic_error) << c << " must be a counter";
   }
@@ -246,6 +246,31 @@ TEST(Metrics, StandardFamiliesAreDeclaredWithTheirContractNamesAndBuildInfoIsSet
       out.find("txn_recoveryd_sweep_duration_seconds_bucket{watch=\"bank\",le=\"0.005\"} 0\n"),
       std::string::npos)
       << out;
+}
+
+TEST(Metrics, TheHelpOfEachCounterSaysWhatItCounts) {
+  Metrics m;
+  DescribeStandardMetrics(&m, "1", "r");
+  const Labels w = {{"watch", "bank"}};
+  for (const char* c : {"txn_recoveryd_sweeps_total", "txn_recoveryd_quarantined_total",
+                        "txn_recoveryd_busy_total"})
+    m.Inc(c, w, 0);
+  std::string text = m.Render();
+  // sweeps_total counts every attempt (the scheduler counts a failed one in both).
+  EXPECT_NE(text.find("# HELP txn_recoveryd_sweeps_total Sweeps of a watch attempted, failed "
+                      "ones included"),
+            std::string::npos)
+      << text;
+  // A malformed document is quarantined at once, not only after max_failures sweeps.
+  EXPECT_NE(text.find("# HELP txn_recoveryd_quarantined_total Transactions set aside for an "
+                      "operator: documents that do not fit their profile, and transactions "
+                      "whose recovery failed sweep.max_failures sweeps in a row."),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("# HELP txn_recoveryd_busy_total Transactions left alone because another "
+                      "daemon held their lease"),
+            std::string::npos)
+      << text;
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // Recovery of the `operations` profile (seed 000, mongoose): transactions listing invertible
 // changes to documents of several collections, participants marked with
 // `pendingTransaction`. Every scenario runs against the in-memory store and the test server,
-// with the watch loaded from configuration text; DESIGN.md's invariants are checked after
+// with the watch loaded from configuration text; docs/chaos.md's invariants are checked after
 // each.
 #include <gtest/gtest.h>
 

@@ -89,10 +89,10 @@ TEST(ObjectId, HexRoundTripAndCreationTime) {
 
 TEST(StateAliases, ASpellingMayBelongToOneStateOnly) {
   StateAliases a;
-  EXPECT_TRUE(a.Validate().ok());
+  EXPECT_TRUE(a.Validate().empty());
   EXPECT_EQ(a.Parse("canceled"), TxnState::kCancelled);
   a.done.push_back("canceled");
-  EXPECT_FALSE(a.Validate().ok());
+  EXPECT_FALSE(a.Validate().empty());
 }
 
 }  // namespace

@@ -3,7 +3,7 @@
 // point the seed lists: 1-8 in the application, 1'-5' in the recovery thread (here: the
 // daemon, killed at the corresponding write and finished by a successor). Every test runs
 // against the in-memory store and the test server, with the watch loaded from
-// configuration text; DESIGN.md's invariants are checked after each.
+// configuration text; docs/chaos.md's invariants are checked after each.
 #include <gtest/gtest.h>
 
 #include "support/fault_store.h"

@@ -1,5 +1,5 @@
 // Recovery of the `transfer` profile (seeds 002/004), each scenario run twice: against the
-// in-memory store and through libmongoc against the test server. DESIGN.md's invariants
+// in-memory store and through libmongoc against the test server. docs/chaos.md's invariants
 // are checked after every scenario.
 #include <gtest/gtest.h>
 
@@ -577,9 +577,9 @@ TEST_P(TransferRecovery, TwoSweepsAtOnceOnAThousandStuckTransfersApplyNothingTwi
   Snapshot before = bank_->Take();
   std::vector<Value> ids;
   for (int i = 0; i < kTxns; ++i) {
-    std::string from = "A" + std::to_string(i % kAccounts);
-    std::string to = "A" + std::to_string((i * 7 + 3) % kAccounts);
-    if (from == to) to = "A" + std::to_string((i + 1) % kAccounts);
+    std::string from = std::string("A").append(std::to_string(i % kAccounts));
+    std::string to = std::string("A").append(std::to_string((i * 7 + 3) % kAccounts));
+    if (from == to) to = std::string("A").append(std::to_string((i + 1) % kAccounts));
     int steps = 1 + i % kAppStepCount;  // every step boundary, evenly
     ids.push_back(bank_->Transfer(from, to, 1 + i % 50, steps));
   }

@@ -357,6 +357,13 @@ Status SetConcerns(const MongoOptions& options, mongoc_uri_t* uri) {
 MongoStore::MongoStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 MongoStore::~MongoStore() = default;
 
+Status ValidateMongoUri(const std::string& uri) {
+  bson_error_t error;
+  mongo::UriPtr parsed(mongoc_uri_new_with_error(uri.c_str(), &error));
+  if (!parsed) return Status::InvalidArgument(RedactUri(error.message));
+  return Status::Ok();
+}
+
 Status MongoStore::Open(const MongoOptions& options, std::unique_ptr<MongoStore>* store) {
   bson_error_t error;
   mongo::UriPtr uri(mongoc_uri_new_with_error(options.uri.c_str(), &error));

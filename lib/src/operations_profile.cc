@@ -1,6 +1,7 @@
 // The `operations` protocol (seed 000): one participant step per listed operation, each
 // with the exact inverse the operation itself declares.
 #include <cmath>
+#include <map>
 #include <set>
 #include <utility>
 
@@ -198,7 +199,8 @@ class OperationParser {
 
 }  // namespace
 
-Status OperationsProfile::Validate() const {
+ConfigProblems OperationsProfile::Validate() const {
+  ConfigProblems out;
   const std::pair<const char*, const std::string*> names[] = {
       {"collection_key", &collection_key},
       {"id_key", &id_key},
@@ -207,19 +209,19 @@ Status OperationsProfile::Validate() const {
       {"previous_key", &previous_key},
       {"marker_field", &marker_field},
   };
-  for (const auto& [key, value] : names)
-    if (Status s = CheckPlainFieldName(key, *value); !s.ok()) return s;
-  if (Status s = CheckFieldName("operations_field", operations_field); !s.ok()) return s;
-  std::set<std::string> keys;
-  for (const auto& [key, value] : names)
-    if (std::string(key) != "marker_field" && !keys.insert(*value).second)
-      return Status::InvalidArgument(std::string(key) + " '" + *value +
-                                     "' names the same key as another operation key");
-  if (marker_field == "_id") return Status::InvalidArgument("marker_field cannot be _id");
-  for (const auto& c : collections)
-    if (Status s = CheckCollectionName("collections", c); !s.ok()) return s;
-  if (max_operations < 1) return Status::InvalidArgument("max_operations must be at least 1");
-  return Status::Ok();
+  for (const auto& [key, value] : names) (void)PlainFieldOk(key, *value, &out);  // appends
+  (void)FieldPathOk("operations_field", operations_field, &out);                 // appends
+  std::map<std::string, std::string> keys;  // value -> the operation key that took it
+  for (const auto& [key, value] : names) {
+    if (std::string(key) == "marker_field") continue;
+    auto [it, fresh] = keys.emplace(*value, key);
+    if (!fresh)
+      out.push_back({key, "'" + *value + "' names the same key as " + it->second, {it->second}});
+  }
+  if (marker_field == "_id") out.push_back({"marker_field", "cannot be _id"});
+  for (const auto& c : collections) (void)CollectionNameOk("allowed_collections", c, &out);
+  if (max_operations < 1) out.push_back({"max_operations", "must be at least 1"});
+  return out;
 }
 
 Status ParseBody(const OperationsProfile& p, const Document& doc, const Namespace& txn_ns,

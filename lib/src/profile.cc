@@ -2,6 +2,7 @@
 // own fields (id, state, time, lease), and the dispatch to the protocol-specific part.
 #include "txn_recovery/profile.h"
 
+#include <map>
 #include <set>
 
 #include "profile_parsing.h"
@@ -97,26 +98,48 @@ std::vector<Value> StateAliases::AllSpellings() const {
                       TxnState::kCanceling, TxnState::kCancelled});
 }
 
-Status StateAliases::Validate(std::initializer_list<TxnState> may_be_empty) const {
-  std::set<std::string> seen;
+ConfigProblems StateAliases::Validate(std::initializer_list<TxnState> may_be_empty) const {
+  ConfigProblems out;
+  std::map<std::string, TxnState> seen;  // spelling -> the first state that has it
+  auto key = [](TxnState s) { return "states." + std::string(TxnStateName(s)); };
   for (TxnState s : kAllStates) {
     bool optional = false;
     for (TxnState o : may_be_empty) optional = optional || o == s;
-    if (For(s).empty() && !optional)
-      return Status::InvalidArgument("state '" + std::string(TxnStateName(s)) +
-                                     "' has no spelling");
+    if (For(s).empty() && !optional) out.push_back({key(s), "has no spelling"});
     for (const auto& name : For(s)) {
-      if (name.empty()) return Status::InvalidArgument("a state spelling is empty");
-      if (!seen.insert(name).second)
-        return Status::InvalidArgument("state spelling '" + name + "' is used by two states");
+      if (name.empty()) {
+        out.push_back({key(s), "holds an empty spelling"});
+        continue;
+      }
+      auto [first, fresh] = seen.emplace(name, s);
+      if (!fresh)
+        out.push_back({key(s),
+                       "spelling '" + name + "' is used by two states (also " +
+                           std::string(TxnStateName(first->second)) + ")",
+                       {key(first->second)}});
     }
   }
   for (const auto& name : resuming) {
-    if (name.empty()) return Status::InvalidArgument("a state spelling is empty");
-    if (!seen.insert(name).second)
-      return Status::InvalidArgument("state spelling '" + name + "' is used by two states");
+    if (name.empty()) {
+      out.push_back({"states.resuming", "holds an empty spelling"});
+      continue;
+    }
+    auto [first, fresh] = seen.emplace(name, TxnState::kPending);
+    if (!fresh)
+      out.push_back({"states.resuming",
+                     "spelling '" + name + "' is used by two states (also " +
+                         std::string(TxnStateName(first->second)) + ")",
+                     {key(first->second)}});
   }
-  return Status::Ok();
+  return out;
+}
+
+ConfigProblems OwnerFilter::Validate() const {
+  ConfigProblems out;
+  (void)FieldPathOk("owner_field", field, &out);  // the problem, if any, is in `out`
+  for (const auto& app : applications)
+    if (app.empty()) out.push_back({"applications", "holds an empty name"});
+  return out;
 }
 
 Filter OwnerFilter::Condition() const {
@@ -186,34 +209,36 @@ std::vector<TxnState> Profile::OptionalStates() const {
       protocol);
 }
 
-Status Profile::Validate() const {
-  const std::pair<const char*, const std::string*> names[] = {
-      {"state_field", &state_field}, {"time_field", &time_field}, {"owner_field", &owner.field}};
-  for (const auto& [key, value] : names)
-    if (Status s = CheckFieldName(key, *value); !s.ok()) return s;
+ConfigProblems Profile::Validate() const {
+  ConfigProblems out;
+  (void)FieldPathOk("state_field", state_field, &out);  // each check appends its problem
+  (void)FieldPathOk("time_field", time_field, &out);
   if (state_field == time_field)
-    return Status::InvalidArgument("state_field and time_field must differ");
-  for (const auto& app : owner.applications)
-    if (app.empty()) return Status::InvalidArgument("applications holds an empty name");
+    out.push_back(
+        {"time_field", "must differ from state_field ('" + state_field + "')", {"state_field"}});
+  auto append = [&out](ConfigProblems more) {
+    out.insert(out.end(), std::make_move_iterator(more.begin()),
+               std::make_move_iterator(more.end()));
+  };
+  append(owner.Validate());
   std::vector<TxnState> optional = OptionalStates();
-  Status s = Status::Ok();
   switch (optional.size()) {  // Validate takes an initializer_list
     case 0:
-      s = states.Validate();
+      append(states.Validate());
       break;
     case 1:
-      s = states.Validate({optional[0]});
+      append(states.Validate({optional[0]}));
       break;
     default:
-      s = states.Validate({optional[0], optional[1]});
+      append(states.Validate({optional[0], optional[1]}));
       break;
   }
-  if (!s.ok()) return s;
   if (ResumesPending() && states.resuming.empty())
-    return Status::InvalidArgument(
-        "state 'resuming' has no spelling: the daemon writes it when it takes over a pending "
-        "transaction to resume it");
-  return std::visit([](const auto& p) { return p.Validate(); }, protocol);
+    out.push_back({"states.resuming",
+                   "has no spelling: the daemon writes it when it takes a pending transaction "
+                   "over to resume it"});
+  append(std::visit([](const auto& p) { return p.Validate(); }, protocol));
+  return out;
 }
 
 Status CheckFieldName(std::string_view key, const std::string& value) {

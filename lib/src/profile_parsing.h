@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "txn_recovery/config_problem.h"
 #include "txn_recovery/profile.h"
 
 namespace txn_recovery {
@@ -60,6 +61,11 @@ Status CheckCollectionName(std::string_view key, const std::string& value);
 // InvalidArgument unless `value` is a usable field path (non-empty, no leading '$', no
 // empty component).
 Status CheckFieldName(std::string_view key, const std::string& value);
+// The same checks for Validate(): false, with a problem appended under `key`, when `value`
+// does not pass (config_problem.cc).
+bool FieldPathOk(std::string_view key, const std::string& value, ConfigProblems* out);
+bool PlainFieldOk(std::string_view key, const std::string& value, ConfigProblems* out);
+bool CollectionNameOk(std::string_view key, const std::string& value, ConfigProblems* out);
 Status Missing(std::string_view field);
 Status WrongType(std::string_view field, const Value& v, std::string_view expected);
 // Values that can name a document: string, number or ObjectId.

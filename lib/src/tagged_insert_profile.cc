@@ -6,23 +6,22 @@
 
 namespace txn_recovery {
 
-Status TaggedInsertProfile::Validate() const {
+ConfigProblems TaggedInsertProfile::Validate() const {
+  ConfigProblems out;
   if (tagged_collections.empty())
-    return Status::InvalidArgument(
-        "tagged_collections must name the collections the application inserts into");
+    out.push_back({"tagged_collections", "must name the collections the application inserts into"});
   std::set<std::string> seen;
-  for (const auto& c : tagged_collections) {
-    if (Status s = CheckCollectionName("tagged_collections", c); !s.ok()) return s;
-    if (!seen.insert(c).second)
-      return Status::InvalidArgument("tagged_collections lists '" + c + "' twice");
-  }
-  if (Status s = CheckFieldName("tag_field", tag_field); !s.ok()) return s;
-  if (Status s = CheckFieldName("valid_field", valid_field); !s.ok()) return s;
-  if (tag_field == "_id" || valid_field == "_id")
-    return Status::InvalidArgument("tag_field and valid_field cannot be _id");
+  for (const auto& c : tagged_collections)
+    if (CollectionNameOk("tagged_collections", c, &out) && !seen.insert(c).second)
+      out.push_back({"tagged_collections", "lists '" + c + "' twice"});
+  (void)FieldPathOk("tag_field", tag_field, &out);  // each check appends its problem
+  (void)FieldPathOk("valid_field", valid_field, &out);
+  if (tag_field == "_id") out.push_back({"tag_field", "cannot be _id"});
+  if (valid_field == "_id") out.push_back({"valid_field", "cannot be _id"});
   if (tag_field == valid_field)
-    return Status::InvalidArgument("tag_field and valid_field must differ");
-  return Status::Ok();
+    out.push_back(
+        {"valid_field", "must differ from tag_field ('" + tag_field + "')", {"tag_field"}});
+  return out;
 }
 
 Status ParseBody(const TaggedInsertProfile& p, const Document& /*doc*/, const Namespace& txn_ns,

@@ -5,21 +5,24 @@
 
 namespace txn_recovery {
 
-Status TransferProfile::Validate() const {
+ConfigProblems TransferProfile::Validate() const {
+  ConfigProblems out;
   const std::pair<const char*, const std::string*> names[] = {
-      {"source_field", &source_field},       {"destination_field", &destination_field},
-      {"amount_field", &amount_field},       {"participants", &participants_collection},
-      {"participant_key", &participant_key}, {"balance_field", &balance_field},
-      {"marker_field", &marker_field},
+      {"source_field", &source_field},   {"destination_field", &destination_field},
+      {"amount_field", &amount_field},   {"participant_key", &participant_key},
+      {"balance_field", &balance_field}, {"marker_field", &marker_field},
   };
-  for (const auto& [key, value] : names)
-    if (Status s = CheckFieldName(key, *value); !s.ok()) return s;
+  for (const auto& [key, value] : names) (void)FieldPathOk(key, *value, &out);  // appends
+  (void)CollectionNameOk("participants", participants_collection, &out);        // appends
   if (balance_field == marker_field)
-    return Status::InvalidArgument("balance_field and marker_field must differ");
+    out.push_back({"marker_field",
+                   "must differ from balance_field ('" + balance_field + "')",
+                   {"balance_field"}});
   if (participant_key == marker_field || participant_key == balance_field)
-    return Status::InvalidArgument(
-        "participant_key must differ from balance_field and marker_field");
-  return Status::Ok();
+    out.push_back({"participant_key",
+                   "must differ from balance_field and marker_field",
+                   {"balance_field", "marker_field"}});
+  return out;
 }
 
 Status ParseBody(const TransferProfile& p, const Document& doc, const Namespace& txn_ns,

@@ -50,7 +50,8 @@ class TransferApp final : public ChaosApp {
     std::int32_t amount = std::uniform_int_distribution<std::int32_t>(1, 50)(rng);
     Value id;
     try {
-      id = bank_.Begin("A" + std::to_string(from), "A" + std::to_string(to), amount);
+      id = bank_.Begin(std::string("A").append(std::to_string(from)),
+                       std::string("A").append(std::to_string(to)), amount);
     } catch (const std::exception& e) {
       // The insert may or may not have reached the server: the transaction, if any, is
       // left in `initial` for the daemon to cancel.
@@ -112,7 +113,8 @@ class OperationsChaosApp final : public ChaosApp {
   void Setup(const AppParams& params) override {
     std::vector<Document> users;
     for (int i = 0; i < params.participants; ++i)
-      users.push_back(Document{{"_id", "u" + std::to_string(i)}, {"money", std::int32_t{1000}}});
+      users.push_back(Document{{"_id", std::string("u").append(std::to_string(i))},
+                               {"money", std::int32_t{1000}}});
     users.push_back(Document{{"_id", "bystander"}, {"money", std::int32_t{777}}});
     testing::Must(store_->InsertMany(app_.Collection("users"), users));
     before_ = app_.Take({"users"});
@@ -123,9 +125,10 @@ class OperationsChaosApp final : public ChaosApp {
     auto [from, to] = PickPair(rng, params);
     std::int32_t amount = std::uniform_int_distribution<std::int32_t>(1, 50)(rng);
     std::vector<testing::Operation> ops = {
-        testing::Operation::Inc("users", Value("u" + std::to_string(from)), "money",
-                                Value(static_cast<std::int32_t>(-amount))),
-        testing::Operation::Inc("users", Value("u" + std::to_string(to)), "money", Value(amount))};
+        testing::Operation::Inc("users", Value(std::string("u").append(std::to_string(from))),
+                                "money", Value(static_cast<std::int32_t>(-amount))),
+        testing::Operation::Inc("users", Value(std::string("u").append(std::to_string(to))),
+                                "money", Value(amount))};
     Value id;
     try {
       id = app_.InsertNew(ops, Value(next_id_++));

@@ -1,5 +1,5 @@
 // One protocol profile as a chaos run needs it: the seed's application (run by the worker
-// processes, one transaction at a time, step by step) and DESIGN.md's invariant checker
+// processes, one transaction at a time, step by step) and docs/chaos.md's invariant checker
 // (run by the driver after quiescence). The driver and the fault schedule know nothing of
 // any profile; a profile joins the suite by implementing ChaosApp and adding one line to
 // MakeChaosApp (chaos_app.cc).
@@ -47,7 +47,7 @@ class ChaosApp {
   virtual int step_count() const = 0;
   virtual std::string StepName(int steps_done) const = 0;
 
-  // Driver, after quiescence: DESIGN.md's invariants against Setup's snapshot (empty when
+  // Driver, after quiescence: docs/chaos.md's invariants against Setup's snapshot (empty when
   // all hold). Transactions still in flight count as violations.
   virtual std::vector<std::string> Violations() = 0;
   // How many transactions are still non-terminal (and not quarantined) plus how many

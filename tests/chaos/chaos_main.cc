@@ -2,7 +2,7 @@
 // processes running the seed's steps), one to three real `txn-recoveryd run` daemons, and
 // a TCP proxy between all of them and the database; faults injected while they run
 // (SIGKILL of workers and daemons, a worker stopped past the threshold, connections
-// dropped, reset, stalled, the database cut off). Then quiescence, DESIGN.md's invariant
+// dropped, reset, stalled, the database cut off). Then quiescence, docs/chaos.md's invariant
 // checker, and a summary table. Every random choice comes from --seed (printed), so a run
 // can be replayed with the same choices; timing still varies from run to run.
 //

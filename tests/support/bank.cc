@@ -52,7 +52,7 @@ void Bank::OpenAccount(const std::string& name, std::int32_t balance) {
 }
 
 void Bank::Open(int n, std::int32_t balance) {
-  for (int i = 0; i < n; ++i) OpenAccount("A" + std::to_string(i), balance);
+  for (int i = 0; i < n; ++i) OpenAccount(std::string("A").append(std::to_string(i)), balance);
   OpenAccount("bystander", 777);
   Must(store_->InsertMany(other_, {Document{{"_id", 1}, {"note", "untouched"}}}));
 }

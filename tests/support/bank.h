@@ -1,6 +1,6 @@
 // The bank of the transfer seeds, for scenarios: accounts, an application that performs the
 // seed's two-phase-commit steps one at a time (so a test can "kill" it between any two),
-// and the invariant checker of DESIGN.md. Two dialects of the application:
+// and the invariant checker of docs/chaos.md. Two dialects of the application:
 //   kManual      seeds 002/004: integer _ids, accounts by _id, compare-and-set transitions
 //                that also set lastModified;
 //   kSchemaBook  seed 001: ObjectId _ids and no time field at all, accounts found by
@@ -94,7 +94,7 @@ class Bank {
   Array Markers(const std::string& account);
 
   Snapshot Take();
-  // DESIGN.md's invariants against `before`; an empty list when all hold. With
+  // docs/chaos.md's invariants against `before`; an empty list when all hold. With
   // `all_terminal`, every transaction must be done/cancelled (or quarantined).
   std::vector<std::string> Violations(const Snapshot& before, bool all_terminal = true);
 

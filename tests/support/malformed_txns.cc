@@ -102,8 +102,8 @@ std::vector<MalformedTxn> MalformedTransfers(const Profile& profile, const Value
   add("daemon sub-document's lease a string", with("recovery.lease", "mine"),
       "'recovery.lease' has type");
   add("daemon sub-document a string", with("recovery", "garbage"), "'recovery' has type");
-  // Well-formed, but naming participants that do not exist: DESIGN.md's "an operation that
-  // can never apply" -- rolled back, touching nothing.
+  // Well-formed, but naming participants that do not exist: docs/state-machine.md's "an operation
+  // that can never apply" -- rolled back, touching nothing.
   add("source does not exist", with(tp.source_field, "nobody"), "", MalformedTxn::Expect::kCancel);
   add("destination the empty string", with(tp.destination_field, ""), "",
       MalformedTxn::Expect::kCancel);

@@ -87,7 +87,7 @@ class OperationsApp {
   Array Markers(const std::string& collection, const Value& id);
 
   OperationsSnapshot Take(const std::vector<std::string>& collections);
-  // DESIGN.md's invariants against `before`: every document equals its snapshot plus exactly
+  // docs/chaos.md's invariants against `before`: every document equals its snapshot plus exactly
   // the operations of the transactions that ended done, each once (which implies
   // conservation for every `inc` that balances); no document appeared or vanished; no
   // marker of a terminal transaction is left. With `all_terminal`, every transaction must be

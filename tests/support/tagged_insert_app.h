@@ -92,7 +92,7 @@ class TaggedInsertApp {
   }
 
   TaggedSnapshot Take();
-  // DESIGN.md's invariants: every terminal transaction has all of its documents, untagged
+  // docs/chaos.md's invariants: every terminal transaction has all of its documents, untagged
   // and valid, or none of them, and that agrees with the way the daemon recorded it ended;
   // no document carries the tag of a terminal transaction; bystanders are unchanged. With
   // `all_terminal`, every transaction must be terminal (or quarantined).

@@ -33,7 +33,7 @@ std::string UniqueDatabaseName() {
   for (char& c : base)
     if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
   std::random_device rd;
-  std::string suffix = "_" + std::to_string(rd() % 1000000);
+  std::string suffix = std::string("_").append(std::to_string(rd() % 1000000));
   if (base.size() + suffix.size() > 60) base.resize(60 - suffix.size());
   return base + suffix;
 }

@@ -104,4 +104,9 @@ class MongoStore final : public Store {
 // malformed input: never returns the original text if it might hold a secret.
 std::string RedactUri(std::string_view uri);
 
+// Whether libmongoc accepts `uri` (scheme, hosts, options): InvalidArgument with the
+// driver's reason, redacted, otherwise. What MongoStore::Open would refuse, checked
+// without connecting, so that a configuration check refuses exactly what a run refuses.
+Status ValidateMongoUri(const std::string& uri);
+
 }  // namespace txn_recovery

@@ -20,6 +20,7 @@
 #include <variant>
 #include <vector>
 
+#include "txn_recovery/config_problem.h"
 #include "txn_recovery/document.h"
 #include "txn_recovery/recovery_record.h"
 #include "txn_recovery/status.h"
@@ -27,7 +28,7 @@
 
 namespace txn_recovery {
 
-// The canonical life cycle shared by every profile (DESIGN.md's decision table). Each
+// The canonical life cycle shared by every profile (docs/state-machine.md's decision table). Each
 // profile names these states its own way (tagged-insert: started = pending, finishing =
 // applied, rollback = canceling).
 enum class TxnState { kInitial, kPending, kApplied, kDone, kCanceling, kCancelled };
@@ -67,9 +68,9 @@ struct StateAliases {
   std::vector<Value> TerminalSpellings() const;
   std::vector<Value> AllSpellings() const;
   std::vector<Value> SpellingsOf(std::initializer_list<TxnState> states) const;
-  // InvalidArgument if a list other than `may_be_empty` is empty, a spelling is empty, or a
-  // spelling belongs to two states.
-  Status Validate(std::initializer_list<TxnState> may_be_empty = {}) const;
+  // A problem (key "states.<state>") for each list other than `may_be_empty` that is
+  // empty, each empty spelling and each spelling that belongs to two states.
+  ConfigProblems Validate(std::initializer_list<TxnState> may_be_empty = {}) const;
 };
 
 // What to do with a transaction document that has no time field.
@@ -88,6 +89,8 @@ struct OwnerFilter {
   bool include_unowned = false;
 
   bool active() const noexcept { return !applications.empty() || include_unowned; }
+  // Keys "owner_field", "applications".
+  ConfigProblems Validate() const;
   // The condition a transaction must meet (an empty filter when inactive).
   Filter Condition() const;
 };
@@ -107,7 +110,8 @@ struct TransferProfile {
   // the transaction roll back.
   bool require_funds = false;
 
-  Status Validate() const;
+  // Keys as in the configuration: "source_field", ..., "participants", "marker_field".
+  ConfigProblems Validate() const;
 };
 
 // The `operations` protocol (seed 000, mongoose): a transaction lists the changes it makes,
@@ -135,7 +139,8 @@ struct OperationsProfile {
   // A transaction listing more operations than this is Malformed (an absurd size).
   std::int64_t max_operations = 1000;
 
-  Status Validate() const;
+  // Keys as in the configuration ("allowed_collections" for `collections`).
+  ConfigProblems Validate() const;
 };
 
 // The `tagged-insert` protocol (seed 003): the application inserts its new documents with
@@ -148,7 +153,7 @@ struct TaggedInsertProfile {
   std::string tag_field = "tx";
   std::string valid_field = "valid";
 
-  Status Validate() const;
+  ConfigProblems Validate() const;
 };
 
 // One guarded change to one participant document. Applying it is guarded by "marker
@@ -257,7 +262,9 @@ struct Profile {
 
   // The states this profile may leave without spellings.
   std::vector<TxnState> OptionalStates() const;
-  Status Validate() const;
+  // Every problem of the common fields, the state spellings, the owner filter and the
+  // protocol part; empty when the profile is usable.
+  ConfigProblems Validate() const;
 
   // Parses a transaction document. Malformed (with a reason naming the field) when it does
   // not fit; never throws. `txn_ns` is the transactions collection (participants live in

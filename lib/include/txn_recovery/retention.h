@@ -13,8 +13,10 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "txn_recovery/clock.h"
+#include "txn_recovery/config_problem.h"
 #include "txn_recovery/store.h"
 
 namespace txn_recovery {
@@ -33,6 +35,11 @@ struct RetentionPolicy {
   std::int32_t max_batches = 20;
 
   bool enabled() const { return retain_finished.count() > 0; }
+  // Keys "retain_finished", "archive_collection" (of the watch) and "retention_batch_size",
+  // "retention_pause", "retention_max_batches" (of [sweep]). The archive must be a
+  // collection of its own: not one of `in_use` (the watch's transactions, participants and
+  // control collections), where archived transactions would mix with live data.
+  ConfigProblems Validate(const std::vector<std::string>& in_use) const;
 };
 
 struct RetentionResult {

@@ -1,0 +1,35 @@
+// The command line: the subcommands and options of txn-recoveryd, and Main(). Built by one
+// function so that the tests compare the man page and the shell completions with it.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "scheduler.h"
+#include "sweep_command.h"
+
+namespace txn_recoveryd {
+
+// What the command line said.
+struct CliOptions {
+  std::string config_path = kDefaultConfigPath;
+  std::vector<std::string> watches;  // --watch NAME (repeatable): only these watches
+  int verbosity = 0;
+  bool inspect_json = false;
+  SweepCommandOptions sweep;
+  RunOptions run;
+};
+
+// "0.1.0 (revision v0.1.0-12-gabc1234)".
+std::string VersionText();
+
+// The parser, writing into *options (which must outlive it).
+std::unique_ptr<CLI::App> BuildCli(CliOptions* options);
+
+// The whole program; returns the exit code.
+int Main(int argc, char** argv);
+
+}  // namespace txn_recoveryd

@@ -1,0 +1,48 @@
+#include "ids.h"
+
+#include <cmath>
+#include <type_traits>
+
+namespace txn_recoveryd {
+
+nlohmann::json IdJson(const txn_recovery::Value& id) {
+  using namespace txn_recovery;
+  return std::visit(
+      [](const auto& v) -> nlohmann::json {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, Null>) {
+          return nullptr;
+        } else if constexpr (std::is_same_v<T, bool> || std::is_same_v<T, std::int32_t> ||
+                             std::is_same_v<T, std::int64_t> || std::is_same_v<T, std::string>) {
+          return v;
+        } else if constexpr (std::is_same_v<T, double>) {
+          if (std::isfinite(v)) return v;
+          return {{"$numberDouble", std::isnan(v) ? "NaN" : (v > 0 ? "Infinity" : "-Infinity")}};
+        } else if constexpr (std::is_same_v<T, ObjectId>) {
+          return {{"$oid", v.Hex()}};
+        } else if constexpr (std::is_same_v<T, DateTime>) {
+          return {{"$date", {{"$numberLong", std::to_string(v.millis)}}}};
+        } else if constexpr (std::is_same_v<T, Array>) {
+          nlohmann::json a = nlohmann::json::array();
+          for (const auto& e : v) a.push_back(IdJson(e));
+          return a;
+        } else if constexpr (std::is_same_v<T, Document>) {
+          nlohmann::json d = nlohmann::json::object();
+          for (const auto& [k, e] : v) d[k] = IdJson(e);
+          return d;
+        } else {
+          // A BSON type the library does not model (binary, regex, ...): its type name.
+          return {{"$unsupported", v.type_name}};
+        }
+      },
+      id.storage());
+}
+
+std::string IdText(const txn_recovery::Value& id) {
+  if (const std::string* s = id.as_string()) return *s;
+  if (const txn_recovery::ObjectId* oid = id.as_object_id()) return oid->Hex();
+  nlohmann::json j = IdJson(id);
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace txn_recoveryd
