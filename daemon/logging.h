@@ -17,6 +17,8 @@
 #include <utility>
 #include <vector>
 
+#include <spdlog/common.h>
+
 #include "config.h"
 #include "txn_recovery/mongo_store.h"
 
@@ -28,6 +30,12 @@ namespace txn_recoveryd {
 // and counted (0 = never drop).
 void SetupLogging(LogFormat format, std::string_view level,
                   std::chrono::milliseconds repeat_window = std::chrono::seconds(60));
+
+// What stands between the logger and every format's sink (SetupLogging puts it there):
+// remembered URI credentials replaced by "***" (txn_recovery::RedactSecrets), then the
+// repeat window below. Exposed for tests, which put a capturing sink behind it.
+spdlog::sink_ptr FilteredSink(spdlog::sink_ptr format_sink,
+                              std::chrono::milliseconds repeat_window);
 
 // How many log messages the repeat window has dropped since the process started.
 std::uint64_t SuppressedLogMessages();
