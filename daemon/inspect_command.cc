@@ -15,6 +15,7 @@ using txn_recovery::Status;
 namespace {
 
 int ExitFor(const Status& s) {
+  if (s.IsUnauthenticated()) return kExitAuthentication;
   return s.IsUnavailable() ? kExitUnavailable : kExitIncomplete;
 }
 

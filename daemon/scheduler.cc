@@ -183,6 +183,8 @@ class Daemon {
 
   std::atomic<std::int64_t> last_progress_ms_{0};  // steady clock, for /livez
   std::atomic<bool> database_up_{false};
+  // The last failed ping was a refused login, not an unreachable server (/readyz says so).
+  std::atomic<bool> database_auth_failed_{false};
   std::atomic<std::int64_t> live_limit_ms_{60'000};
   // Copies of configuration values read by the signal and HTTP threads.
   std::atomic<std::int64_t> drain_deadline_ms_{8'000};
@@ -266,7 +268,9 @@ Status Daemon::StartHttp(const std::string& listen, std::unique_ptr<HealthServer
       return false;
     }
     if (!database_up_.load()) {
-      *why = "the database is unreachable (see the log and txn_recoveryd_database_up)";
+      *why = database_auth_failed_.load()
+                 ? "authentication failed: the database refused the credentials (see the log)"
+                 : "the database is unreachable (see the log and txn_recoveryd_database_up)";
       return false;
     }
     return true;
@@ -382,6 +386,7 @@ void Daemon::RecordWatch(const txn_recovery::WatchSpec& w,
   if (!s.ok()) {
     metrics_.Inc("txn_recoveryd_sweep_failures_total", watch);
     if (s.IsUnavailable()) out->database_up = false;
+    if (s.IsUnauthenticated()) out->authentication_failed = true;
     out->broken.push_back(w.name);
     LogFields f({{"watch", w.name}});
     spdlog::error("sweep of {} failed: {}", w.ns.ToString(), s.ToString());
@@ -429,10 +434,19 @@ Daemon::SweepOutcome Daemon::SweepAll() {
       metrics_.Inc("txn_recoveryd_sweep_failures_total", {{"watch", w.name}});
     }
     // Logged on every attempt; the rate limiter keeps an outage to a line a minute.
-    spdlog::warn("database unreachable ({}): {}", txn_recovery::RedactUri(config_.mongodb.uri),
-                 ping.message());
+    if (ping.IsUnauthenticated()) {
+      out.authentication_failed = true;
+      database_auth_failed_ = true;
+      spdlog::error("authentication failed: the database refused the credentials of {}: {}",
+                    txn_recovery::RedactUri(config_.mongodb.uri), ping.message());
+    } else {
+      database_auth_failed_ = false;
+      spdlog::warn("database unreachable ({}): {}", txn_recovery::RedactUri(config_.mongodb.uri),
+                   ping.message());
+    }
     return out;
   }
+  database_auth_failed_ = false;
   if (!database_up_.exchange(true))
     spdlog::info("database reachable at {}", txn_recovery::RedactUri(config_.mongodb.uri));
   metrics_.Set("txn_recoveryd_database_up", {}, 1);
@@ -473,6 +487,7 @@ Daemon::SweepOutcome Daemon::SweepAll() {
     next_orphan_scan_ = Steady::now() + Jittered(config_.daemon.orphan_scan_interval);
   }
   if (!out.database_up) {
+    database_auth_failed_ = out.authentication_failed;
     database_up_ = false;
     metrics_.Set("txn_recoveryd_database_up", {}, 0);
   }
@@ -524,7 +539,10 @@ void Daemon::ScanOrphans(const txn_recovery::LeaseOptions& lease, SweepOutcome* 
 
 void Daemon::PublishStatus(const SweepOutcome& o, milliseconds took, milliseconds next) {
   std::string status;
-  if (!o.database_up) {
+  if (o.authentication_failed) {
+    status =
+        "authentication failed: the database refused the credentials; retrying in " + Seconds(next);
+  } else if (!o.database_up) {
     status = "database unreachable; retrying in " + Seconds(next);
   } else {
     status = "last sweep " + ClockTime() + " (" + Seconds(took) +

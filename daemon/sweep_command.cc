@@ -49,6 +49,23 @@ Line ToLine(const TxnReport& r) {
 }  // namespace
 
 void LogTransaction(const TxnReport& r) {
+  if (r.result.outcome == Outcome::kFailed && r.result.status.IsUnavailable()) {
+    // The database went away (or refused the login) under the sweep: every transaction in
+    // hand fails alike, and is simply retried at the next sweep. One warning per watch and
+    // action, identical from one transaction to the next so that the logger's repeat
+    // window keeps an outage to a line a minute like every other warning; the transaction
+    // and the driver's message at debug level.
+    {
+      LogFields f(
+          {{"watch", r.watch}, {"action", std::string(txn_recovery::ActionName(r.result.action))}});
+      spdlog::warn(
+          "transactions failing: {}; each is retried at the next sweep",
+          r.result.status.IsUnauthenticated() ? "authentication failed" : "database unreachable");
+    }
+    LogFields f({{"watch", r.watch}, {"txn_id", r.id.ToString()}});
+    spdlog::debug("failed: {}", r.result.detail);
+    return;
+  }
   LogFields f({{"watch", r.watch},
                {"txn_id", r.id.ToString()},
                {"action", std::string(txn_recovery::ActionName(r.result.action))}});
@@ -94,7 +111,7 @@ int RunSweep(const Config& config, txn_recovery::Store* store, const SweepComman
   txn_recovery::Sweeper sweeper(store, txn_recovery::Clock::Real(), so);
 
   nlohmann::json json_watches = nlohmann::json::array();
-  bool unreachable = false, incomplete = false;
+  bool unreachable = false, unauthenticated = false, incomplete = false;
   // An unreachable database shows in the sweep itself, with its exit code.
   (void)PrepareIndexes(config, store, options.dry_run);
 
@@ -120,6 +137,7 @@ int RunSweep(const Config& config, txn_recovery::Store* store, const SweepComman
       LogFields f({{"watch", watch.name}});
       spdlog::error("sweep failed: {}", s.ToString());
       if (s.IsUnavailable()) unreachable = true;
+      if (s.IsUnauthenticated()) unauthenticated = true;
       incomplete = true;
     }
     if (summary.failed > 0 || summary.quarantined_total > 0 ||
@@ -149,6 +167,7 @@ int RunSweep(const Config& config, txn_recovery::Store* store, const SweepComman
         LogFields f({{"watch", watch.name}});
         spdlog::error("orphan scan failed: {}", orphan_status.ToString());
         if (orphan_status.IsUnavailable()) unreachable = true;
+        if (orphan_status.IsUnauthenticated()) unauthenticated = true;
         incomplete = true;
       }
       // Anything reported but not undone needs an operator.
@@ -254,7 +273,10 @@ int RunSweep(const Config& config, txn_recovery::Store* store, const SweepComman
     }
   }
 
-  int code = unreachable ? kExitUnavailable : (incomplete ? kExitIncomplete : kExitOk);
+  int code = unauthenticated ? kExitAuthentication
+             : unreachable   ? kExitUnavailable
+             : incomplete    ? kExitIncomplete
+                             : kExitOk;
   txn_recovery::Store::WireStats wire;
   const bool has_wire = store->GetWireStats(&wire);
   if (options.json) {
