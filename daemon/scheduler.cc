@@ -130,12 +130,27 @@ class Daemon {
  public:
   Daemon(RunOptions options, EnvLookup env)
       : options_(std::move(options)), env_(std::move(env)), rng_(std::random_device{}()) {}
+  // A SIGTERM that arrived while Run failed at start (a bad configuration) has started the
+  // drain deadline's thread: it must end before its std::thread is destroyed.
+  ~Daemon() {
+    std::thread deadline;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      finished_ = true;
+      deadline = std::move(deadline_thread_);
+      cv_.notify_all();
+    }
+    if (deadline.joinable()) deadline.join();
+  }
+  Daemon(const Daemon&) = delete;
+  Daemon& operator=(const Daemon&) = delete;
 
   int Run();
 
  private:
   struct SweepOutcome {
     bool database_up = true;
+    bool authentication_failed = false;
     std::int64_t resolved = 0, failed = 0, stuck = 0, quarantined = 0;
     std::optional<milliseconds> oldest;
     std::vector<std::string> paused, broken;
