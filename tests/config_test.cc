@@ -165,6 +165,27 @@ TEST_F(ConfigFile, UriFileIsReadAndTrimmed) {
   std::remove(secret.c_str());
 }
 
+TEST_F(ConfigFile, UriFileIsReadAsItsFirstLineOnly) {
+  std::string secret = ::testing::TempDir() + "txn_recoveryd_uri_first_line";
+  // A credential file that goes on: the next URI of a rotation, a note.
+  std::ofstream(secret) << "mongodb://u:current@h:1 \r\nmongodb://u:next@h:1\n# rotated monthly\n";
+  Config c;
+  ASSERT_TRUE(LoadConfig(Write("[mongodb]\nuri_file = \"" + secret +
+                               "\"\n[[watch]]\nname = \"w\"\ndatabase = \"d\"\n"),
+                         Env(), &c)
+                  .ok());
+  EXPECT_EQ(c.mongodb.uri, "mongodb://u:current@h:1");
+
+  std::ofstream(secret) << "\nmongodb://u:p@h:1\n";
+  txn_recovery::Status s = LoadConfig(Write("[mongodb]\nuri_file = \"" + secret +
+                                            "\"\n[[watch]]\nname = \"w\"\ndatabase = \"d\"\n"),
+                                      Env(), &c);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("mongodb.uri_file"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("first line is empty"), std::string::npos) << s.message();
+  std::remove(secret.c_str());
+}
+
 struct BadCase {
   const char* name;
   const char* text;
