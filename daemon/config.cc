@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include "http_server.h"
 #include "txn_recovery/mongo_store.h"
 
 namespace txn_recoveryd {
@@ -697,8 +698,20 @@ Status LoadConfig(const std::string& path, const EnvLookup& env, Config* config)
     if (!(s = r.OnlyKnownKeys(*t, "http.", {"listen"})).ok() ||
         !(s = r.String(*t, "http.", "listen", &c.http.listen)).ok())
       return s;
+    ListenAddress unused;
+    if (!c.http.listen.empty())
+      if (Status ls = ParseListenAddress(c.http.listen, &unused); !ls.ok())
+        return r.Error(t->get("listen")->source(), "http.listen", ls.message());
   }
-  if (auto v = env("TXN_RECOVERYD_HTTP_LISTEN"); v) c.http.listen = *v;
+  // Empty is unset, as for every TXN_RECOVERYD_ variable: it must not silently switch off
+  // the listener the file asks for.
+  if (auto v = env("TXN_RECOVERYD_HTTP_LISTEN"); v && !v->empty()) {
+    ListenAddress unused;
+    if (Status ls = ParseListenAddress(*v, &unused); !ls.ok())
+      return Status::InvalidArgument("environment TXN_RECOVERYD_HTTP_LISTEN: http.listen: " +
+                                     ls.message());
+    c.http.listen = *v;
+  }
 
   // [[watch]]
   const toml::node* wn = root.get("watch");

@@ -58,7 +58,12 @@ Status ApplyOverrides(const RunOptions& options, Config* config) {
           "'");
     config->log.level = options.log_level;
   }
-  if (!options.http_listen.empty()) config->http.listen = options.http_listen;
+  if (!options.http_listen.empty()) {
+    ListenAddress unused;
+    if (Status s = ParseListenAddress(options.http_listen, &unused); !s.ok())
+      return Status::InvalidArgument("--http-listen: " + s.message());
+    config->http.listen = options.http_listen;
+  }
   return Status::Ok();
 }
 
@@ -292,7 +297,10 @@ Status Daemon::StartHttp(const std::string& listen, std::unique_ptr<HealthServer
   };
   Status s = next->Start(listen, std::move(h));
   if (!s.ok()) return s;
-  spdlog::info("health and metrics on http://{}", next->address());
+  ListenAddress parsed;
+  const bool every = ParseListenAddress(listen, &parsed).ok() && parsed.every_address;
+  spdlog::info("health and metrics on http://{}{}", next->address(),
+               every ? " (every IPv4 and IPv6 address of this host)" : "");
   *server = std::move(next);
   return Status::Ok();
 }
