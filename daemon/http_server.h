@@ -69,7 +69,7 @@ struct HealthHandlers {
 };
 
 struct HttpLimits {
-  int max_connections = 64;
+  int max_connections = 128;
   std::chrono::milliseconds request_deadline{2000};
   std::chrono::milliseconds write_deadline{2000};
   int max_requests_per_connection = 100;

@@ -213,9 +213,10 @@ TEST_P(UriSecrets, RedactUriShowsTheParsedUriWithoutItsCredentials) {
   }
 }
 
-TEST_P(UriSecrets, TheLogFilterHidesThemInAnyMessage) {
-  if (!Parses()) GTEST_SKIP() << "an unparsed URI's secrets are unknown; it is never shown";
-  (void)RedactUri(GetParam().uri);  // remembered as the daemon remembers its URI
+// Every format's sink sits behind the same filter: what it lets through is what the text,
+// json and journal sinks write. (An unparsed URI's secrets are unknown to it; such a URI is
+// never shown anywhere.)
+TEST(UriSecretsLogFilter, HidesTheCredentialsOfEveryParsedUriInAnyMessage) {
   struct Capture : spdlog::sinks::base_sink<std::mutex> {
     std::vector<std::string> lines;
     void sink_it_(const spdlog::details::log_msg& m) override {
@@ -223,15 +224,20 @@ TEST_P(UriSecrets, TheLogFilterHidesThemInAnyMessage) {
     }
     void flush_() override {}
   };
-  auto capture = std::make_shared<Capture>();
-  spdlog::logger logger("test", txn_recoveryd::FilteredSink(capture, std::chrono::seconds(60)));
-  int n = 0;
-  for (const auto& secret : GetParam().secrets)
-    logger.warn("the driver said ({}): {} (quoted)", ++n, secret);
-  ASSERT_EQ(capture->lines.size(), GetParam().secrets.size());
-  for (const auto& line : capture->lines) {
-    ExpectNoSecret("a log line", line);
-    EXPECT_NE(line.find("the driver said ("), std::string::npos) << line;
+  for (const SecretCase& c : Cases()) {
+    if (c.shown.empty()) continue;
+    (void)RedactUri(c.uri);  // remembered as the daemon remembers its URI
+    auto capture = std::make_shared<Capture>();
+    spdlog::logger logger("test", txn_recoveryd::FilteredSink(capture, std::chrono::seconds(60)));
+    int n = 0;
+    for (const auto& secret : c.secrets)
+      logger.warn("the driver said ({}): {} (quoted)", ++n, secret);
+    ASSERT_EQ(capture->lines.size(), c.secrets.size()) << c.name;
+    for (const auto& line : capture->lines) {
+      for (const auto& secret : c.secrets)
+        EXPECT_EQ(line.find(secret), std::string::npos) << c.name << ": " << line;
+      EXPECT_NE(line.find("the driver said ("), std::string::npos) << line;
+    }
   }
 }
 
