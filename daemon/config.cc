@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "http_server.h"
 #include "logging.h"
 #include "txn_recovery/config_problem.h"
 #include "txn_recovery/mongo_store.h"
@@ -286,14 +287,19 @@ class Reader {
   std::string path_;
 };
 
+// The URI is the file's first line, as documented (a credential file may go on with a
+// comment or a second, rotated-in URI); surrounding blanks and a CR are not part of it.
 Status ReadSecretFile(const std::string& path, std::string* out) {
   std::ifstream in(path);
   if (!in) return Status::InvalidArgument("cannot read " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string s = ss.str();
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
-  if (s.empty()) return Status::InvalidArgument(path + " is empty");
+  std::string s;
+  std::getline(in, s);
+  auto blank = [](char c) { return c == '\r' || c == ' ' || c == '\t'; };
+  while (!s.empty() && blank(s.back())) s.pop_back();
+  std::size_t first = 0;
+  while (first < s.size() && blank(s[first])) ++first;
+  s.erase(0, first);
+  if (s.empty()) return Status::InvalidArgument(path + ": the first line is empty");
   *out = std::move(s);
   return Status::Ok();
 }
@@ -975,8 +981,8 @@ Status LoadAll(const std::string& path, const EnvLookup& env, Config* c) {
 }  // namespace
 
 Status CheckHttpListen(const std::string& listen) {
-  if (listen.empty()) return Status::InvalidArgument("must not be empty");
-  return Status::Ok();
+  ListenAddress unused;
+  return ParseListenAddress(listen, &unused);
 }
 
 Status LoadConfig(const std::string& path, const EnvLookup& env, Config* config) {

@@ -1,70 +1,255 @@
 #include "http_server.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
-#include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <exception>
+#include <map>
+#include <mutex>
+#include <optional>
 #include <stdexcept>
+#include <thread>
 #include <utility>
-
-#include <httplib.h>
+#include <vector>
 
 namespace txn_recoveryd {
-namespace {
 
 using txn_recovery::Status;
+using Clock = std::chrono::steady_clock;
 
-constexpr const char* kText = "text/plain; charset=utf-8";
-constexpr const char* kExposition = "text/plain; version=0.0.4; charset=utf-8";
+// ---- Listen addresses --------------------------------------------------------------------
 
-// A scraper or prober that stalls may hold one of the two workers this long, no more.
-constexpr time_t kIoTimeoutSeconds = 2;
-constexpr std::size_t kWorkers = 2;
+std::string ListenAddress::ToString() const {
+  std::string p = std::to_string(port);
+  if (every_address) return ":" + p;
+  if (host.find(':') != std::string::npos) return "[" + host + "]:" + p;
+  return host + ":" + p;
+}
 
-// httplib keeps the listening socket to itself; the bound address (for port 0, and for a
-// host name) is only known from it.
-class Listener final : public httplib::Server {
- public:
-  int listening_socket() const { return svr_sock_.load(); }
-};
-
-Status ParseListen(const std::string& listen, std::string* host, int* port) {
+Status ParseListenAddress(std::string_view text, ListenAddress* out) {
+  const std::string listen(text);
   auto bad = [&](const std::string& why) {
-    return Status::InvalidArgument("http listen address \"" + listen + "\": " + why);
+    return Status::InvalidArgument("listen address \"" + listen + "\": " + why);
   };
+  ListenAddress a;
   std::string port_text;
   if (!listen.empty() && listen[0] == '[') {
     std::size_t close = listen.find(']');
     if (close == std::string::npos || close + 1 >= listen.size() || listen[close + 1] != ':')
       return bad("expected [ipv6-address]:port");
-    *host = listen.substr(1, close - 1);
+    a.host = listen.substr(1, close - 1);
     in6_addr unused{};
-    if (inet_pton(AF_INET6, host->c_str(), &unused) != 1)
-      return bad("\"" + *host + "\" is not an IPv6 address");
+    if (inet_pton(AF_INET6, a.host.c_str(), &unused) != 1)
+      return bad("\"" + a.host + "\" is not an IPv6 address");
     port_text = listen.substr(close + 2);
   } else {
     std::size_t colon = listen.rfind(':');
-    if (colon == std::string::npos) return bad("expected host:port");
-    *host = listen.substr(0, colon);
-    if (host->find(':') != std::string::npos)
-      return bad("an IPv6 address goes in brackets, as in [::1]:9090");
+    if (colon == std::string::npos) return bad("expected host:port, or :port for every address");
+    a.host = listen.substr(0, colon);
+    if (a.host.find(':') != std::string::npos)
+      return bad("an IPv6 address goes in brackets, as in [::1]:9464");
     port_text = listen.substr(colon + 1);
+    if (a.host.empty()) {
+      a.every_address = true;
+    } else {
+      in_addr v4{};
+      const bool strict_v4 = inet_pton(AF_INET, a.host.c_str(), &v4) == 1;
+      // inet_aton (and getaddrinfo) also read "0", "127.1" and "0x7f.1" as addresses;
+      // "0:9464" would then silently listen on every address.
+      if (!strict_v4 && inet_aton(a.host.c_str(), &v4) != 0)
+        return bad("\"" + a.host +
+                   "\" is not a host: write :PORT for every address, 0.0.0.0:PORT for every "
+                   "IPv4 address, 127.0.0.1:PORT for this host only");
+      if (!strict_v4) {
+        bool name = std::isalnum(static_cast<unsigned char>(a.host.front())) != 0;
+        for (unsigned char c : a.host) name = name && (std::isalnum(c) || c == '-' || c == '.');
+        if (!name) return bad("\"" + a.host + "\" is not a host name or an IPv4 address");
+      }
+    }
   }
-  // An empty host would mean every interface; exposing the endpoints that widely must be
-  // asked for explicitly.
-  if (host->empty()) return bad("no host (0.0.0.0 or [::] listens on every interface)");
   if (port_text.empty() || port_text.size() > 5 ||
       port_text.find_first_not_of("0123456789") != std::string::npos ||
       std::stoi(port_text) > 65535)
     return bad("the port must be a number from 0 to 65535");
-  *port = std::stoi(port_text);
+  a.port = std::stoi(port_text);
+  *out = std::move(a);
   return Status::Ok();
+}
+
+namespace {
+
+constexpr const char* kText = "text/plain; charset=utf-8";
+constexpr const char* kExposition = "text/plain; version=0.0.4; charset=utf-8";
+constexpr const char* kHtml = "text/html; charset=utf-8";
+// Connections accepted per turn of the loop, so that reads and writes keep their turn
+// during a flood of connections.
+constexpr int kAcceptsPerTurn = 32;
+
+const char* Reason(int status) {
+  switch (status) {
+    case 200:
+      return "OK";
+    case 400:
+      return "Bad Request";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 408:
+      return "Request Timeout";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 500:
+      return "Internal Server Error";
+    case 503:
+      return "Service Unavailable";
+    default:
+      return "Unknown";
+  }
+}
+
+struct Response {
+  int status = 200;
+  std::string content_type = kText;
+  std::string body;
+  bool allow_header = false;  // 405
+};
+
+// The bytes of a response; HEAD gets the headers of GET (Content-Length included).
+std::string Serialize(const Response& r, bool head, bool close) {
+  std::string out = "HTTP/1.1 " + std::to_string(r.status) + " " + Reason(r.status) + "\r\n";
+  out += "Content-Type: " + r.content_type + "\r\n";
+  out += "Content-Length: " + std::to_string(r.body.size()) + "\r\n";
+  out += "Cache-Control: no-store\r\n";
+  if (r.allow_header) out += "Allow: GET, HEAD\r\n";
+  if (close) out += "Connection: close\r\n";
+  out += "\r\n";
+  if (!head) out += r.body;
+  return out;
+}
+
+std::string LandingPage() {
+  return "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>txn-recoveryd</title>"
+         "</head>\n<body>\n<h1>txn-recoveryd " TXN_RECOVERYD_VERSION
+         "</h1>\n<p>Recovers stuck MongoDB two-phase-commit transactions.</p>\n<ul>\n"
+         "<li><a href=\"/metrics\">/metrics</a>: Prometheus metrics</li>\n"
+         "<li><a href=\"/livez\">/livez</a>: the sweep loop is making progress</li>\n"
+         "<li><a href=\"/readyz\">/readyz</a>: the database answered the last sweep</li>\n"
+         "</ul>\n</body></html>\n";
+}
+
+struct Request {
+  std::string method, path;
+  bool head = false;
+  bool keep_alive = true;
+};
+
+std::string Lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+    s.remove_suffix(1);
+  return std::string(s);
+}
+
+// Parses a request head (without its blank line). nullopt with *error set to the response
+// for what cannot be served. Headers other than Connection, Content-Length and
+// Transfer-Encoding (Range among them) are ignored.
+std::optional<Request> ParseHead(std::string_view head, Response* error) {
+  std::vector<std::string_view> lines;
+  for (std::size_t start = 0; start <= head.size();) {
+    std::size_t end = head.find('\n', start);
+    if (end == std::string_view::npos) end = head.size();
+    std::string_view line = head.substr(start, end - start);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    lines.push_back(line);
+    start = end + 1;
+  }
+  auto fail = [&](int status, const char* body) {
+    error->status = status;
+    error->body = body;
+    return std::nullopt;
+  };
+  std::string_view first = lines.empty() ? std::string_view() : lines[0];
+  std::size_t sp1 = first.find(' ');
+  std::size_t sp2 = sp1 == std::string_view::npos ? sp1 : first.find(' ', sp1 + 1);
+  if (sp2 == std::string_view::npos || first.find(' ', sp2 + 1) != std::string_view::npos)
+    return fail(400, "bad request\n");
+  Request r;
+  r.method = std::string(first.substr(0, sp1));
+  std::string_view target = first.substr(sp1 + 1, sp2 - sp1 - 1);
+  std::string_view version = first.substr(sp2 + 1);
+  if (version != "HTTP/1.1" && version != "HTTP/1.0") return fail(400, "bad request\n");
+  if (target.empty() || target[0] != '/') return fail(400, "bad request\n");
+  r.path = std::string(target.substr(0, target.find('?')));
+  r.keep_alive = version == "HTTP/1.1";
+  bool body = false;
+  for (std::size_t i = 1; i < lines.size(); ++i) {
+    std::size_t colon = lines[i].find(':');
+    if (colon == std::string_view::npos || colon == 0) return fail(400, "bad request\n");
+    std::string name = Lower(std::string(lines[i].substr(0, colon)));
+    std::string value = Trim(lines[i].substr(colon + 1));
+    if (name == "connection") {
+      std::string v = Lower(value);
+      if (v.find("close") != std::string::npos) r.keep_alive = false;
+      if (v.find("keep-alive") != std::string::npos && version == "HTTP/1.0") r.keep_alive = true;
+    } else if (name == "transfer-encoding" || (name == "content-length" && value != "0")) {
+      body = true;
+    }
+  }
+  r.head = r.method == "HEAD";
+  if (r.method != "GET" && !r.head) {
+    error->status = 405;
+    error->body = "method not allowed\n";
+    error->allow_header = true;
+    return std::nullopt;
+  }
+  // GET and HEAD carry no body here; one that comes anyway is not read.
+  if (body) return fail(400, "a request body is not accepted\n");
+  return r;
+}
+
+// Runs a handler so that whatever it throws becomes a 500 and a log line, never a dead
+// worker thread or a terminated process.
+template <typename Fn>
+Response Guarded(const Request& req, Fn&& fn) {
+  try {
+    return fn();
+  } catch (const std::exception& e) {
+    spdlog::error("http {} {}: handler failed: {}", req.method, req.path, e.what());
+  } catch (...) {
+    spdlog::error("http {} {}: handler failed with a non-standard exception", req.method, req.path);
+  }
+  return Response{500, kText, "internal error\n", false};
+}
+
+Response Probe(const std::function<bool(std::string*)>& check, const char* failing) {
+  std::string why;
+  if (check(&why)) return Response{200, kText, "ok\n", false};
+  if (why.empty()) why = failing;
+  if (why.back() != '\n') why += '\n';
+  return Response{503, kText, why, false};
+}
+
+void SetNonBlocking(int fd) {
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL, 0) | O_NONBLOCK);
 }
 
 // "127.0.0.1:9090" or "[::1]:9090" for a bound socket; false if the kernel will not say.
@@ -77,7 +262,7 @@ bool BoundAddress(int sock, std::string* address, int* port) {
     const auto* in = reinterpret_cast<const sockaddr_in*>(&ss);
     if (inet_ntop(AF_INET, &in->sin_addr, ip, sizeof(ip)) == nullptr) return false;
     *port = ntohs(in->sin_port);
-    *address = std::string(ip) + ":" + std::to_string(*port);
+    address->assign(ip).append(":").append(std::to_string(*port));
     return true;
   }
   if (ss.ss_family == AF_INET6) {
@@ -91,45 +276,382 @@ bool BoundAddress(int sock, std::string* address, int* port) {
   return false;
 }
 
-void InternalError(httplib::Response& res) {
-  res.status = 500;
-  res.set_content("internal error\n", kText);
-}
-
-// Runs a handler so that whatever it throws becomes a 500 and a log line, never a dead
-// worker thread or a terminated process.
-template <typename Fn>
-void Guarded(const httplib::Request& req, httplib::Response& res, Fn&& fn) {
-  try {
-    fn();
-  } catch (const std::exception& e) {
-    spdlog::error("http {} {}: handler failed: {}", req.method, req.path, e.what());
-    InternalError(res);
-  } catch (...) {
-    spdlog::error("http {} {}: handler failed with a non-standard exception", req.method, req.path);
-    InternalError(res);
-  }
-}
-
-httplib::Server::Handler Probe(std::function<bool(std::string*)> check, std::string failing) {
-  return [check = std::move(check), failing = std::move(failing)](const httplib::Request& req,
-                                                                  httplib::Response& res) {
-    Guarded(req, res, [&] {
-      std::string why;
-      if (check(&why)) {
-        res.status = 200;
-        res.set_content("ok\n", kText);
-        return;
-      }
-      if (why.empty()) why = failing;
-      if (why.back() != '\n') why += '\n';
-      res.status = 503;
-      res.set_content(why, kText);
-    });
+// A listening socket for `a`, or -1 with *error set. The kernel's full accept queue
+// (SOMAXCONN): during a burst of connections the kernel queues a prober's connection
+// instead of dropping its SYN (a retry a second later, too late for a 1 s probe), and the
+// loop drains the queue at its own pace. SO_REUSEADDR so that a restarted
+// daemon binds while old connections linger in TIME_WAIT, and deliberately not
+// SO_REUSEPORT, which would let a second instance share the port instead of failing.
+int Listen(const ListenAddress& a, std::string* error) {
+  auto open_and_bind = [&](int family, const sockaddr* addr, socklen_t len) -> int {
+    int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+      *error = std::strerror(errno);
+      return -1;
+    }
+    int yes = 1;
+    (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    if (family == AF_INET6) {
+      // [::] alone (from ":PORT") also takes IPv4; an explicit IPv6 address only itself.
+      int v6only = a.every_address ? 0 : 1;
+      (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof v6only);
+    }
+    if (bind(fd, addr, len) != 0 || listen(fd, SOMAXCONN) != 0) {
+      *error = std::strerror(errno);
+      close(fd);
+      return -1;
+    }
+    SetNonBlocking(fd);
+    return fd;
   };
+  if (a.every_address) {
+    sockaddr_in6 any6{};
+    any6.sin6_family = AF_INET6;
+    any6.sin6_addr = in6addr_any;
+    any6.sin6_port = htons(static_cast<std::uint16_t>(a.port));
+    int fd = open_and_bind(AF_INET6, reinterpret_cast<sockaddr*>(&any6), sizeof any6);
+    if (fd >= 0 || errno != EAFNOSUPPORT) return fd;
+    sockaddr_in any4{};  // a host without IPv6
+    any4.sin_family = AF_INET;
+    any4.sin_addr.s_addr = htonl(INADDR_ANY);
+    any4.sin_port = htons(static_cast<std::uint16_t>(a.port));
+    return open_and_bind(AF_INET, reinterpret_cast<sockaddr*>(&any4), sizeof any4);
+  }
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* res = nullptr;
+  int rc = getaddrinfo(a.host.c_str(), std::to_string(a.port).c_str(), &hints, &res);
+  if (rc != 0) {
+    *error = std::string("cannot resolve the host: ") + gai_strerror(rc);
+    return -1;
+  }
+  int fd = -1;
+  for (addrinfo* ai = res; ai != nullptr && fd < 0; ai = ai->ai_next)
+    fd = open_and_bind(ai->ai_family, ai->ai_addr, ai->ai_addrlen);
+  freeaddrinfo(res);
+  return fd;
 }
+
+enum class ConnState {
+  kReading,   // waiting for (the rest of) a request head
+  kHandling,  // a worker is answering it
+  kWriting,   // the answer is being written
+  kDraining,  // answered with "Connection: close": our side is shut, the client's read
+              // out, so that unread bytes of its request do not turn the close into a reset
+};
+
+struct Conn {
+  int fd = -1;
+  ConnState state = ConnState::kReading;
+  std::string in;   // bytes read, not yet parsed
+  std::string out;  // the response being written
+  std::size_t sent = 0;
+  Clock::time_point deadline;
+  Clock::time_point waiting_since;  // start of the wait for the current request
+  int served = 0;
+  bool close_after = false;
+};
+
+struct Job {
+  std::uint64_t conn = 0;
+  Request request;
+  bool close = false;
+};
 
 }  // namespace
+
+struct HealthServer::Impl {
+  HealthHandlers handlers;
+  HttpLimits limits;
+  int listen_fd = -1;
+  int wake[2] = {-1, -1};
+  std::atomic<bool> stop{false};
+  std::thread loop;
+
+  std::mutex jobs_mu;  // guards jobs, workers_stop
+  std::condition_variable jobs_cv;
+  std::deque<Job> jobs;
+  bool workers_stop = false;
+  std::vector<std::thread> workers;
+
+  std::mutex done_mu;  // guards done
+  std::vector<std::pair<std::uint64_t, std::pair<std::string, bool>>> done;
+
+  std::atomic<std::uint64_t> accepted{0}, requests{0}, evicted{0}, refused{0}, timed_out{0};
+
+  // The loop thread's own.
+  std::map<std::uint64_t, Conn> conns;
+  std::uint64_t next_id = 1;
+
+  ~Impl() {
+    for (int fd : {listen_fd, wake[0], wake[1]})
+      if (fd >= 0) close(fd);
+  }
+
+  void Wake() {
+    char b = 1;
+    (void)!write(wake[1], &b, 1);
+  }
+
+  Response Route(const Request& req) {
+    if (req.path == "/") return Response{200, kHtml, LandingPage(), false};
+    if (req.path == "/metrics" && handlers.metrics)
+      return Guarded(req, [&] { return Response{200, kExposition, handlers.metrics(), false}; });
+    if (req.path == "/livez" && handlers.live)
+      return Guarded(req, [&] { return Probe(handlers.live, "not live"); });
+    if (req.path == "/readyz" && handlers.ready)
+      return Guarded(req, [&] { return Probe(handlers.ready, "not ready"); });
+    return Response{404, kText, "not found\n", false};
+  }
+
+  void Worker() {
+    for (;;) {
+      Job job;
+      {
+        std::unique_lock lock(jobs_mu);
+        jobs_cv.wait(lock, [&] { return workers_stop || !jobs.empty(); });
+        if (workers_stop) return;
+        job = std::move(jobs.front());
+        jobs.pop_front();
+      }
+      std::string bytes = Serialize(Route(job.request), job.request.head, job.close);
+      {
+        std::lock_guard lock(done_mu);
+        done.emplace_back(job.conn, std::make_pair(std::move(bytes), job.close));
+      }
+      Wake();
+    }
+  }
+
+  void Close(std::map<std::uint64_t, Conn>::iterator it) {
+    close(it->second.fd);
+    conns.erase(it);
+  }
+
+  void Respond(Conn& c, std::string bytes, bool close_after, Clock::time_point now) {
+    c.out = std::move(bytes);
+    c.sent = 0;
+    c.close_after = close_after;
+    c.state = ConnState::kWriting;
+    c.deadline = now + limits.write_deadline;
+  }
+
+  // Takes the next complete request out of c.in, if there is one, and answers it or hands
+  // it to a worker. Returns false if the connection is to be closed at once.
+  bool TryRequest(std::uint64_t id, Conn& c, Clock::time_point now) {
+    std::size_t end = c.in.find("\r\n\r\n");
+    std::size_t skip = 4;
+    if (std::size_t lf = c.in.find("\n\n"); lf != std::string::npos && lf < end) {
+      end = lf;
+      skip = 2;
+    }
+    if (end == std::string::npos) {
+      if (c.in.size() > limits.max_request_bytes) {
+        Respond(c, Serialize(Response{431, kText, "request too large\n", false}, false, true), true,
+                now);
+      }
+      return true;
+    }
+    std::string head = c.in.substr(0, end);
+    c.in.erase(0, end + skip);
+    requests++;
+    Response error;
+    std::optional<Request> req = ParseHead(head, &error);
+    if (!req) {
+      // Whatever follows may be a body or garbage: answered, then closed.
+      Respond(c, Serialize(error, false, true), true, now);
+      return true;
+    }
+    const bool close_after = !req->keep_alive || c.served + 1 >= limits.max_requests_per_connection;
+    c.state = ConnState::kHandling;
+    {
+      std::lock_guard lock(jobs_mu);
+      jobs.push_back(Job{id, std::move(*req), close_after});
+    }
+    jobs_cv.notify_one();
+    return true;
+  }
+
+  // Reads what the client sent; false when it closed or failed.
+  bool ReadFrom(Conn& c) {
+    char buf[4096];
+    while (c.in.size() <= limits.max_request_bytes) {
+      ssize_t n = recv(c.fd, buf, sizeof buf, 0);
+      if (n > 0) {
+        c.in.append(buf, static_cast<std::size_t>(n));
+        continue;
+      }
+      if (n == 0) return false;
+      return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
+    }
+    return true;
+  }
+
+  // Writes what it can; false when the client went away.
+  bool WriteTo(Conn& c) {
+    while (c.sent < c.out.size()) {
+      ssize_t n = send(c.fd, c.out.data() + c.sent, c.out.size() - c.sent, MSG_NOSIGNAL);
+      if (n > 0) {
+        c.sent += static_cast<std::size_t>(n);
+        continue;
+      }
+      return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR);
+    }
+    return true;
+  }
+
+  void Accept(Clock::time_point now) {
+    for (int i = 0; i < kAcceptsPerTurn; ++i) {
+      int fd = accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (fd < 0) return;
+      accepted++;
+      if (static_cast<int>(conns.size()) >= limits.max_connections) {
+        // Room is made by closing the connection that has waited longest for a request
+        // that never came whole: a slow or idle client, never one being answered.
+        auto oldest = conns.end();
+        for (auto it = conns.begin(); it != conns.end(); ++it)
+          if ((it->second.state == ConnState::kReading ||
+               it->second.state == ConnState::kDraining) &&
+              (oldest == conns.end() || it->second.waiting_since < oldest->second.waiting_since))
+            oldest = it;
+        if (oldest == conns.end()) {
+          refused++;
+          static const std::string kBusy =
+              Serialize(Response{503, kText, "busy\n", false}, false, true);
+          (void)!send(fd, kBusy.data(), kBusy.size(), MSG_NOSIGNAL);
+          close(fd);
+          spdlog::warn("http: a connection was refused: all {} are being answered",
+                       limits.max_connections);
+          continue;
+        }
+        evicted++;
+        Close(oldest);
+        spdlog::warn(
+            "http: the connection limit ({}) is reached: the connection waiting longest for a "
+            "request is closed to make room",
+            limits.max_connections);
+      }
+      std::uint64_t id = next_id++;
+      Conn& c = conns[id];
+      c.fd = fd;
+      c.waiting_since = now;
+      c.deadline = now + limits.request_deadline;
+      // A prober's request is usually there already: answered before anything can evict it.
+      if (!ReadFrom(c) || !TryRequest(id, c, now)) Close(conns.find(id));
+    }
+  }
+
+  void Loop() {
+    std::vector<pollfd> fds;
+    std::vector<std::uint64_t> ids;
+    while (!stop.load()) {
+      auto now = Clock::now();
+      fds.clear();
+      ids.clear();
+      fds.push_back({listen_fd, POLLIN, 0});
+      fds.push_back({wake[0], POLLIN, 0});
+      auto next = now + std::chrono::seconds(1);
+      for (auto& [id, c] : conns) {
+        if (c.state == ConnState::kHandling) continue;  // nothing to do until the worker ends
+        fds.push_back({c.fd, c.state == ConnState::kWriting ? short{POLLOUT} : short{POLLIN}, 0});
+        ids.push_back(id);
+        next = std::min(next, c.deadline);
+      }
+      int timeout = static_cast<int>(std::max<std::int64_t>(
+          0, std::chrono::duration_cast<std::chrono::milliseconds>(next - now).count() + 1));
+      if (poll(fds.data(), fds.size(), timeout) < 0 && errno != EINTR) {
+        spdlog::error("http: poll failed: {}; health endpoints are down", std::strerror(errno));
+        break;
+      }
+      if (stop.load()) break;
+      now = Clock::now();
+      if (fds[1].revents != 0) {
+        char buf[256];
+        while (read(wake[0], buf, sizeof buf) > 0) {
+        }
+      }
+      std::vector<std::pair<std::uint64_t, std::pair<std::string, bool>>> finished;
+      {
+        std::lock_guard lock(done_mu);
+        finished.swap(done);
+      }
+      for (auto& [id, response] : finished) {
+        auto it = conns.find(id);
+        if (it == conns.end() || it->second.state != ConnState::kHandling) continue;
+        Respond(it->second, std::move(response.first), response.second, now);
+        if (!WriteTo(it->second))
+          Close(it);
+        else if (it->second.sent == it->second.out.size())
+          Finished(it, now);
+      }
+      for (std::size_t k = 2; k < fds.size(); ++k) {
+        if (fds[k].revents == 0) continue;
+        auto it = conns.find(ids[k - 2]);
+        if (it == conns.end()) continue;  // evicted or answered meanwhile
+        Conn& c = it->second;
+        if (c.state == ConnState::kDraining) {
+          char buf[4096];
+          ssize_t n;
+          while ((n = recv(c.fd, buf, sizeof buf, 0)) > 0) {
+          }
+          if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) Close(it);
+          continue;
+        }
+        if (c.state == ConnState::kReading) {
+          if (!ReadFrom(c)) {
+            Close(it);
+            continue;
+          }
+          TryRequest(it->first, c, now);
+          if (c.state == ConnState::kWriting && !WriteTo(c)) {
+            Close(it);
+            continue;
+          }
+        } else if (c.state == ConnState::kWriting) {
+          if (!WriteTo(c)) {
+            Close(it);
+            continue;
+          }
+        }
+        if (c.state == ConnState::kWriting && c.sent == c.out.size()) Finished(it, now);
+      }
+      if (fds[0].revents & POLLIN) Accept(now);
+      for (auto it = conns.begin(); it != conns.end();) {
+        auto next_it = std::next(it);
+        if (it->second.state != ConnState::kHandling && now >= it->second.deadline) {
+          if (it->second.state != ConnState::kDraining) timed_out++;
+          Close(it);
+        }
+        it = next_it;
+      }
+    }
+    for (auto& [id, c] : conns) close(c.fd);
+    conns.clear();
+  }
+
+  // A response went out whole: close, or wait for the next request of the connection.
+  void Finished(std::map<std::uint64_t, Conn>::iterator it, Clock::time_point now) {
+    Conn& c = it->second;
+    if (c.close_after) {
+      (void)shutdown(c.fd, SHUT_WR);
+      c.state = ConnState::kDraining;
+      c.in.clear();
+      c.waiting_since = now;
+      c.deadline = now + std::chrono::milliseconds(500);
+      return;
+    }
+    c.served++;
+    c.out.clear();
+    c.sent = 0;
+    c.state = ConnState::kReading;
+    c.waiting_since = now;
+    c.deadline = now + limits.request_deadline;
+    TryRequest(it->first, c, now);  // pipelined: the next one may be there already
+    if (c.state == ConnState::kWriting && WriteTo(c) && c.sent == c.out.size()) Finished(it, now);
+  }
+};
 
 HealthServer::HealthServer() = default;
 
@@ -137,101 +659,58 @@ HealthServer::~HealthServer() {
   Stop();
 }
 
-Status HealthServer::Start(const std::string& listen, HealthHandlers handlers) {
-  if (server_ != nullptr)
+HttpCounters HealthServer::counters() const {
+  if (!impl_) return {};
+  return HttpCounters{impl_->accepted.load(), impl_->requests.load(), impl_->evicted.load(),
+                      impl_->refused.load(), impl_->timed_out.load()};
+}
+
+Status HealthServer::Start(const std::string& listen, HealthHandlers handlers, HttpLimits limits) {
+  if (impl_ != nullptr)
     throw std::logic_error("HealthServer::Start while already serving on " + address_);
-  std::string host;
-  int port = 0;
-  if (Status s = ParseListen(listen, &host, &port); !s.ok()) return s;
+  ListenAddress a;
+  if (Status s = ParseListenAddress(listen, &a); !s.ok())
+    return Status::InvalidArgument("http " + s.message());
 
-  auto server = std::make_unique<Listener>();
-  server->new_task_queue = [] { return new httplib::ThreadPool(kWorkers); };
-  server->set_read_timeout(kIoTimeoutSeconds);
-  server->set_write_timeout(kIoTimeoutSeconds);
-  // No keep-alive: probes and scrapes come seconds apart, and an idle kept-alive connection
-  // would hold a worker (and Stop) until it timed out.
-  server->set_keep_alive_max_count(1);
-  server->set_keep_alive_timeout(kIoTimeoutSeconds);
-  server->set_payload_max_length(4096);  // GET and HEAD carry no body
-  // SO_REUSEADDR so that a restarted daemon can bind while old connections linger in
-  // TIME_WAIT, and deliberately not httplib's SO_REUSEPORT, which would let a second
-  // instance bind the same port and silently share the traffic instead of failing.
-  server->set_socket_options([](socket_t sock) {
-    int yes = 1;
-    (void)setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-  });
-
-  server->set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
-    if (req.method == "GET" || req.method == "HEAD")
-      return httplib::Server::HandlerResponse::Unhandled;
-    res.status = 405;
-    res.set_header("Allow", "GET, HEAD");
-    res.set_content("method not allowed\n", kText);
-    return httplib::Server::HandlerResponse::Handled;
-  });
-  server->set_error_handler(
-      httplib::Server::HandlerWithResponse([](const httplib::Request&, httplib::Response& res) {
-        if (res.status != 404 || !res.body.empty())
-          return httplib::Server::HandlerResponse::Unhandled;
-        res.set_content("not found\n", kText);
-        return httplib::Server::HandlerResponse::Handled;
-      }));
-  // Guarded catches everything a handler throws; this covers what httplib itself might.
-  server->set_exception_handler([](const httplib::Request&, httplib::Response& res,
-                                   std::exception_ptr) { InternalError(res); });
-
-  // httplib answers HEAD with the GET handler, without the body.
-  if (handlers.metrics) {
-    server->Get("/metrics", [metrics = std::move(handlers.metrics)](const httplib::Request& req,
-                                                                    httplib::Response& res) {
-      Guarded(req, res, [&] { res.set_content(metrics(), kExposition); });
-    });
-  }
-  if (handlers.live) server->Get("/livez", Probe(std::move(handlers.live), "not live"));
-  if (handlers.ready) server->Get("/readyz", Probe(std::move(handlers.ready), "not ready"));
-
-  errno = 0;
-  bool bound = port == 0 ? server->bind_to_any_port(host) >= 0 : server->bind_to_port(host, port);
-  if (!bound) {
-    // httplib reports only failure; errno is still bind's (or listen's) when that is what
-    // failed. Anything else (an unresolvable host) gets no guessed reason.
-    int err = errno;
-    std::string why = err == EADDRINUSE || err == EACCES || err == EADDRNOTAVAIL
-                          ? std::strerror(err)
-                          : "cannot bind (unknown host, or no such local address)";
-    return Status::Unavailable("http: cannot listen on " + listen + ": " + why);
-  }
+  auto impl = std::make_unique<Impl>();
+  impl->handlers = std::move(handlers);
+  impl->limits = limits;
+  std::string error;
+  impl->listen_fd = Listen(a, &error);
+  if (impl->listen_fd < 0)
+    return Status::Unavailable("http: cannot listen on " + listen + ": " + error);
+  if (pipe2(impl->wake, O_CLOEXEC | O_NONBLOCK) != 0)
+    return Status::Unavailable(std::string("http: cannot create a pipe: ") + std::strerror(errno));
   std::string address;
   int bound_port = 0;
-  if (!BoundAddress(server->listening_socket(), &address, &bound_port)) {
+  if (!BoundAddress(impl->listen_fd, &address, &bound_port)) {
     address = listen;  // the kernel always knows; this is only a fallback
-    bound_port = port;
+    bound_port = a.port;
   }
-
-  auto done = std::make_shared<std::atomic<bool>>(false);
-  Listener* raw = server.get();
-  thread_ = std::thread([raw, done] {
-    if (!raw->listen_after_bind())
-      spdlog::error("http: the listener stopped on an error; health endpoints are down");
-    done->store(true);
-  });
-  // httplib's stop() does nothing until the serving thread has marked itself running;
-  // waiting for that here makes a Stop right after Start stop it.
-  while (!raw->is_running() && !done->load())
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-
-  server_ = std::move(server);
+  Impl* raw = impl.get();
+  for (int i = 0; i < std::max(1, limits.workers); ++i)
+    impl->workers.emplace_back([raw] { raw->Worker(); });
+  impl->loop = std::thread([raw] { raw->Loop(); });
+  impl_ = std::move(impl);
   address_ = std::move(address);
   port_ = bound_port;
   return Status::Ok();
 }
 
 void HealthServer::Stop() {
-  if (server_ == nullptr) return;
-  server_->stop();
-  // listen_after_bind returns only after its workers have finished their requests.
-  if (thread_.joinable()) thread_.join();
-  server_.reset();
+  if (impl_ == nullptr) return;
+  impl_->stop = true;
+  impl_->Wake();
+  if (impl_->loop.joinable()) impl_->loop.join();  // closes every connection
+  {
+    std::lock_guard lock(impl_->jobs_mu);
+    impl_->workers_stop = true;
+    impl_->jobs.clear();
+  }
+  impl_->jobs_cv.notify_all();
+  // Handlers already running finish (they read the daemon's state); none starts.
+  for (auto& t : impl_->workers) t.join();
+  impl_.reset();
   port_ = 0;
   address_.clear();
 }

@@ -1,30 +1,63 @@
 // HealthServer: the optional HTTP listener ([http] listen) that serves the Prometheus
 // metrics and the two probes a supervisor (Kubernetes, a load balancer, a script) asks:
-//   GET /metrics — 200, text/plain; version=0.0.4; charset=utf-8
+//   GET /        — 200, a small HTML page naming the endpoints
+//   GET /metrics — 200, text/plain; version=0.0.4; charset=utf-8 (a Range header is ignored)
 //   GET /livez   — 200 "ok\n", or 503 with the reason: the sweep loop is stuck
 //   GET /readyz  — 200 "ok\n", or 503 with the reason: the database is unreachable
 // HEAD is answered like GET without a body, any other method with 405, any other path with
 // 404, and a handler that throws with 500 (logged; the server keeps serving).
 //
-// Built on cpp-httplib with two worker threads, no keep-alive and 2-second read and write
-// timeouts, so that a scraper that connects and stalls holds one worker for two seconds at
-// most and never the daemon itself.
+// The health endpoint of a database daemon must never be the reason it is restarted, and
+// must never starve its database connections, whatever its clients do. So it is a small
+// HTTP/1.1 server of its own (cpp-httplib 0.11 cannot bound its connections, gives a
+// request no deadline, only a per-read timeout, and lets every connection hold one of its
+// worker threads for as long as its client keeps sending a byte now and then):
+//   - one thread reads and writes every connection (poll, non-blocking sockets); handlers
+//     run on a small pool of workers, and only for a complete request: a slow client
+//     holds a connection slot, never a worker;
+//   - at most `max_connections` connections; one beyond that takes the place of the
+//     connection that has waited longest without completing a request (a slow or idle
+//     client), and is refused (closed) only when every connection is being answered;
+//   - a request head must arrive whole within `request_deadline` of the connection (or of
+//     the previous response), in at most `max_request_bytes`; a response must be taken
+//     within `write_deadline`; a connection serves at most `max_requests_per_connection`;
+//   - Stop closes every connection at once and waits only for handlers already running.
 #pragma once
 
+#include <chrono>
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <string>
-#include <thread>
+#include <string_view>
 
 #include "txn_recovery/status.h"
 
-namespace httplib {
-class Server;
-}
-
 namespace txn_recoveryd {
 
-// Called from the server's threads, possibly two at once: each must be thread-safe. An
+// Where to listen: "HOST:PORT", "[IPV6]:PORT", or ":PORT".
+struct ListenAddress {
+  // ":PORT" means every address, IPv4 and IPv6, as node_exporter (and Go) read it: one
+  // IPv6 socket that also accepts IPv4 (IPV6_V6ONLY off), or 0.0.0.0 where the host has
+  // no IPv6. Otherwise `host` is a numeric IPv4 or IPv6 address (0.0.0.0 and :: ask for
+  // every address of one family) or a name, resolved at Start.
+  bool every_address = false;
+  std::string host;  // without brackets; empty when every_address
+  int port = 0;      // 0: any free port
+
+  // "127.0.0.1:9464", "[::1]:9464", ":9464".
+  std::string ToString() const;
+};
+
+// The one parser of a listen address: configuration loading (file and environment),
+// check-config and run call it, so that what one accepts the others do. InvalidArgument
+// naming the text for: no port, a port that is not a number from 0 to 65535, an IPv6
+// address without brackets, and a host that is "0" or any other shorthand inet_aton would
+// read as an IPv4 address ("0:9464" must not silently mean every address: write ":9464",
+// "0.0.0.0:9464" or "127.0.0.1:9464").
+txn_recovery::Status ParseListenAddress(std::string_view text, ListenAddress* out);
+
+// Called from the server's worker threads, possibly at once: each must be thread-safe. An
 // empty std::function leaves its path unserved (404).
 struct HealthHandlers {
   std::function<std::string()> metrics;  // body of /metrics (Metrics::Render)
@@ -33,6 +66,24 @@ struct HealthHandlers {
   std::function<bool(std::string* why)> live;
   // /readyz: the database is reachable.
   std::function<bool(std::string* why)> ready;
+};
+
+struct HttpLimits {
+  int max_connections = 128;
+  std::chrono::milliseconds request_deadline{2000};
+  std::chrono::milliseconds write_deadline{2000};
+  int max_requests_per_connection = 100;
+  std::size_t max_request_bytes = 8192;
+  int workers = 2;
+};
+
+// What the server has done about its clients since it started (for logs and tests).
+struct HttpCounters {
+  std::uint64_t accepted = 0;
+  std::uint64_t requests = 0;
+  std::uint64_t evicted = 0;    // closed to make room for a new connection
+  std::uint64_t refused = 0;    // closed at once: every slot busy answering
+  std::uint64_t timed_out = 0;  // request or response past its deadline
 };
 
 // Not copyable or movable (its threads point back at it). The destructor stops it.
@@ -47,27 +98,28 @@ class HealthServer {
 
   // Binds `listen` synchronously, so that a bad address or a port in use is reported here
   // and not on another thread later, then serves on its own threads until Stop.
-  // `listen` is "host:port" or "[ipv6]:port"; the host may be a name; port 0 takes any
-  // free port (see port()). Returns InvalidArgument for an address that cannot be parsed
-  // (including an empty host: listening on every interface must be asked for, as
-  // 0.0.0.0 or [::]), Unavailable when binding fails; both messages name the address.
-  // Calling Start while serving is a programming error (std::logic_error); after Stop it
-  // may be started again.
-  txn_recovery::Status Start(const std::string& listen, HealthHandlers handlers);
+  // InvalidArgument for an address ParseListenAddress refuses, Unavailable when binding
+  // fails (a port in use, an address of another host, a name that does not resolve); both
+  // messages name the address. Calling Start while serving is a programming error
+  // (std::logic_error); after Stop it may be started again.
+  txn_recovery::Status Start(const std::string& listen, HealthHandlers handlers,
+                             HttpLimits limits = {});
 
   // The bound port and "host:port" ("[ipv6]:port") with the numeric address actually
-  // bound; 0 and "" when not serving.
+  // bound ("[::]:port" for ":PORT"); 0 and "" when not serving.
   int port() const { return port_; }
   std::string address() const { return address_; }
+  HttpCounters counters() const;
 
-  // Stops listening and returns once no handler runs any more: within a handler's own
-  // time plus the 2-second read timeout of a client that connected and sent nothing.
+  // Closes the listener and every connection at once, and returns once no handler runs
+  // any more (within the running handlers' own time; never waits for a client).
   // Idempotent; a no-op if never started.
   void Stop();
 
+  struct Impl;
+
  private:
-  std::unique_ptr<httplib::Server> server_;
-  std::thread thread_;
+  std::unique_ptr<Impl> impl_;
   int port_ = 0;
   std::string address_;
 };

@@ -25,6 +25,7 @@ std::string JsonIdText(const nlohmann::json& id) {
 }
 
 int ExitFor(const Status& s) {
+  if (s.IsUnauthenticated()) return kExitAuthentication;
   return s.IsUnavailable() ? kExitUnavailable : kExitIncomplete;
 }
 

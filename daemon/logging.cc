@@ -147,7 +147,8 @@ class JournalSink final : public spdlog::sinks::base_sink<std::mutex> {
 
 std::atomic<std::uint64_t> g_suppressed{0};
 
-// Drops a warning or error identical to one logged less than `window` ago (same level,
+// Hides remembered credentials (RedactSecrets) in every message, then drops a warning or
+// error identical to one logged less than `window` ago (same level,
 // text and fields), so that an outage retried every 100 ms is one line a minute, not
 // thousands. The next copy after the window says how many were dropped. Messages naming
 // different transactions differ in their fields and are never merged.
@@ -157,7 +158,13 @@ class RateLimitedSink final : public spdlog::sinks::base_sink<std::mutex> {
       : inner_(std::move(inner)), window_(window) {}
 
  protected:
-  void sink_it_(const spdlog::details::log_msg& msg) override {
+  void sink_it_(const spdlog::details::log_msg& original) override {
+    // Every message of every format passes here: the last chance to hide a credential of
+    // the configured URI that something quoted (uri_redaction.h).
+    const std::string redacted = txn_recovery::RedactSecrets(
+        std::string_view(original.payload.data(), original.payload.size()));
+    spdlog::details::log_msg msg(original);
+    msg.payload = redacted;
     if (msg.level < spdlog::level::warn || window_.count() <= 0) {
       inner_->log(msg);
       return;
@@ -241,7 +248,7 @@ void SetupLogging(LogFormat format, std::string_view level,
       sink = MakeJournalSink();
       break;
   }
-  sink = std::make_shared<RateLimitedSink>(sink, repeat_window);
+  sink = FilteredSink(sink, repeat_window);
   auto logger = std::make_shared<spdlog::logger>("txn-recoveryd", sink);
   logger->set_level(ParseLevel(level));
   logger->flush_on(spdlog::level::trace);
@@ -299,6 +306,11 @@ std::vector<std::string> JournalEntry(const spdlog::details::log_msg& msg) {
 
 spdlog::sink_ptr MakeJournalSink(std::string socket_path, FILE* fallback) {
   return std::make_shared<JournalSink>(std::move(socket_path), fallback);
+}
+
+spdlog::sink_ptr FilteredSink(spdlog::sink_ptr format_sink,
+                              std::chrono::milliseconds repeat_window) {
+  return std::make_shared<RateLimitedSink>(std::move(format_sink), repeat_window);
 }
 
 std::uint64_t SuppressedLogMessages() {

@@ -23,6 +23,8 @@
 #include <utility>
 #include <vector>
 
+#include <spdlog/common.h>
+
 #include "config.h"
 #include "txn_recovery/mongo_store.h"
 
@@ -44,6 +46,11 @@ spdlog::sink_ptr MakeJournalSink(std::string socket_path = kJournalSocket, FILE*
 // The fields of the native journal entry for one message (MESSAGE=, PRIORITY=, ...), for
 // tests and the sink.
 std::vector<std::string> JournalEntry(const spdlog::details::log_msg& msg);
+// What stands between the logger and every format's sink (SetupLogging puts it there):
+// remembered URI credentials replaced by "***" (txn_recovery::RedactSecrets), then the
+// repeat window below. Exposed for tests, which put a capturing sink behind it.
+spdlog::sink_ptr FilteredSink(spdlog::sink_ptr format_sink,
+                              std::chrono::milliseconds repeat_window);
 
 // How many log messages the repeat window has dropped since the process started.
 std::uint64_t SuppressedLogMessages();

@@ -62,7 +62,12 @@ Status ApplyOverrides(const RunOptions& options, Config* config) {
           "'");
     config->log.level = options.log_level;
   }
-  if (!options.http_listen.empty()) config->http.listen = options.http_listen;
+  if (!options.http_listen.empty()) {
+    ListenAddress unused;
+    if (Status s = ParseListenAddress(options.http_listen, &unused); !s.ok())
+      return Status::InvalidArgument("--http-listen: " + s.message());
+    config->http.listen = options.http_listen;
+  }
   return Status::Ok();
 }
 
@@ -135,12 +140,27 @@ class Daemon {
  public:
   Daemon(RunOptions options, EnvLookup env)
       : options_(std::move(options)), env_(std::move(env)), rng_(std::random_device{}()) {}
+  // A SIGTERM that arrived while Run failed at start (a bad configuration) has started the
+  // drain deadline's thread: it must end before its std::thread is destroyed.
+  ~Daemon() {
+    std::thread deadline;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      finished_ = true;
+      deadline = std::move(deadline_thread_);
+      cv_.notify_all();
+    }
+    if (deadline.joinable()) deadline.join();
+  }
+  Daemon(const Daemon&) = delete;
+  Daemon& operator=(const Daemon&) = delete;
 
   int Run();
 
  private:
   struct SweepOutcome {
     bool database_up = true;
+    bool authentication_failed = false;
     std::int64_t resolved = 0, failed = 0, stuck = 0, quarantined = 0;
     std::optional<milliseconds> oldest;
     std::vector<std::string> paused, broken;
@@ -189,6 +209,8 @@ class Daemon {
 
   std::atomic<std::int64_t> last_progress_ms_{0};  // steady clock, for /livez
   std::atomic<bool> database_up_{false};
+  // The last failed ping was a refused login, not an unreachable server (/readyz says so).
+  std::atomic<bool> database_auth_failed_{false};
   std::atomic<std::int64_t> live_limit_ms_{60'000};
   // Copies of configuration values read by the signal and HTTP threads.
   std::atomic<std::int64_t> drain_deadline_ms_{8'000};
@@ -283,14 +305,19 @@ Status Daemon::StartHttp(const std::string& listen, std::unique_ptr<HealthServer
       return false;
     }
     if (!database_up_.load()) {
-      *why = "the database is unreachable (see the log and txn_recoveryd_database_up)";
+      *why = database_auth_failed_.load()
+                 ? "authentication failed: the database refused the credentials (see the log)"
+                 : "the database is unreachable (see the log and txn_recoveryd_database_up)";
       return false;
     }
     return true;
   };
   Status s = next->Start(listen, std::move(h));
   if (!s.ok()) return s;
-  spdlog::info("health and metrics on http://{}", next->address());
+  ListenAddress parsed;
+  const bool every = ParseListenAddress(listen, &parsed).ok() && parsed.every_address;
+  spdlog::info("health and metrics on http://{}{}", next->address(),
+               every ? " (every IPv4 and IPv6 address of this host)" : "");
   *server = std::move(next);
   return Status::Ok();
 }
@@ -400,6 +427,7 @@ void Daemon::RecordWatch(const txn_recovery::WatchSpec& w,
   if (!s.ok()) {
     metrics_.Inc("txn_recoveryd_sweep_failures_total", watch);
     if (s.IsUnavailable()) out->database_up = false;
+    if (s.IsUnauthenticated()) out->authentication_failed = true;
     out->broken.push_back(w.name);
     LogFields f({{"watch", w.name}});
     spdlog::error("sweep of {} failed: {}", w.ns.ToString(), s.ToString());
@@ -446,10 +474,19 @@ Daemon::SweepOutcome Daemon::SweepAll() {
       metrics_.Inc("txn_recoveryd_sweep_failures_total", {{"watch", w.name}});
     }
     // Logged on every attempt; the rate limiter keeps an outage to a line a minute.
-    spdlog::warn("database unreachable ({}): {}", txn_recovery::RedactUri(config_.mongodb.uri),
-                 ping.message());
+    if (ping.IsUnauthenticated()) {
+      out.authentication_failed = true;
+      database_auth_failed_ = true;
+      spdlog::error("authentication failed: the database refused the credentials of {}: {}",
+                    txn_recovery::RedactUri(config_.mongodb.uri), ping.message());
+    } else {
+      database_auth_failed_ = false;
+      spdlog::warn("database unreachable ({}): {}", txn_recovery::RedactUri(config_.mongodb.uri),
+                   ping.message());
+    }
     return out;
   }
+  database_auth_failed_ = false;
   if (!database_up_.exchange(true))
     spdlog::info("database reachable at {}", txn_recovery::RedactUri(config_.mongodb.uri));
   metrics_.Set("txn_recoveryd_database_up", {}, 1);
@@ -491,6 +528,7 @@ Daemon::SweepOutcome Daemon::SweepAll() {
     next_orphan_scan_ = Steady::now() + Jittered(config_.daemon.orphan_scan_interval);
   }
   if (!out.database_up) {
+    database_auth_failed_ = out.authentication_failed;
     database_up_ = false;
     metrics_.Set("txn_recoveryd_database_up", {}, 0);
   }
@@ -542,7 +580,10 @@ void Daemon::ScanOrphans(const txn_recovery::LeaseOptions& lease, SweepOutcome* 
 
 void Daemon::PublishStatus(const SweepOutcome& o, milliseconds took, milliseconds next) {
   std::string status;
-  if (!o.database_up) {
+  if (o.authentication_failed) {
+    status =
+        "authentication failed: the database refused the credentials; retrying in " + Seconds(next);
+  } else if (!o.database_up) {
     status = "database unreachable; retrying in " + Seconds(next);
   } else {
     status = "last sweep " + ClockTime() + " (" + Seconds(took) +

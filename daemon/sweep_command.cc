@@ -60,6 +60,23 @@ std::string StateAfter(const TxnReport& r) {
 }
 
 void LogTransaction(const TxnReport& r) {
+  if (r.result.outcome == Outcome::kFailed && r.result.status.IsUnavailable()) {
+    // The database went away (or refused the login) under the sweep: every transaction in
+    // hand fails alike, and is simply retried at the next sweep. One warning per watch and
+    // action, identical from one transaction to the next so that the logger's repeat
+    // window keeps an outage to a line a minute like every other warning; the transaction
+    // and the driver's message at debug level.
+    {
+      LogFields f(
+          {{"watch", r.watch}, {"action", std::string(txn_recovery::ActionName(r.result.action))}});
+      spdlog::warn(
+          "transactions failing: {}; each is retried at the next sweep",
+          r.result.status.IsUnauthenticated() ? "authentication failed" : "database unreachable");
+    }
+    LogFields f({{"watch", r.watch}, IdField("txn_id", r.id)});
+    spdlog::debug("failed: {}", r.result.detail);
+    return;
+  }
   LogFields f({{"watch", r.watch},
                IdField("txn_id", r.id),
                {"action", std::string(txn_recovery::ActionName(r.result.action))}});
@@ -243,9 +260,10 @@ void ScanOne(const Config& config, txn_recovery::Store* store, const SweepComman
   }
 }
 
-// What a watch's pass means for the exit code: the database unreachable (69), or
-// something an operator must look at (1).
+// What a watch's pass means for the exit code: the login refused (77), the database
+// unreachable (69), or something an operator must look at (1).
 struct Verdict {
+  bool unauthenticated = false;
   bool unreachable = false;
   bool incomplete = false;
 };
@@ -255,6 +273,7 @@ void Judge(const WatchRun& run, bool dry_run, Verdict* v) {
   if (!run.status.ok()) {
     v->incomplete = true;
     if (run.status.IsUnavailable()) v->unreachable = true;
+    if (run.status.IsUnauthenticated()) v->unauthenticated = true;
   }
   if (s.failed > 0 || s.quarantined_total > 0) v->incomplete = true;
   // A dry run that would quarantine something reports it as the real sweep would.
@@ -263,6 +282,7 @@ void Judge(const WatchRun& run, bool dry_run, Verdict* v) {
   if (!run.orphan_status.ok()) {
     v->incomplete = true;
     if (run.orphan_status.IsUnavailable()) v->unreachable = true;
+    if (run.orphan_status.IsUnauthenticated()) v->unauthenticated = true;
   }
   const auto& o = run.orphans;
   // Anything reported but not undone needs an operator.
@@ -394,8 +414,10 @@ int RunSweep(const Config& config, txn_recovery::Store* store, const SweepComman
     }
   }
 
-  int code =
-      verdict.unreachable ? kExitUnavailable : (verdict.incomplete ? kExitIncomplete : kExitOk);
+  const int code = verdict.unauthenticated ? kExitAuthentication
+                   : verdict.unreachable   ? kExitUnavailable
+                   : verdict.incomplete    ? kExitIncomplete
+                                           : kExitOk;
   txn_recovery::Store::WireStats wire;
   const bool has_wire = store->GetWireStats(&wire);
   if (json) {

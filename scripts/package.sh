@@ -112,7 +112,7 @@ if ((do_check)); then
   [[ "$(field Version)" == "$version" ]] || fail "Version: $(field Version)"
   [[ "$(field Architecture)" == "$arch" ]] || fail "Architecture: $(field Architecture)"
   dep_names=" $(field Depends | tr ',' '\n' | sed 's/^ *//; s/ .*//' | tr '\n' ' ')"
-  for dep in libc6 libstdc++6 libmongoc-1.0-0 libbson-1.0-0 libsystemd0 libcpp-httplib0.11 \
+  for dep in libc6 libstdc++6 libmongoc-1.0-0 libbson-1.0-0 libsystemd0 \
     adduser; do
     [[ "$dep_names" == *" $dep "* ]] || fail "Depends lacks $dep: $(field Depends)"
   done

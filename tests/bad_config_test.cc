@@ -83,6 +83,13 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"unknown_section", "[mongodb]\nuri = \"mongodb://h\"\n[mongo]\nx = 1\n" WATCH, 3,
              "mongo"},
         Case{"uri_a_number", "[mongodb]\nuri = 27017\n" WATCH, 2, "mongodb.uri"},
+        // "0:PORT" would silently mean every address; no port at all is no address.
+        Case{"listen_zero_host",
+             "[mongodb]\nuri = \"mongodb://h\"\n[http]\nlisten = \"0:9464\"\n" WATCH, 4,
+             "http.listen"},
+        Case{"listen_no_port",
+             "[mongodb]\nuri = \"mongodb://h\"\n[http]\nlisten = \"localhost\"\n" WATCH, 4,
+             "http.listen"},
         Case{"selection_timeout",
              "[mongodb]\nuri = \"mongodb://h\"\nserver_selection_timeout = 5\n" WATCH, 3,
              "mongodb.server_selection_timeout"},

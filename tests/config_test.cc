@@ -185,6 +185,41 @@ TEST_F(ConfigFile, UriFileIsReadAndTrimmed) {
   std::remove(secret.c_str());
 }
 
+TEST_F(ConfigFile, AnEmptyListenVariableLeavesTheFilesListenerOn) {
+  std::string path = Write(
+      "[mongodb]\nuri = \"mongodb://h\"\n[http]\nlisten = \"127.0.0.1:9464\"\n"
+      "[[watch]]\nname = \"w\"\ndatabase = \"d\"\n");
+  Config c;
+  ASSERT_TRUE(LoadConfig(path, Env({{"TXN_RECOVERYD_HTTP_LISTEN", ""}}), &c).ok());
+  EXPECT_EQ(c.http.listen, "127.0.0.1:9464") << "an empty variable is no setting";
+  ASSERT_TRUE(LoadConfig(path, Env({{"TXN_RECOVERYD_HTTP_LISTEN", ":9100"}}), &c).ok());
+  EXPECT_EQ(c.http.listen, ":9100") << "node_exporter's form: every address";
+  txn_recovery::Status bad = LoadConfig(path, Env({{"TXN_RECOVERYD_HTTP_LISTEN", "0:9100"}}), &c);
+  ASSERT_TRUE(bad.IsInvalidArgument());
+  EXPECT_NE(bad.message().find("TXN_RECOVERYD_HTTP_LISTEN"), std::string::npos) << bad.message();
+}
+
+TEST_F(ConfigFile, UriFileIsReadAsItsFirstLineOnly) {
+  std::string secret = ::testing::TempDir() + "txn_recoveryd_uri_first_line";
+  // A credential file that goes on: the next URI of a rotation, a note.
+  std::ofstream(secret) << "mongodb://u:current@h:1 \r\nmongodb://u:next@h:1\n# rotated monthly\n";
+  Config c;
+  ASSERT_TRUE(LoadConfig(Write("[mongodb]\nuri_file = \"" + secret +
+                               "\"\n[[watch]]\nname = \"w\"\ndatabase = \"d\"\n"),
+                         Env(), &c)
+                  .ok());
+  EXPECT_EQ(c.mongodb.uri, "mongodb://u:current@h:1");
+
+  std::ofstream(secret) << "\nmongodb://u:p@h:1\n";
+  txn_recovery::Status s = LoadConfig(Write("[mongodb]\nuri_file = \"" + secret +
+                                            "\"\n[[watch]]\nname = \"w\"\ndatabase = \"d\"\n"),
+                                      Env(), &c);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("mongodb.uri_file"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("first line is empty"), std::string::npos) << s.message();
+  std::remove(secret.c_str());
+}
+
 struct BadCase {
   const char* name;
   const char* text;

@@ -7,10 +7,14 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <filesystem>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <httplib.h>
 
@@ -116,7 +120,7 @@ TEST(HealthServer, UnknownPathsAre404AndMethodsOtherThanGetAndHead405) {
   ASSERT_TRUE(server.Start("127.0.0.1:0", fake.Handlers()).ok());
   auto client = ClientFor(server);
 
-  for (const char* path : {"/", "/metrics/", "/healthz", "/livez/extra"}) {
+  for (const char* path : {"/metrics/", "/healthz", "/livez/extra", "/index.html"}) {
     auto res = client.Get(path);
     ASSERT_TRUE(res) << path;
     EXPECT_EQ(res->status, 404) << path;
@@ -176,8 +180,10 @@ TEST(HealthServer, ASecondServerOnTheSamePortFailsNamingTheAddress) {
 
 TEST(HealthServer, UnparsableAddressesAreInvalidArgumentNamingTheAddress) {
   Fake fake;
-  for (const char* bad : {"", "9090", ":9090", "localhost:", "localhost:http", "localhost:65536",
-                          "::1:9090", "[::1]", "[::1]9090", "[not-v6]:9090", "host:-1"}) {
+  for (const char* bad :
+       {"", "9090", "localhost:", "localhost:http", "localhost:65536", "::1:9090", "[::1]",
+        "[::1]9090", "[not-v6]:9090", "host:-1", "0:9090", "127.1:9090", "0x7f.0.0.1:9090",
+        "2130706433:9090", "bad_host!:9090", " 127.0.0.1:9090"}) {
     HealthServer server;
     txn_recovery::Status s = server.Start(bad, fake.Handlers());
     EXPECT_TRUE(s.IsInvalidArgument()) << bad << ": " << s.ToString();
@@ -303,6 +309,235 @@ TEST(HealthServer, AClientThatConnectsAndSendsNothingHoldsNeitherRequestsNorStop
   server.Stop();
   EXPECT_LT(std::chrono::steady_clock::now() - start, 4s);
   close(stalled);
+}
+
+// A raw TCP client, for what an HTTP client library will not do (send half a request,
+// trickle, never read).
+class RawClient {
+ public:
+  explicit RawClient(int port) {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ = fd_ >= 0 && connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    timeval tv{5, 0};
+    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  }
+  ~RawClient() {
+    if (fd_ >= 0) close(fd_);
+  }
+  RawClient(const RawClient&) = delete;
+  RawClient& operator=(const RawClient&) = delete;
+  bool connected() const { return connected_; }
+  bool Send(const std::string& text) {
+    return send(fd_, text.data(), text.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(text.size());
+  }
+  // Everything until the server closes (or 5 s of silence).
+  std::string ReadAll() {
+    std::string out;
+    char buf[4096];
+    for (ssize_t n; (n = recv(fd_, buf, sizeof buf, 0)) > 0;) out.append(buf, n);
+    return out;
+  }
+  // Whether the server closed the connection (read returns 0) within 5 s.
+  bool ClosedByServer() {
+    char buf[256];
+    for (;;) {
+      ssize_t n = recv(fd_, buf, sizeof buf, 0);
+      if (n == 0) return true;
+      if (n < 0) return errno == ECONNRESET;
+    }
+  }
+
+ private:
+  int fd_ = -1;
+  bool connected_ = false;
+};
+
+int OpenDescriptors() {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) {
+    (void)e;
+    ++n;
+  }
+  return n;
+}
+
+TEST(HealthServer, ARangeHeaderOnMetricsIsIgnored) {
+  Fake fake;
+  HealthServer server;
+  ASSERT_TRUE(server.Start("127.0.0.1:0", fake.Handlers()).ok());
+  auto res = ClientFor(server).Get("/metrics", {{"Range", "bytes=0-5"}});
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200) << "a scraper gets the whole exposition, never a piece of it";
+  EXPECT_EQ(res->body, "# TYPE up gauge\nup 1\n");
+}
+
+TEST(HealthServer, TheLandingPageNamesTheEndpoints) {
+  Fake fake;
+  HealthServer server;
+  ASSERT_TRUE(server.Start("127.0.0.1:0", fake.Handlers()).ok());
+  auto res = ClientFor(server).Get("/");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(res->get_header_value("Content-Type"), "text/html; charset=utf-8");
+  for (const char* link : {"href=\"/metrics\"", "href=\"/livez\"", "href=\"/readyz\""})
+    EXPECT_NE(res->body.find(link), std::string::npos) << res->body;
+}
+
+TEST(HealthServer, ColonPortListensOnEveryAddressAndSaysSo) {
+  Fake fake;
+  HealthServer server;
+  txn_recovery::Status s = server.Start(":0", fake.Handlers());
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  const std::string port = std::to_string(server.port());
+  EXPECT_TRUE(server.address() == "[::]:" + port || server.address() == "0.0.0.0:" + port)
+      << server.address();
+  httplib::Client v4("127.0.0.1", server.port());
+  auto res = v4.Get("/livez");
+  ASSERT_TRUE(res) << "IPv4 is part of every address";
+  EXPECT_EQ(res->status, 200);
+  if (server.address()[0] == '[') {
+    httplib::Client v6("::1", server.port());
+    auto res6 = v6.Get("/livez");
+    ASSERT_TRUE(res6);
+    EXPECT_EQ(res6->status, 200);
+  }
+}
+
+TEST(HealthServer, ParseListenAddressSaysWhatEachFormMeans) {
+  ListenAddress a;
+  ASSERT_TRUE(ParseListenAddress(":9464", &a).ok());
+  EXPECT_TRUE(a.every_address);
+  EXPECT_EQ(a.port, 9464);
+  EXPECT_EQ(a.ToString(), ":9464");
+  ASSERT_TRUE(ParseListenAddress("0.0.0.0:9464", &a).ok());
+  EXPECT_FALSE(a.every_address);
+  EXPECT_EQ(a.host, "0.0.0.0");
+  ASSERT_TRUE(ParseListenAddress("[::1]:80", &a).ok());
+  EXPECT_EQ(a.host, "::1");
+  EXPECT_EQ(a.ToString(), "[::1]:80");
+  ASSERT_TRUE(ParseListenAddress("metrics-host.example:9464", &a).ok());
+  EXPECT_EQ(a.host, "metrics-host.example");
+  txn_recovery::Status zero = ParseListenAddress("0:9464", &a);
+  ASSERT_TRUE(zero.IsInvalidArgument());
+  EXPECT_NE(zero.message().find(":PORT for every address"), std::string::npos) << zero.message();
+}
+
+TEST(HealthServer, TwoClientsSendingAHeaderLineASecondNeverDelayAProbe) {
+  Fake fake;
+  HealthServer server;
+  ASSERT_TRUE(server.Start("127.0.0.1:0", fake.Handlers()).ok());
+  std::atomic<bool> done{false};
+  std::vector<std::thread> slow;
+  for (int i = 0; i < 2; ++i)
+    slow.emplace_back([&, port = server.port()] {
+      // A new slow client whenever the server drops one: slow the whole time.
+      while (!done) {
+        RawClient c(port);
+        if (!c.Send("GET /metrics HTTP/1.1\r\n")) continue;
+        for (int line = 0; !done && c.Send("X-Slow-" + std::to_string(line) + ": 1\r\n"); ++line)
+          for (int t = 0; t < 10 && !done; ++t) std::this_thread::sleep_for(100ms);
+      }
+    });
+  std::this_thread::sleep_for(200ms);  // both slow clients connected and trickling
+  auto until = std::chrono::steady_clock::now() + 5s;
+  int probes = 0;
+  while (std::chrono::steady_clock::now() < until) {
+    httplib::Client client("127.0.0.1", server.port());
+    client.set_connection_timeout(1);
+    client.set_read_timeout(1);
+    auto t0 = std::chrono::steady_clock::now();
+    auto res = client.Get("/livez");
+    ASSERT_TRUE(res) << "probe " << probes << ": " << httplib::to_string(res.error());
+    EXPECT_EQ(res->status, 200);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s) << "probe " << probes;
+    ++probes;
+    std::this_thread::sleep_for(100ms);
+  }
+  done = true;
+  for (auto& t : slow) t.join();
+  EXPECT_GT(server.counters().timed_out, 0u) << "the slow clients were cut at the deadline";
+}
+
+TEST(HealthServer, AConnectionFloodHoldsABoundedNumberOfDescriptorsAndProbesStillAnswer) {
+  Fake fake;
+  HealthServer server;
+  HttpLimits limits;
+  limits.max_connections = 32;
+  ASSERT_TRUE(server.Start("127.0.0.1:0", fake.Handlers(), limits).ok());
+  const int before = OpenDescriptors();
+  std::vector<std::unique_ptr<RawClient>> flood;
+  for (int i = 0; i < 400; ++i) {
+    flood.push_back(std::make_unique<RawClient>(server.port()));
+    if (i % 50 == 49) {  // probes keep being answered during the flood
+      auto res = ClientFor(server).Get("/livez");
+      ASSERT_TRUE(res) << "after " << i + 1 << " idle connections";
+      EXPECT_EQ(res->status, 200);
+    }
+  }
+  std::this_thread::sleep_for(200ms);  // the server has accepted what it will
+  // The test holds 400 client sockets; beyond them the server holds at most its limit.
+  const int server_side = OpenDescriptors() - before - static_cast<int>(flood.size());
+  EXPECT_LE(server_side, limits.max_connections) << "descriptors held by the server";
+  EXPECT_GT(server.counters().evicted, 0u);
+}
+
+TEST(HealthServer, ARequestThatNeverCompletesIsClosedAtItsDeadline) {
+  Fake fake;
+  HealthServer server;
+  HttpLimits limits;
+  limits.request_deadline = 300ms;
+  ASSERT_TRUE(server.Start("127.0.0.1:0", fake.Handlers(), limits).ok());
+  RawClient c(server.port());
+  ASSERT_TRUE(c.Send("GET /livez HTTP/1.1\r\nHost: x\r\n"));  // never the blank line
+  EXPECT_TRUE(c.ClosedByServer());
+  EXPECT_EQ(server.counters().timed_out, 1u);
+}
+
+TEST(HealthServer, AnOversizedRequestHeadIsRefused) {
+  Fake fake;
+  HealthServer server;
+  ASSERT_TRUE(server.Start("127.0.0.1:0", fake.Handlers()).ok());
+  RawClient c(server.port());
+  ASSERT_TRUE(c.Send("GET /livez HTTP/1.1\r\nX-Big: " + std::string(20000, 'a')));
+  std::string answer = c.ReadAll();
+  EXPECT_EQ(answer.rfind("HTTP/1.1 431 ", 0), 0u) << answer.substr(0, 200);
+}
+
+TEST(HealthServer, KeepAliveIsBoundedInRequests) {
+  Fake fake;
+  HealthServer server;
+  HttpLimits limits;
+  limits.max_requests_per_connection = 3;
+  ASSERT_TRUE(server.Start("127.0.0.1:0", fake.Handlers(), limits).ok());
+  RawClient c(server.port());
+  std::string requests;
+  for (int i = 0; i < 5; ++i) requests += "GET /livez HTTP/1.1\r\nHost: x\r\n\r\n";
+  ASSERT_TRUE(c.Send(requests));     // pipelined
+  std::string answer = c.ReadAll();  // until the server closes
+  std::size_t responses = 0;
+  for (std::size_t at = 0; (at = answer.find("HTTP/1.1 200 OK", at)) != std::string::npos; ++at)
+    ++responses;
+  EXPECT_EQ(responses, 3u) << answer;
+  EXPECT_NE(answer.find("Connection: close"), std::string::npos) << answer;
+}
+
+TEST(HealthServer, StopNeverWaitsForAClientInTheMiddleOfARequest) {
+  Fake fake;
+  HealthServer server;
+  HttpLimits limits;
+  limits.request_deadline = 60s;  // the client alone would hold the connection a minute
+  ASSERT_TRUE(server.Start("127.0.0.1:0", fake.Handlers(), limits).ok());
+  RawClient c(server.port());
+  ASSERT_TRUE(c.Send("GET /livez HTTP/1.1\r\n"));
+  std::this_thread::sleep_for(100ms);
+  auto t0 = std::chrono::steady_clock::now();
+  server.Stop();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s);
+  EXPECT_TRUE(c.ClosedByServer());
 }
 
 }  // namespace

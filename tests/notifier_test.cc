@@ -9,14 +9,16 @@
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
-#include <future>
 #include <string>
 #include <vector>
 
 #include "notifier.h"
+#include "support/deadline.h"
 
 namespace txn_recoveryd {
 namespace {
+
+using txn_recovery::testing::FinishesWithin;
 
 // A datagram socket standing in for systemd, bound to `name` ("/path" or "@abstract").
 class Receiver {
@@ -72,22 +74,33 @@ TEST(Notifier, StateChangesArriveOnAnAbstractSocket) {
 TEST(Notifier, AReceiverThatStopsReadingNeverStallsTheDaemon) {
   Receiver pid1(::testing::TempDir() + "notify-" + std::to_string(getpid()) + ".sock");
   ASSERT_TRUE(pid1.bound());
-  Notifier n;
   // Far more than the receiver's queue holds (net.unix.max_dgram_qlen, 10 by default).
-  // sd_notify() would block here for good; the guard below turns such a hang into a failure.
-  auto sent = std::async(std::launch::async, [&] {
+  // sd_notify() would block here for good; run in a child that is killed at the deadline,
+  // a hang is a failure within 30 s instead of a test stuck until CTest's timeout.
+  EXPECT_TRUE(FinishesWithin(std::chrono::seconds(30), [] {
+    Notifier n;
     for (int i = 0; i < 200; ++i) {
       n.Status("sweep " + std::to_string(i));
       n.Watchdog();
     }
     n.Stopping();  // retried for up to a second, then dropped
-  });
-  ASSERT_EQ(sent.wait_for(std::chrono::seconds(30)), std::future_status::ready)
-      << "the notifier blocked on a full queue";
+  })) << "the notifier blocked on a full queue";
   std::vector<std::string> got = pid1.Drain();
   ASSERT_FALSE(got.empty());
   EXPECT_EQ(got[0], "STATUS=sweep 0") << "what fitted arrived, in order";
   EXPECT_LT(got.size(), 400u) << "the rest was dropped, not queued without bound";
+}
+
+TEST(Notifier, TheGuardTurnsAHangIntoAFailureAtItsDeadline) {
+  auto t0 = std::chrono::steady_clock::now();
+  ::testing::AssertionResult hung = FinishesWithin(std::chrono::milliseconds(300), [] {
+    for (;;) pause();  // as sd_notify() blocked on a full queue would
+  });
+  EXPECT_FALSE(hung);
+  EXPECT_NE(std::string(hung.message()).find("did not finish within 300 ms"), std::string::npos)
+      << hung.message();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
+  EXPECT_TRUE(FinishesWithin(std::chrono::seconds(10), [] {}));
 }
 
 }  // namespace

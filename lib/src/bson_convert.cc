@@ -3,6 +3,7 @@
 #include <cstring>
 #include <map>
 #include <string>
+#include <unordered_map>
 
 #include "mongo_handles.h"
 
@@ -99,7 +100,42 @@ Status ToBson(const Document& doc, bson_t* out) {
   return Status::Ok();
 }
 
-Value ValueFromIter(bson_iter_t* it) {
+namespace {
+
+// Type names of the values the reader refuses to interpret. A profile that reads such a
+// field reports "<field> has type <name>", and the transaction is quarantined.
+constexpr const char* kTooDeep = "nested deeper than 100 levels";
+constexpr const char* kDuplicated = "duplicated key";
+
+// mongod refuses to store a document nested deeper than 100 levels, so deeper nesting can
+// only come from a forged or broken reply; the bound also keeps the recursion below (and
+// the recursive destructor, comparison and rendering of Value) to 100 frames, whatever the
+// reply holds.
+constexpr int kMaxDepth = 100;
+
+Value ValueAt(bson_iter_t* it, int depth);
+
+// The fields of the sub-document `it` points into. A key that appears more than once
+// becomes one field holding OtherValue "duplicated key": which copy the server (or an
+// application reading it) would use is not ours to guess.
+Document DocumentAt(bson_iter_t* child, int depth) {
+  Document::Fields fields;
+  std::unordered_map<std::string_view, std::size_t> index;  // into fields; keys point there
+  while (bson_iter_next(child)) {
+    std::uint32_t len = bson_iter_key_len(child);
+    std::string_view key(bson_iter_key(child), len);
+    auto [at, inserted] = index.try_emplace(key, fields.size());
+    if (!inserted) {
+      fields[at->second].second = Value(OtherValue{kDuplicated});
+      continue;
+    }
+    fields.emplace_back(std::string(key), ValueAt(child, depth));
+  }
+  return Document::FromDistinctFields(std::move(fields));
+}
+
+// `depth` is the nesting level of the value: 1 for a field of the top-level document.
+Value ValueAt(bson_iter_t* it, int depth) {
   switch (bson_iter_type(it)) {
     case BSON_TYPE_NULL:
       return Value(Null{});
@@ -124,30 +160,34 @@ Value ValueFromIter(bson_iter_t* it) {
     case BSON_TYPE_DATE_TIME:
       return Value(DateTime{bson_iter_date_time(it)});
     case BSON_TYPE_ARRAY: {
+      if (depth > kMaxDepth) return Value(OtherValue{kTooDeep});
       Array a;
       bson_iter_t child;
       if (bson_iter_recurse(it, &child))
-        while (bson_iter_next(&child)) a.push_back(ValueFromIter(&child));
+        while (bson_iter_next(&child)) a.push_back(ValueAt(&child, depth + 1));
       return Value(std::move(a));
     }
     case BSON_TYPE_DOCUMENT: {
-      Document d;
+      if (depth > kMaxDepth) return Value(OtherValue{kTooDeep});
       bson_iter_t child;
-      if (bson_iter_recurse(it, &child))
-        while (bson_iter_next(&child)) d.Set(bson_iter_key(&child), ValueFromIter(&child));
-      return Value(std::move(d));
+      if (!bson_iter_recurse(it, &child)) return Value(Document{});
+      return Value(DocumentAt(&child, depth + 1));
     }
     default:
       return Value(OtherValue{BsonTypeName(bson_iter_type(it))});
   }
 }
 
+}  // namespace
+
+Value ValueFromIter(bson_iter_t* it) {
+  return ValueAt(it, 1);
+}
+
 Document FromBson(const bson_t* bson) {
-  Document d;
   bson_iter_t it;
-  if (bson_iter_init(&it, bson))
-    while (bson_iter_next(&it)) d.Set(bson_iter_key(&it), ValueFromIter(&it));
-  return d;
+  if (!bson_iter_init(&it, bson)) return Document{};
+  return DocumentAt(&it, 1);
 }
 
 namespace {

@@ -56,6 +56,12 @@ std::optional<ObjectId> ObjectId::FromHex(std::string_view hex) {
 
 Document::Document(std::initializer_list<std::pair<std::string, Value>> fields) : fields_(fields) {}
 
+Document Document::FromDistinctFields(Fields fields) {
+  Document d;
+  d.fields_ = std::move(fields);
+  return d;
+}
+
 const Value* Document::Get(std::string_view key) const noexcept {
   for (const auto& [k, v] : fields_)
     if (k == key) return &v;

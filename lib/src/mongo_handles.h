@@ -6,6 +6,7 @@
 #include <mongoc/mongoc.h>
 
 #include <memory>
+#include <optional>
 #include <string_view>
 
 #include "txn_recovery/document.h"
@@ -117,14 +118,44 @@ class PooledClient {
   mongoc_client_t* client_ = nullptr;
 };
 
+// How the driver's log messages from the current thread are treated (uri_redaction.cc).
+enum class DriverLogMode {
+  kNormal,      // passed on (through RedactSecrets)
+  kMaskQuoted,  // a URI is being parsed: its quoted values may be secrets (MaskQuotedValues)
+  kDrop,        // a URI is being parsed only to be displayed; its warnings were logged already
+};
+DriverLogMode CurrentDriverLogMode();
+// RAII scopes setting the mode for the current thread.
+class ParsingUriScope {
+ public:
+  ParsingUriScope();
+  ~ParsingUriScope();
+  ParsingUriScope(const ParsingUriScope&) = delete;
+  ParsingUriScope& operator=(const ParsingUriScope&) = delete;
+};
+class QuietDriverLog {
+ public:
+  QuietDriverLog();
+  ~QuietDriverLog();
+  QuietDriverLog(const QuietDriverLog&) = delete;
+  QuietDriverLog& operator=(const QuietDriverLog&) = delete;
+};
+// Adds the credentials `uri` carries to the ones RedactSecrets hides.
+void RememberSecretsOf(const mongoc_uri_t* uri);
+
 // The one translation from the driver's errors to ours. `what` names the operation.
 // Unreachable servers, network failures and "not primary" style answers are Unavailable
-// (retrying later may succeed); every other error is ServerError.
+// (retrying later may succeed); a refused login is Unauthenticated (says "authentication
+// failed"); every other error is ServerError. The message goes through RedactSecrets.
 Status StatusFromBsonError(const bson_error_t& error, std::string_view what);
 
 // Document model <-> BSON.
 Status AppendValue(bson_t* out, std::string_view key, const Value& value);
 Status ToBson(const Document& doc, bson_t* out);
+// The reader is bounded: a document or array nested deeper than 100 levels (mongod's own
+// limit for stored documents) becomes OtherValue "nested deeper than 100 levels", and a key
+// that appears twice in one (sub-)document becomes one field holding OtherValue
+// "duplicated key", so that a profile reading such a field reports it as the wrong type.
 Value ValueFromIter(bson_iter_t* iter);
 Document FromBson(const bson_t* bson);
 

@@ -4,113 +4,32 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <optional>
 
 #include "mongo_handles.h"
 
 namespace txn_recovery {
-
-// ---- Redaction -------------------------------------------------------------------------
-
-namespace {
-
-bool EndsAuthority(char c) {
-  return c == '/' || c == '?' || c == '#' || c == ' ' || c == '\t' || c == '\n' || c == '"' ||
-         c == '\'' || c == ',' || c == ';' || c == '>' || c == ')';
-}
-
-}  // namespace
-
-// Hosts with a port that is not a number ("app:hunter2" when the '@' was forgotten) may
-// be credentials: the "port" is hidden.
-static std::string RedactHostList(std::string_view hosts) {
-  std::string out;
-  std::size_t start = 0;
-  while (start <= hosts.size()) {
-    std::size_t end = hosts.find(',', start);
-    if (end == std::string_view::npos) end = hosts.size();
-    std::string_view host = hosts.substr(start, end - start);
-    std::size_t colon = host.rfind(':');
-    std::size_t bracket = host.rfind(']');
-    bool suspicious = false;
-    if (colon != std::string_view::npos && (bracket == std::string_view::npos || colon > bracket)) {
-      std::string_view port = host.substr(colon + 1);
-      suspicious = port.empty() || port.find_first_not_of("0123456789") != std::string_view::npos;
-    }
-    if (start > 0) out += ',';
-    if (suspicious) {
-      out.append(host.substr(0, colon));
-      out.append(":***");
-    } else {
-      out.append(host);
-    }
-    start = end + 1;
-  }
-  return out;
-}
-
-std::string RedactUri(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  std::size_t pos = 0;
-  bool saw_scheme = false;
-  while (pos < text.size()) {
-    std::size_t scheme = text.find("://", pos);
-    if (scheme == std::string_view::npos) break;
-    saw_scheme = true;
-    std::size_t auth_start = scheme + 3;
-    std::size_t auth_end = auth_start;
-    // The password may hold '@' or '/' only percent-encoded, so the authority ends at the
-    // first delimiter, and the credentials at the last '@' before it.
-    while (auth_end < text.size() && !EndsAuthority(text[auth_end])) ++auth_end;
-    std::string_view authority = text.substr(auth_start, auth_end - auth_start);
-    std::size_t at = authority.rfind('@');
-    out.append(text.substr(pos, auth_start - pos));
-    if (at != std::string_view::npos) {
-      std::string_view userinfo = authority.substr(0, at);
-      std::size_t colon = userinfo.find(':');
-      if (colon != std::string_view::npos) {
-        out.append(userinfo.substr(0, colon));
-        out.append(":***");
-      } else {
-        out.append(userinfo);
-      }
-      out.append(authority.substr(at));
-    } else {
-      out.append(RedactHostList(authority));
-    }
-    pos = auth_end;
-  }
-  out.append(text.substr(pos));
-  if (!saw_scheme) {
-    // No scheme: "user:password@host" somewhere in free text.
-    std::size_t at = out.find('@');
-    while (at != std::string::npos) {
-      std::size_t start = out.find_last_of(" \t\n\"'=(", at);
-      start = start == std::string::npos ? 0 : start + 1;
-      std::size_t colon = out.find(':', start);
-      if (colon != std::string::npos && colon < at) {
-        out.replace(colon + 1, at - colon - 1, "***");
-        at = colon + 4;
-      }
-      at = out.find('@', at + 1);
-    }
-  }
-  return out;
-}
 
 // ---- Errors ------------------------------------------------------------------------------
 
 namespace mongo {
 
 Status StatusFromBsonError(const bson_error_t& error, std::string_view what) {
-  std::string msg = std::string(what) + " failed: " + RedactUri(error.message) + " (domain " +
-                    std::to_string(error.domain) + ", code " + std::to_string(error.code) + ")";
+  const std::string detail = RedactSecrets(error.message) + " (domain " +
+                             std::to_string(error.domain) + ", code " + std::to_string(error.code) +
+                             ")";
+  const std::string msg = std::string(what) + " failed: " + detail;
+  // The server's AuthenticationFailed (18) comes back as the client's "authenticate" error
+  // when the driver logs in for a new connection, and as itself from a command.
+  if ((error.domain == MONGOC_ERROR_CLIENT && error.code == MONGOC_ERROR_CLIENT_AUTHENTICATE) ||
+      ((error.domain == MONGOC_ERROR_SERVER || error.domain == MONGOC_ERROR_QUERY) &&
+       error.code == 18))
+    return Status::Unauthenticated(std::string(what) + ": authentication failed: " + detail);
   switch (error.domain) {
     case MONGOC_ERROR_SERVER_SELECTION:
     case MONGOC_ERROR_STREAM:
       return Status::Unavailable(msg);
     case MONGOC_ERROR_CLIENT:
-      if (error.code == MONGOC_ERROR_CLIENT_AUTHENTICATE) return Status::ServerError(msg);
       return Status::Unavailable(msg);
     case MONGOC_ERROR_SERVER:
     case MONGOC_ERROR_WRITE_CONCERN:
@@ -152,6 +71,10 @@ DriverLogSink* g_sink = nullptr;  // guarded by g_sink_mu
 extern "C" void LogTrampoline(mongoc_log_level_t level, const char* domain, const char* message,
                               void* /*user_data*/) noexcept {
   try {
+    const mongo::DriverLogMode mode = mongo::CurrentDriverLogMode();
+    if (mode == mongo::DriverLogMode::kDrop) return;
+    std::string text = RedactSecrets(message ? message : "");
+    if (mode == mongo::DriverLogMode::kMaskQuoted) text = MaskQuotedValues(text);
     std::lock_guard lock(g_sink_mu);
     if (g_sink == nullptr || !*g_sink) return;
     DriverLogLevel l = DriverLogLevel::kDebug;
@@ -178,7 +101,7 @@ extern "C" void LogTrampoline(mongoc_log_level_t level, const char* domain, cons
         l = DriverLogLevel::kTrace;
         break;
     }
-    (*g_sink)(l, domain ? domain : "", RedactUri(message ? message : ""));
+    (*g_sink)(l, domain ? domain : "", text);
   } catch (...) {
     // Dropping a log line is better than unwinding through C.
   }
@@ -357,19 +280,16 @@ Status SetConcerns(const MongoOptions& options, mongoc_uri_t* uri) {
 MongoStore::MongoStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 MongoStore::~MongoStore() = default;
 
-Status ValidateMongoUri(const std::string& uri) {
-  bson_error_t error;
-  mongo::UriPtr parsed(mongoc_uri_new_with_error(uri.c_str(), &error));
-  if (!parsed) return Status::InvalidArgument(RedactUri(error.message));
-  return Status::Ok();
-}
-
 Status MongoStore::Open(const MongoOptions& options, std::unique_ptr<MongoStore>* store) {
+  if (Status s = ValidateMongoUri(options.uri); !s.ok()) return s;
   bson_error_t error;
-  mongo::UriPtr uri(mongoc_uri_new_with_error(options.uri.c_str(), &error));
-  if (!uri)
-    return Status::InvalidArgument("invalid MongoDB URI " + RedactUri(options.uri) + ": " +
-                                   RedactUri(error.message));
+  mongo::UriPtr uri;
+  {
+    // Validated above; the driver's warnings about it were logged (masked) there.
+    mongo::QuietDriverLog quiet;
+    uri.reset(mongoc_uri_new_with_error(options.uri.c_str(), &error));
+  }
+  if (!uri) return Status::InvalidArgument("not a usable MongoDB URI (not shown)");
   mongoc_uri_set_option_as_int32(
       uri.get(), MONGOC_URI_SERVERSELECTIONTIMEOUTMS,
       static_cast<std::int32_t>(options.server_selection_timeout.count()));

@@ -21,6 +21,8 @@ std::string_view Status::CodeName(Code code) noexcept {
       return "Conflict";
     case Code::kUnavailable:
       return "Unavailable";
+    case Code::kUnauthenticated:
+      return "Unauthenticated";
     case Code::kServerError:
       return "ServerError";
     case Code::kAborted:

@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "txn_recovery/store.h"
+#include "txn_recovery/uri_redaction.h"  // RedactUri, for every caller that shows a URI
 
 namespace txn_recovery {
 
@@ -57,7 +58,8 @@ class MongoStore final : public Store {
  public:
   // Parses the URI and builds the client pool. Does not contact the server: a store
   // opened while the database is down works once it is back. InvalidArgument for an
-  // unparseable URI (the message never contains the password).
+  // unparseable URI (the message never contains the URI or any part of it). The URI's
+  // credentials are remembered for RedactSecrets.
   static Status Open(const MongoOptions& options, std::unique_ptr<MongoStore>* store);
   ~MongoStore() override;
 
@@ -99,14 +101,5 @@ class MongoStore final : public Store {
   explicit MongoStore(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
-
-// Returns `uri` with any password replaced by "***" (user names are kept). Safe on
-// malformed input: never returns the original text if it might hold a secret.
-std::string RedactUri(std::string_view uri);
-
-// Whether libmongoc accepts `uri` (scheme, hosts, options): InvalidArgument with the
-// driver's reason, redacted, otherwise. What MongoStore::Open would refuse, checked
-// without connecting, so that a configuration check refuses exactly what a run refuses.
-Status ValidateMongoUri(const std::string& uri);
 
 }  // namespace txn_recovery

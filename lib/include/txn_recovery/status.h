@@ -22,8 +22,14 @@ class [[nodiscard]] Status {
     kMalformed,        // a stored document does not fit its profile; never guessed at
     kConflict,         // a guarded write lost a race (CAS miss, lease held by someone else)
     kUnavailable,      // the database cannot be reached right now; retrying may help
-    kServerError,      // the database answered with an error (permission, write error)
-    kAborted,          // the operation was deliberately stopped (shutdown, injected crash)
+    // The database refused our credentials. A refinement of kUnavailable: the database
+    // cannot be used right now and retrying may help (the credential is rotated, the user
+    // re-created), so IsUnavailable() is true for it too and every "retry later, count
+    // nothing against a transaction" rule applies unchanged; IsUnauthenticated() tells
+    // the operator which of the two to fix.
+    kUnauthenticated,
+    kServerError,  // the database answered with an error (permission, write error)
+    kAborted,      // the operation was deliberately stopped (shutdown, injected crash)
   };
 
   Status() noexcept = default;
@@ -36,6 +42,9 @@ class [[nodiscard]] Status {
   static Status Malformed(std::string_view msg) { return Status(Code::kMalformed, msg); }
   static Status Conflict(std::string_view msg) { return Status(Code::kConflict, msg); }
   static Status Unavailable(std::string_view msg) { return Status(Code::kUnavailable, msg); }
+  static Status Unauthenticated(std::string_view msg) {
+    return Status(Code::kUnauthenticated, msg);
+  }
   static Status ServerError(std::string_view msg) { return Status(Code::kServerError, msg); }
   static Status Aborted(std::string_view msg) { return Status(Code::kAborted, msg); }
 
@@ -45,7 +54,11 @@ class [[nodiscard]] Status {
   bool IsInvalidArgument() const noexcept { return code() == Code::kInvalidArgument; }
   bool IsMalformed() const noexcept { return code() == Code::kMalformed; }
   bool IsConflict() const noexcept { return code() == Code::kConflict; }
-  bool IsUnavailable() const noexcept { return code() == Code::kUnavailable; }
+  // True for kUnavailable and its refinement kUnauthenticated.
+  bool IsUnavailable() const noexcept {
+    return code() == Code::kUnavailable || code() == Code::kUnauthenticated;
+  }
+  bool IsUnauthenticated() const noexcept { return code() == Code::kUnauthenticated; }
   bool IsServerError() const noexcept { return code() == Code::kServerError; }
   bool IsAborted() const noexcept { return code() == Code::kAborted; }
 

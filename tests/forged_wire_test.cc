@@ -1,0 +1,334 @@
+// The daemon against replies no real server sends, served by a forged MongoDB-wire server
+// (support/wire_proxy.h: the test server behind a proxy that rewrites the replies a test
+// picks). Whatever the reply, the daemon never crashes, never waits past its socket
+// timeout, and quarantines or reports the transaction it cannot trust.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <sstream>
+#include <string>
+
+#include "support/bank.h"
+#include "support/daemon_process.h"
+#include "support/test_env.h"
+#include "support/wire_proxy.h"
+
+namespace txn_recovery::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using Fate = WireProxy::Fate;
+using Verdict = WireProxy::Verdict;
+
+class ForgedWire : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    backend_ = TestBackend::Create("mongo");
+    ASSERT_TRUE(backend_->error().empty()) << backend_->error();
+    server_uri_ = FindTestUri().uri_or_reason;
+    std::string error;
+    proxy_ = WireProxy::StartFor(server_uri_, &error);
+    ASSERT_TRUE(proxy_) << error;
+  }
+
+  // A configuration reaching the database through the forged server, with short timeouts.
+  std::string ConfigFile(const std::string& uri, const std::string& extra = "") {
+    return WriteTestFile(".toml", "[mongodb]\nuri = \"" + uri +
+                                      "\"\nserver_selection_timeout = \"2s\"\n"
+                                      "socket_timeout = \"2s\"\n"
+                                      "[sweep]\nworkers = 2\nmax_failures = 2\n" +
+                                      extra + "[[watch]]\nname = \"bank\"\ndatabase = \"" +
+                                      backend_->database() + "\"\n");
+  }
+  std::string ProxiedConfig(const std::string& extra = "") {
+    return ConfigFile(proxy_->Uri(server_uri_), extra);
+  }
+
+  // `txn-recoveryd sweep -v` to its end: the exit code (nullopt if it did not end within
+  // `limit`, -N if it died of signal N).
+  std::optional<int> Sweep(const std::string& config, std::string* output,
+                           seconds limit = seconds(60)) {
+    auto p = StartTxnRecoveryd({"sweep", "-v", "--config", config});
+    std::optional<int> rc = p->Wait(limit);
+    *output = p->Stdout() + p->Stderr();
+    return rc;
+  }
+
+  std::unique_ptr<TestBackend> backend_;
+  std::string server_uri_;
+  std::unique_ptr<WireProxy> proxy_;
+};
+
+// The replies to the daemon's reads of the transactions collection.
+bool IsTransactionRead(const WireProxy::Reply& r) {
+  return (r.command == "find" || r.command == "getMore" || r.command == "aggregate") &&
+         (r.collection == "transactions" || r.command == "getMore");
+}
+
+TEST_F(ForgedWire, ADuplicatedAmountIsQuarantinedNotReadAsTheLastCopy) {
+  Bank bank(backend_->store(), backend_->database());
+  bank.Open(2);
+  // Debited, not yet credited: resuming it credits A1 with what the daemon reads.
+  Value id = bank.Transfer("A0", "A1", 10, 3);
+  bank.Age(id, std::chrono::minutes(5));
+  Snapshot before = bank.Take();
+  std::int64_t numeric_id = static_cast<std::int64_t>(*id.as_double());
+  proxy_->SetRule([&](WireProxy::Reply* r) {
+    if (IsTransactionRead(*r))
+      EditCursorBatch(&r->body, [&](std::string* doc) {
+        if (!HasId(*doc, numeric_id)) return false;
+        // {..., value: 10, ..., value: 1000}
+        auto elements = ReadElements(*doc);
+        elements->push_back(*ReadElements(BsonWriter().Int32("value", 1000).Finish())->begin());
+        *doc = WriteElements(*elements);
+        return true;
+      });
+    return Verdict{};
+  });
+
+  std::string out;
+  EXPECT_EQ(Sweep(ProxiedConfig(), &out), 1) << out;
+  EXPECT_GT(proxy_->forged(), 0);
+  std::optional<Document> txn = bank.Txn(id);
+  ASSERT_TRUE(txn);
+  const Value* reason = txn->GetPath("recovery.quarantine.reason");
+  ASSERT_TRUE(reason && reason->is_string()) << txn->Get("_id")->ToString() << "\n" << out;
+  EXPECT_NE(reason->as_string()->find("duplicated key"), std::string::npos) << *reason->as_string();
+  // The daemon wrote nothing to the accounts: A0 keeps the application's debit, A1 was
+  // credited neither 10 nor 1000.
+  Snapshot after = bank.Take();
+  EXPECT_EQ(after.accounts, before.accounts);
+  EXPECT_EQ(bank.Balance("A1"), 1000);
+}
+
+TEST_F(ForgedWire, AReplyNested100000LevelsDeepNeitherCrashesTheDaemonNorStopsTheSweep) {
+  // 100,000 levels (800 KB, far below the 16 MB a document may take): the unbounded reader
+  // overflowed its 8 MiB stack from about 50,000 levels on in this build.
+  Bank bank(backend_->store(), backend_->database());
+  bank.Open(2);
+  Snapshot before = bank.Take();
+  Value id = bank.Transfer("A0", "A1", 10, 3);
+  bank.Age(id, std::chrono::minutes(5));
+  std::int64_t numeric_id = static_cast<std::int64_t>(*id.as_double());
+  const std::string deep = NestedDocument(100000);
+  proxy_->SetRule([&](WireProxy::Reply* r) {
+    if (IsTransactionRead(*r))
+      EditCursorBatch(&r->body, [&](std::string* doc) {
+        if (!HasId(*doc, numeric_id)) return false;
+        auto elements = ReadElements(*doc);
+        elements->push_back({kBsonDocument, "note", deep});
+        *doc = WriteElements(*elements);
+        return true;
+      });
+    return Verdict{};
+  });
+
+  std::string out;
+  EXPECT_EQ(Sweep(ProxiedConfig(), &out), 0) << "the note is not a field the profile reads\n"
+                                             << out;
+  EXPECT_GT(proxy_->forged(), 0);
+  EXPECT_EQ(bank.State(id), "done") << out;
+  for (const auto& v : bank.Violations(before)) ADD_FAILURE() << v;
+}
+
+TEST_F(ForgedWire, AServerClockOfTheWrongTypeFailsTheSweepWithAReason) {
+  Bank bank(backend_->store(), backend_->database());
+  bank.Open(2);
+  Value id = bank.Transfer("A0", "A1", 10, 3);
+  bank.Age(id, std::chrono::minutes(5));
+  // The server's time (isMaster's localTime, serverStatus's) as a string.
+  proxy_->SetRule([&](WireProxy::Reply* r) {
+    if (r->command != "isMaster" && r->command != "serverStatus") return Verdict{};
+    auto elements = ReadElements(r->body);
+    if (!elements) return Verdict{};
+    for (auto& e : *elements)
+      if (e.key == "localTime")
+        e = *ReadElements(BsonWriter().String("localTime", "now").Finish())->begin();
+    r->body = WriteElements(*elements);
+    return Verdict{};
+  });
+  std::string out;
+  EXPECT_EQ(Sweep(ProxiedConfig(), &out), 1) << out;
+  EXPECT_NE(out.find("localTime"), std::string::npos) << out;
+  EXPECT_EQ(bank.State(id), "pending") << "no clock, no decision";
+}
+
+TEST_F(ForgedWire, ACursorReplyOfTheWrongTypeIsAnErrorNotACrash) {
+  Bank bank(backend_->store(), backend_->database());
+  bank.Open(2);
+  Value id = bank.Transfer("A0", "A1", 10, 3);
+  bank.Age(id, std::chrono::minutes(5));
+  proxy_->SetRule([&](WireProxy::Reply* r) {
+    if (!IsTransactionRead(*r)) return Verdict{};
+    auto elements = ReadElements(r->body);
+    for (auto& e : *elements)
+      if (e.key == "cursor") e = *ReadElements(BsonWriter().Int32("cursor", 7).Finish())->begin();
+    r->body = WriteElements(*elements);
+    return Verdict{};
+  });
+  std::string out;
+  std::optional<int> rc = Sweep(ProxiedConfig(), &out);
+  ASSERT_TRUE(rc) << "the sweep never ended\n" << out;
+  EXPECT_GE(*rc, 1) << out;  // reported: 1, or 69 if the driver calls it a protocol error
+  EXPECT_NE(*rc, 0) << out;
+  EXPECT_EQ(bank.State(id), "pending");
+}
+
+TEST_F(ForgedWire, ATruncatedReplyIsAnUnreachableDatabaseNotACrash) {
+  Bank bank(backend_->store(), backend_->database());
+  bank.Open(2);
+  Value id = bank.Transfer("A0", "A1", 10, 3);
+  bank.Age(id, std::chrono::minutes(5));
+  proxy_->SetRule([](WireProxy::Reply* r) {
+    return IsTransactionRead(*r) ? Verdict{Fate::kTruncateAndClose} : Verdict{};
+  });
+  std::string out;
+  EXPECT_EQ(Sweep(ProxiedConfig(), &out), 69) << out;
+  EXPECT_NE(out.find("find on"), std::string::npos) << out;
+  EXPECT_EQ(bank.State(id), "pending");
+}
+
+TEST_F(ForgedWire, ATruncatedReplyThatThenStallsEndsAtTheSocketTimeout) {
+  Bank bank(backend_->store(), backend_->database());
+  bank.Open(2);
+  Value id = bank.Transfer("A0", "A1", 10, 3);
+  bank.Age(id, std::chrono::minutes(5));
+  proxy_->SetRule([](WireProxy::Reply* r) {
+    return IsTransactionRead(*r) ? Verdict{Fate::kTruncateAndStall} : Verdict{};
+  });
+  std::string out;
+  // socket_timeout is 2s: the read gives up then, whatever the server does. A daemon that
+  // waited on the socket would still be waiting at the limit (libmongoc's default is 5 min).
+  EXPECT_EQ(Sweep(ProxiedConfig(), &out, seconds(45)), 69) << out;
+  EXPECT_EQ(bank.State(id), "pending");
+}
+
+TEST_F(ForgedWire, AReplySlowerThanTheSocketTimeoutEndsTheSweep) {
+  Bank bank(backend_->store(), backend_->database());
+  bank.Open(2);
+  Value id = bank.Transfer("A0", "A1", 10, 3);
+  bank.Age(id, std::chrono::minutes(5));
+  proxy_->SetRule([](WireProxy::Reply* r) {
+    return IsTransactionRead(*r) ? Verdict{Fate::kDelay, seconds(120)} : Verdict{};
+  });
+  std::string out;
+  EXPECT_EQ(Sweep(ProxiedConfig(), &out, seconds(45)), 69) << out;
+}
+
+TEST_F(ForgedWire, AnOversizedReplyIsRefusedNotAllocated) {
+  Bank bank(backend_->store(), backend_->database());
+  bank.Open(2);
+  Value id = bank.Transfer("A0", "A1", 10, 3);
+  bank.Age(id, std::chrono::minutes(5));
+  proxy_->SetRule([](WireProxy::Reply* r) {
+    return IsTransactionRead(*r) ? Verdict{Fate::kOversized} : Verdict{};
+  });
+  std::string out;
+  // The driver refuses a message past the server's maximum before reading its body (a
+  // protocol error: the sweep of the watch fails and says why).
+  EXPECT_EQ(Sweep(ProxiedConfig(), &out, seconds(45)), 1) << out;
+  EXPECT_NE(out.find("Message size 67108864 is not within expected range"), std::string::npos)
+      << out;
+  EXPECT_EQ(bank.State(id), "pending");
+}
+
+// What mongod answers a login with a wrong password.
+std::string AuthenticationFailedReply() {
+  return BsonWriter()
+      .Double("ok", 0)
+      .String("errmsg", "Authentication failed.")
+      .Int32("code", 18)
+      .String("codeName", "AuthenticationFailed")
+      .Finish();
+}
+
+WireProxy::Rule RefuseEveryLogin() {
+  return [](WireProxy::Reply* r) {
+    if (r->command == "saslStart" || r->command == "saslContinue" || r->command == "authenticate")
+      r->body = AuthenticationFailedReply();
+    return Verdict{};
+  };
+}
+
+// The proxy's URI with credentials (the forged server refuses them).
+std::string WithCredentials(const std::string& uri, const std::string& userinfo) {
+  const std::string scheme = "mongodb://";
+  std::string rest = uri.substr(scheme.size());
+  if (std::size_t at = rest.find('@'); at != std::string::npos) rest = rest.substr(at + 1);
+  return scheme + userinfo + "@" + rest;
+}
+
+TEST_F(ForgedWire, ARefusedLoginIsAuthenticationFailedNotAnUnreachableDatabase) {
+  proxy_->SetRule(RefuseEveryLogin());
+  std::string config = ConfigFile(WithCredentials(proxy_->Uri(server_uri_), "app:wrong-pw-4711"));
+  for (const char* command : {"sweep", "inspect"}) {
+    auto p = StartTxnRecoveryd({command, "--config", config});
+    std::optional<int> rc = p->Wait(seconds(30));
+    std::string out = p->Stdout() + p->Stderr();
+    EXPECT_EQ(rc, 77) << command << "\n" << out;
+    EXPECT_NE(out.find("authentication failed"), std::string::npos) << command << "\n" << out;
+    EXPECT_EQ(out.find("unreachable"), std::string::npos) << command << "\n" << out;
+    EXPECT_EQ(out.find("wrong-pw-4711"), std::string::npos) << command << "\n" << out;
+  }
+}
+
+TEST_F(ForgedWire, ARunningDaemonSaysAuthenticationFailedInItsLogAndReadiness) {
+  proxy_->SetRule(RefuseEveryLogin());
+  std::string config = ConfigFile(WithCredentials(proxy_->Uri(server_uri_), "app:wrong-pw-4711"),
+                                  "[daemon]\ninterval = \"300ms\"\nbackoff_max = \"500ms\"\n"
+                                  "[http]\nlisten = \"127.0.0.1:0\"\n");
+  auto daemon =
+      StartTxnRecoveryd({"run", "--config", config}, {{"TXN_RECOVERYD_LOG_FORMAT", "text"}});
+  int port = HealthPort(*daemon);
+  ASSERT_GT(port, 0) << daemon->Stderr();
+  EXPECT_TRUE(Eventually(
+      [&] {
+        return HttpGet(port, "/readyz").body.find("authentication failed") != std::string::npos;
+      },
+      seconds(20)))
+      << HttpGet(port, "/readyz").body << daemon->Stderr();
+  EXPECT_EQ(HttpGet(port, "/readyz").status, 503);
+  EXPECT_EQ(HttpGet(port, "/livez").status, 200) << "a refused login is no reason to restart";
+  daemon->Signal(SIGTERM);
+  EXPECT_EQ(daemon->Wait(seconds(15)), 0);
+  std::string log = daemon->Stderr();
+  EXPECT_NE(log.find("authentication failed"), std::string::npos) << log;
+  EXPECT_EQ(log.find("database unreachable"), std::string::npos) << log;
+  EXPECT_EQ(log.find("wrong-pw-4711"), std::string::npos) << log;
+}
+
+TEST_F(ForgedWire, PerTransactionWarningsDuringAnOutageAreRateLimited) {
+  Bank bank(backend_->store(), backend_->database());
+  bank.Open(10);
+  for (int i = 0; i < 60; ++i)
+    bank.Transfer("A" + std::to_string(i % 10), "A" + std::to_string((i + 3) % 10), 1, 3);
+  bank.AgeAll(std::chrono::minutes(5));
+  // The database answers reads and pings but every write's connection breaks: each
+  // transaction of each sweep fails with the database unreachable.
+  proxy_->SetRule([](WireProxy::Reply* r) {
+    return r->command == "update" ? Verdict{Fate::kClose} : Verdict{};
+  });
+  std::string config = ProxiedConfig(
+      "[daemon]\ninterval = \"200ms\"\nbackoff_max = \"200ms\"\n[log]\nlevel = \"info\"\n");
+  auto daemon =
+      StartTxnRecoveryd({"run", "--config", config}, {{"TXN_RECOVERYD_LOG_FORMAT", "text"}});
+  // Several sweeps, each failing every transaction.
+  ASSERT_TRUE(Eventually([&] { return proxy_->forged() >= 10; }, seconds(30))) << daemon->Stderr();
+  daemon->Signal(SIGTERM);
+  EXPECT_EQ(daemon->Wait(seconds(15)), 0);
+  std::string log = daemon->Stderr();
+  std::size_t failure_lines = 0;
+  std::istringstream lines(log);
+  for (std::string line; std::getline(lines, line);)
+    if (line.find(" warning ") != std::string::npos && line.find("fail") != std::string::npos)
+      ++failure_lines;
+  EXPECT_NE(log.find("transactions failing: database unreachable"), std::string::npos) << log;
+  EXPECT_LE(failure_lines, 4u) << "60 transactions failing in every sweep are logged once a "
+                                  "minute per watch and action, not once each\n"
+                               << log;
+}
+
+}  // namespace
+}  // namespace txn_recovery::testing
