@@ -10,6 +10,7 @@
 #include "inspect_command.h"
 #include "logging.h"
 #include "revision.h"
+#include "transaction_commands.h"
 #include "txn_recovery/mongo_store.h"
 
 namespace txn_recoveryd {
@@ -70,6 +71,23 @@ std::unique_ptr<CLI::App> BuildCli(CliOptions* o) {
   CLI::App* resume = app->add_subcommand("resume", "Undo pause");
   add_config(resume);
   add_watch(resume);
+
+  const std::pair<const char*, const char*> one[] = {
+      {"explain",
+       "Why the daemon does what it does with one transaction: state, age, decision, lease, "
+       "quarantine, and the writes it would send"},
+      {"retry", "Drive one transaction now, whatever its age, as a sweep would"},
+      {"release", "Hand a quarantined transaction back to the daemon"}};
+  for (const auto& [name, help] : one) {
+    CLI::App* cmd = app->add_subcommand(name, help);
+    add_config(cmd);
+    add_watch(cmd);
+    cmd->add_option("id", o->transaction.id,
+                    "The transaction's _id as the reports print it: \"abc\", 42, "
+                    "{\"$oid\": \"...\"} (JSON), or a plain string")
+        ->required();
+    cmd->add_flag("--json", o->transaction.json, "Print one JSON document");
+  }
   return app;
 }
 
@@ -177,6 +195,9 @@ int Main(int argc, char** argv) {
   if (chosen("inspect")) return RunInspect(config, store.get(), o.inspect_json, std::cout);
   if (chosen("pause")) return RunPause(config, store.get(), true, std::cout);
   if (chosen("resume")) return RunPause(config, store.get(), false, std::cout);
+  if (chosen("explain")) return RunExplain(config, store.get(), o.transaction, std::cout);
+  if (chosen("retry")) return RunRetry(config, store.get(), o.transaction, std::cout);
+  if (chosen("release")) return RunRelease(config, store.get(), o.transaction, std::cout);
   return kExitUsage;
 }
 

@@ -10,6 +10,7 @@
 
 #include "scheduler.h"
 #include "sweep_command.h"
+#include "transaction_commands.h"
 
 namespace txn_recoveryd {
 
@@ -19,6 +20,7 @@ struct CliOptions {
   std::vector<std::string> watches;  // --watch NAME (repeatable): only these watches
   int verbosity = 0;
   bool inspect_json = false;
+  TransactionCommand transaction;  // explain, retry, release
   SweepCommandOptions sweep;
   RunOptions run;
 };

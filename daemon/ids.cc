@@ -1,6 +1,7 @@
 #include "ids.h"
 
 #include <cmath>
+#include <cstdint>
 #include <type_traits>
 
 namespace txn_recoveryd {
@@ -43,6 +44,34 @@ std::string IdText(const txn_recovery::Value& id) {
   if (const txn_recovery::ObjectId* oid = id.as_object_id()) return oid->Hex();
   nlohmann::json j = IdJson(id);
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::vector<txn_recovery::Value> IdCandidates(std::string_view text, std::string* problem) {
+  using txn_recovery::Value;
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_discarded()) {
+    if (j.is_string()) return {Value(j.get<std::string>())};
+    if (j.is_number_integer() || j.is_number_unsigned()) {
+      if (j.is_number_unsigned() &&
+          j.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)) {
+        *problem = "the number " + std::string(text) + " is out of range";
+        return {};
+      }
+      const std::int64_t n = j.get<std::int64_t>();
+      if (n >= INT32_MIN && n <= INT32_MAX) return {Value(static_cast<std::int32_t>(n))};
+      return {Value(n)};
+    }
+    if (j.is_number_float()) return {Value(j.get<double>())};
+    if (j.is_object() && j.size() == 1 && j.contains("$oid") && j["$oid"].is_string())
+      if (auto oid = txn_recovery::ObjectId::FromHex(j["$oid"].get<std::string>()))
+        return {Value(*oid)};
+    *problem = "'" + std::string(text) +
+               "' is JSON but not an _id (a string, a number or {\"$oid\": \"<24 hex digits>\"})";
+    return {};
+  }
+  std::vector<Value> out{Value(std::string(text))};
+  if (auto oid = txn_recovery::ObjectId::FromHex(text)) out.emplace_back(*oid);
+  return out;
 }
 
 }  // namespace txn_recoveryd

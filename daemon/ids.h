@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "txn_recovery/document.h"
 
@@ -18,5 +20,11 @@ nlohmann::json IdJson(const txn_recovery::Value& id);
 // The value as an operator types it: abc, 42, 54fd7392742abeef6186a68e; anything else as
 // its compact JSON.
 std::string IdText(const txn_recovery::Value& id);
+
+// The _ids an operator may mean by `text`, as the reports print them: JSON ("abc" in
+// quotes, 42, 1.5, {"$oid": "..."}) is taken as what it says; anything else as the plain
+// string, and also as an ObjectId when it is 24 hexadecimal digits. Empty (and *problem
+// set) when `text` is JSON of no _id type.
+std::vector<txn_recovery::Value> IdCandidates(std::string_view text, std::string* problem);
 
 }  // namespace txn_recoveryd

@@ -1,5 +1,6 @@
 #include "txn_recovery/decision.h"
 
+#include <algorithm>
 #include <limits>
 
 namespace txn_recovery {
@@ -86,6 +87,77 @@ Action Decide(const Transaction& txn, DateTime now, const Thresholds& t) {
       return Action::kCheckLateWrites;
   }
   return Action::kNone;
+}
+
+Action DecideIgnoringAge(const Transaction& txn, DateTime now, const Thresholds& t) {
+  if (IsTerminal(txn.state)) return Action::kCheckLateWrites;
+  const std::optional<AgeWindow> window = EligibleAges(txn.state, txn.resumable, t);
+  if (!window) return Action::kNone;
+  const std::chrono::milliseconds age = std::max(AgeOf(now, txn.last_modified), window->from);
+  Transaction aged = txn;
+  aged.last_modified = Minus(now, age);
+  return Decide(aged, now, t);
+}
+
+std::string FormatAge(std::chrono::milliseconds age) {
+  long long ms = age.count();
+  std::string sign;
+  if (ms < 0) {
+    sign = "-";
+    ms = ms == std::numeric_limits<long long>::min() ? std::numeric_limits<long long>::max() : -ms;
+  }
+  if (ms < 1000) return sign + std::to_string(ms) + "ms";
+  long long s = ms / 1000;
+  const long long d = s / 86'400, h = s / 3600 % 24, m = s / 60 % 60;
+  s %= 60;
+  std::string out = sign;
+  if (d) out += std::to_string(d) + "d";
+  if (h) out += std::to_string(h) + "h";
+  if (m) out += std::to_string(m) + "m";
+  if (s || out == sign) out += std::to_string(s) + "s";
+  return out;
+}
+
+std::string DecisionRow(const Transaction& txn, DateTime now, const Thresholds& t) {
+  const std::chrono::milliseconds age = AgeOf(now, txn.last_modified);
+  std::string row = std::string(TxnStateName(txn.state)) + ", " + FormatAge(age) + " old: ";
+  const std::optional<AgeWindow> w = EligibleAges(txn.state, txn.resumable, t);
+  const Action action = Decide(txn, now, t);
+  if (AheadOfTheClock(txn, now, t))
+    return row + "ahead of the server's clock by more than max_clock_skew (" +
+           FormatAge(t.max_clock_skew) + "): reported, not acted on";
+  if (!w) return row + "terminal and past the late-write window: nothing to do";
+  auto threshold = [&](std::chrono::milliseconds d) { return "(" + FormatAge(d) + ")"; };
+  switch (txn.state) {
+    case TxnState::kInitial:
+      row += age >= t.initial_timeout ? "at least initial_timeout " : "under initial_timeout ";
+      row += threshold(t.initial_timeout);
+      break;
+    case TxnState::kPending:
+      if (!txn.resumable) {
+        row += std::string(age >= t.rollback_after ? "at least" : "under") + " rollback_after " +
+               threshold(t.rollback_after) + " (only its application can finish it before that)";
+      } else if (age >= t.rollback_after) {
+        row += "at least rollback_after " + threshold(t.rollback_after);
+      } else {
+        row += std::string(age >= t.resume_after ? "at least" : "under") + " resume_after " +
+               threshold(t.resume_after) + ", under rollback_after " + threshold(t.rollback_after);
+      }
+      break;
+    case TxnState::kApplied:
+    case TxnState::kCanceling:
+      row += std::string(age >= t.resume_after ? "at least" : "under") + " resume_after " +
+             threshold(t.resume_after);
+      break;
+    case TxnState::kDone:
+    case TxnState::kCancelled:
+      row += std::string(age < t.resume_after ? "under resume_after " + threshold(t.resume_after)
+                         : age >= t.late_write_window
+                             ? "past late_write_window " + threshold(t.late_write_window)
+                             : "within late_write_window " + threshold(t.late_write_window));
+      break;
+  }
+  return row + ": " + (action == Action::kNone ? "nothing yet" : std::string(ActionName(action)));
 }
 
 }  // namespace txn_recovery

@@ -890,3 +890,110 @@ std::vector<ExecuteResult> StateMachine::ExecuteBatch(const std::vector<const Tr
 }
 
 }  // namespace txn_recovery
+
+namespace txn_recovery {
+
+std::vector<PlannedWrite> StateMachine::Plan(
+    const Transaction& txn, Action action,
+    const std::vector<std::optional<Document>>& participants) const {
+  std::vector<PlannedWrite> out;
+  auto add = [&](std::string what, const Namespace& ns, const UpdateRequest& r) {
+    out.push_back({std::move(what), ns, r.filter, r.update, false});
+  };
+  auto note = [&](std::string what, const Namespace& ns) {
+    out.push_back({std::move(what), ns, Filter(), std::nullopt, false});
+  };
+  auto participant = [&](std::size_t i) -> const Document* {
+    return i < participants.size() && participants[i] ? &*participants[i] : nullptr;
+  };
+  const DateTime now = server_now_();
+  requests::LeaseTerms lease;
+  lease.owner = lease_.owner;
+  lease.claim = "<claim nonce>";
+  lease.expires = DateTime{now.millis + lease_.duration.count()};
+  lease.fence = DateTime{lease.expires.millis - lease_.margin.count() / 2};
+  const Profile& p = *profile_;
+
+  if (action == Action::kCheckLateWrites) {
+    for (std::size_t i = 0; i < txn.steps.size(); ++i) {
+      const ParticipantStep& step = txn.steps[i];
+      const Document* d = participant(i);
+      if (d != nullptr && HasMarker(*d, step, txn.id)) {
+        add("undo the late write: " + step.describe, step.ns,
+            requests::LateUndo(step, txn.id, txn.state, *d));
+      } else {
+        note("(nothing: no late write of " + step.describe + ")", step.ns);
+      }
+    }
+    for (const TaggedSet& set : txn.tagged_sets)
+      out.push_back(
+          {"late documents: " + set.describe, set.ns, set.members,
+           txn.state == TxnState::kCancelled ? std::nullopt : std::optional<Update>(set.finish),
+           true});
+    return out;
+  }
+  std::vector<Phase> program = ProgramOf(action);
+  if (program.empty()) return out;
+  add("claim the lease", txn_ns_, requests::Claim(txn, p, paths_, lease));
+  Value spelling = txn.state_as_read;
+  for (Phase phase : program) {
+    if (phase == Phase::kApply) {
+      bool missing = false;
+      for (std::size_t i = 0; i < txn.steps.size(); ++i) {
+        const Document* d = participant(i);
+        missing = missing || (d != nullptr && !HasMarker(*d, txn.steps[i], txn.id));
+      }
+      if (missing && !txn.taken_over) {
+        add("take it over (pending -> " + p.states.resuming.front() + ")", txn_ns_,
+            requests::TakeOver(txn.id, spelling, p, paths_, lease, lease.expires));
+        spelling = Value(p.states.resuming.front());
+      }
+      for (std::size_t i = 0; i < txn.steps.size(); ++i) {
+        const ParticipantStep& step = txn.steps[i];
+        const Document* d = participant(i);
+        if (d == nullptr) {
+          note("(cannot apply: participant not found; the resume becomes a rollback) " +
+                   step.describe,
+               step.ns);
+        } else if (HasMarker(*d, step, txn.id)) {
+          note("(nothing: already applied) " + step.describe, step.ns);
+        } else {
+          add("apply: " + step.describe, step.ns, requests::Apply(step, txn.id, *d));
+        }
+      }
+    } else if (phase == Phase::kUndo) {
+      for (std::size_t i = 0; i < txn.steps.size(); ++i) {
+        const ParticipantStep& step = txn.steps[i];
+        const Document* d = participant(i);
+        if (d != nullptr && HasMarker(*d, step, txn.id)) {
+          add("undo: " + step.describe, step.ns, requests::Undo(step, txn.id, *d));
+        } else {
+          note("(nothing: not applied) " + step.describe, step.ns);
+        }
+      }
+      for (const TaggedSet& set : txn.tagged_sets)
+        out.push_back({"delete: " + set.describe, set.ns, set.members, std::nullopt, true});
+    } else if (phase == Phase::kFinish) {
+      for (const ParticipantStep& step : txn.steps) {
+        auto [pull, duplicate] = requests::Finish(step, txn.id, paths_);
+        add("finish: pull the marker of " + step.describe, step.ns, pull);
+        add("finish: or undo a late duplicate of " + step.describe, step.ns, duplicate);
+      }
+      for (const TaggedSet& set : txn.tagged_sets)
+        out.push_back({"finish: " + set.describe, set.ns, set.members, set.finish, true});
+    } else if (phase == Phase::kUntrace) {
+      for (const ParticipantStep& step : txn.steps) {
+        auto [whole, part] = requests::Untrace(step, txn.id, paths_);
+        add("remove the finish's trace on " + step.describe, step.ns, whole);
+        add("or pull it from the daemon's sub-document", step.ns, part);
+      }
+    } else if (auto to = TargetOf(phase)) {
+      add("mark " + p.states.Written(*to), txn_ns_,
+          requests::Transition(txn.id, spelling, *to, action, p, paths_, lease, lease.expires));
+      spelling = Value(p.states.Written(*to));
+    }
+  }
+  return out;
+}
+
+}  // namespace txn_recovery

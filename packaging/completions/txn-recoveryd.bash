@@ -19,11 +19,12 @@ _txn_recoveryd() {
   COMPREPLY=()
   cur="${COMP_WORDS[COMP_CWORD]}"
   prev="${COMP_WORDS[COMP_CWORD-1]}"
-  local commands="run sweep check-config inspect pause resume"
+  local commands="run sweep check-config inspect pause resume explain retry release"
 
   for ((i = 1; i < COMP_CWORD; i++)); do
     case "${COMP_WORDS[i]}" in
-      run|sweep|check-config|inspect|pause|resume) command="${COMP_WORDS[i]}"; break ;;
+      run|sweep|check-config|inspect|pause|resume|explain|retry|release)
+        command="${COMP_WORDS[i]}"; break ;;
     esac
   done
 
@@ -48,6 +49,7 @@ _txn_recoveryd() {
     check-config) options="--config --help" ;;
     inspect) options="--config --watch --json --help" ;;
     pause|resume) options="--config --watch --help" ;;
+    explain|retry|release) options="--config --watch --json --help" ;;
   esac
   COMPREPLY=($(compgen -W "$options" -- "$cur"))
 }

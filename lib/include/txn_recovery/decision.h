@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "txn_recovery/document.h"
@@ -62,5 +63,17 @@ std::optional<AgeWindow> EligibleAges(TxnState state, bool resumable, const Thre
 
 // The decision table. `now` is the server's time.
 Action Decide(const Transaction& txn, DateTime now, const Thresholds& thresholds);
+
+// What an operator's `retry` does: the action the decision table gives `txn` once it is
+// old enough to be acted on at all (its age taken as at least the start of its window);
+// for a terminal transaction, the late-write check at any age.
+Action DecideIgnoringAge(const Transaction& txn, DateTime now, const Thresholds& thresholds);
+
+// The row of the decision table that applies to `txn` at `now`, and why, in words:
+// "pending, 12m31s old: at least resume_after (1m), under rollback_after (30m): resume".
+std::string DecisionRow(const Transaction& txn, DateTime now, const Thresholds& thresholds);
+
+// "12m31s", "2h5m", "-3s" (ahead of the clock): an age as operators read it.
+std::string FormatAge(std::chrono::milliseconds age);
 
 }  // namespace txn_recovery

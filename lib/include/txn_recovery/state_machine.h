@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -67,6 +68,16 @@ struct ExecuteResult {
   Status status;       // the error behind kFailed
 };
 
+// One write the engine would send, for `explain`: what it is for, where, and the filter
+// and update exactly as built (lib/src/requests.h).
+struct PlannedWrite {
+  std::string what;  // "claim", "apply: debit 100 from \"A\"", "mark applied", ...
+  Namespace ns;
+  Filter filter;
+  std::optional<Update> update;  // none: a delete (of a tagged set)
+  bool many = false;             // every matching document (a tagged set), not one
+};
+
 // Executes decisions for one watch. Thread-safe: holds no mutable state of its own; several
 // threads may execute different transactions at once.
 class StateMachine {
@@ -90,6 +101,14 @@ class StateMachine {
   // own transaction and no other. Returns one result per transaction, in order.
   std::vector<ExecuteResult> ExecuteBatch(const std::vector<const Transaction*>& txns,
                                           const std::vector<Action>& actions);
+
+  // The writes ExecuteBatch would send for `action` on `txn`, in order, built by the same
+  // request builders, for participants as read now (`participants`: the documents each step
+  // names, in step order, nullopt where missing). The lease's fence is left out (it
+  // depends on when the claim is sent). Pure: nothing is read or written. Steps already
+  // applied (resume), or not (undo), appear as "(nothing: ...)" entries without filter.
+  std::vector<PlannedWrite> Plan(const Transaction& txn, Action action,
+                                 const std::vector<std::optional<Document>>& participants) const;
 
   // Counts a failed attempt on the document (RecoveryPaths::Failures, LastError) and
   // returns the count after it.

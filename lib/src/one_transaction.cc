@@ -1,0 +1,129 @@
+#include "txn_recovery/one_transaction.h"
+
+namespace txn_recovery {
+namespace {
+
+Status Read(Store* store, const WatchSpec& watch, const Value& id, Document* doc) {
+  std::optional<Document> found;
+  if (Status s = store->FindOne(watch.ns, Filter().Eq("_id", id), &found); !s.ok()) return s;
+  if (!found)
+    return Status::NotFound("no transaction " + id.ToString() + " in " + watch.ns.ToString());
+  *doc = std::move(*found);
+  return Status::Ok();
+}
+
+// The documents each step names, as read now, in step order (the first when a key names
+// several: the engine would refuse to write then anyway).
+Status ReadParticipants(Store* store, const Transaction& txn,
+                        std::vector<std::optional<Document>>* out) {
+  out->clear();
+  for (const ParticipantStep& step : txn.steps) {
+    std::optional<Document> d;
+    if (Status s = store->FindOne(step.ns, step.target, &d); !s.ok()) return s;
+    out->push_back(std::move(d));
+  }
+  return Status::Ok();
+}
+
+std::string AgeSource(const Transaction& txn, const Profile& p) {
+  if (txn.time_as_read) return p.time_field;
+  return "_id (ObjectId creation time; '" + p.time_field + "' is absent)";
+}
+
+}  // namespace
+
+Status Explain(Store* store, Clock* clock, const WatchSpec& watch, const Value& id,
+               const LeaseOptions& lease, Explanation* out) {
+  *out = Explanation{};
+  if (Status s = Read(store, watch, id, &out->doc); !s.ok()) return s;
+  if (Status s = IsPaused(store, watch, &out->paused); !s.ok()) return s;
+  if (Status s = store->ServerTime(&out->server_now); !s.ok()) return s;
+  const RecoveryPaths paths(watch.lease_field);
+  out->quarantine = RecoveryRecord::ReadQuarantine(out->doc, paths);
+  out->owned = watch.profile.owner.Condition().Matches(out->doc);
+  out->fits = watch.profile.Parse(out->doc, watch.ns, watch.lease_field, &out->txn);
+  if (!out->fits.ok()) {
+    out->decision =
+        "does not fit the profile: a sweep quarantines it (" + out->fits.message() + ")";
+    out->action = out->retry_action = Action::kQuarantine;
+    return Status::Ok();
+  }
+  out->record = out->txn.record;
+  out->age_source = AgeSource(out->txn, watch.profile);
+  out->age = AgeOf(out->server_now, out->txn.last_modified);
+  out->decision = DecisionRow(out->txn, out->server_now, watch.thresholds);
+  out->action = AheadOfTheClock(out->txn, out->server_now, watch.thresholds)
+                    ? Action::kNone
+                    : Decide(out->txn, out->server_now, watch.thresholds);
+  out->retry_action = DecideIgnoringAge(out->txn, out->server_now, watch.thresholds);
+  std::vector<std::optional<Document>> participants;
+  if (Status s = ReadParticipants(store, out->txn, &participants); !s.ok()) return s;
+  const DateTime now = out->server_now;
+  StateMachine machine(store, clock, watch.ns, &watch.profile, watch.lease_field, lease,
+                       ServerNowFrom(clock, now));
+  out->writes = machine.Plan(
+      out->txn, out->action == Action::kNone ? out->retry_action : out->action, participants);
+  return Status::Ok();
+}
+
+Status Retry(Store* store, Clock* clock, const WatchSpec& watch, const Value& id,
+             const LeaseOptions& lease, RetryResult* out) {
+  *out = RetryResult{};
+  Document doc;
+  if (Status s = Read(store, watch, id, &doc); !s.ok()) return s;
+  bool paused = false;
+  if (Status s = IsPaused(store, watch, &paused); !s.ok()) return s;
+  if (paused) {
+    out->refused = "the watch is paused (txn-recoveryd resume)";
+    return Status::Ok();
+  }
+  const RecoveryPaths paths(watch.lease_field);
+  if (auto q = RecoveryRecord::ReadQuarantine(doc, paths)) {
+    out->refused = "quarantined (" + q->reason + "): release it first";
+    return Status::Ok();
+  }
+  if (!watch.profile.owner.Condition().Matches(doc)) {
+    out->refused = "owned by an application this watch does not recover";
+    return Status::Ok();
+  }
+  DateTime now;
+  if (Status s = store->ServerTime(&now); !s.ok()) return s;
+  StateMachine machine(store, clock, watch.ns, &watch.profile, watch.lease_field, lease,
+                       ServerNowFrom(clock, now));
+  Transaction txn;
+  if (Status parsed = watch.profile.Parse(doc, watch.ns, watch.lease_field, &txn); !parsed.ok()) {
+    out->action = out->result.action = Action::kQuarantine;
+    out->result.detail = parsed.message();
+    if (Status q = machine.Quarantine(id, parsed.message()); !q.ok()) return q;
+    out->result.outcome = Outcome::kQuarantined;
+    return Status::Ok();
+  }
+  out->action = DecideIgnoringAge(txn, now, watch.thresholds);
+  if (out->action == Action::kNone) {
+    out->refused = "nothing to do: " + DecisionRow(txn, now, watch.thresholds);
+    return Status::Ok();
+  }
+  out->result = machine.Execute(txn, out->action);
+  return Status::Ok();
+}
+
+Status ReleaseQuarantine(Store* store, const WatchSpec& watch, const Value& id, bool* released) {
+  *released = false;
+  Document doc;
+  if (Status s = Read(store, watch, id, &doc); !s.ok()) return s;
+  const RecoveryPaths paths(watch.lease_field);
+  Update u;
+  u.Unset(paths.Quarantine())
+      .Unset(paths.QuarantinedAt())
+      .Unset(paths.Failures())
+      .Unset(paths.LastError());
+  WriteResult r;
+  if (Status s =
+          store->UpdateOne(watch.ns, Filter().Eq("_id", id).Exists(paths.Quarantine()), u, &r);
+      !s.ok())
+    return s;
+  *released = r.matched == 1;
+  return Status::Ok();
+}
+
+}  // namespace txn_recovery

@@ -1,0 +1,151 @@
+// `txn-recoveryd explain ID`, `retry ID` and `release ID`, as an operator runs them against
+// the test server: one stuck transfer explained, retried before the sweep would touch it,
+// a quarantined one released and then recovered.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "support/bank.h"
+#include "support/test_env.h"
+
+namespace txn_recovery::testing {
+namespace {
+
+struct ProcessResult {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+ProcessResult Daemon(const std::string& args) {
+  std::string base = ::testing::TempDir() + "txn_recoveryd_one_" + std::to_string(getpid());
+  std::string cmd = "env -u TXN_RECOVERYD_MONGODB_URI '" + std::string(TXN_RECOVERYD_BINARY) +
+                    "' " + args + " >" + base + ".out 2>" + base + ".err";
+  int status = std::system(cmd.c_str());
+  ProcessResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = ReadAll(base + ".out");
+  r.err = ReadAll(base + ".err");
+  return r;
+}
+
+class OneTransaction : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    backend_ = TestBackend::Create("mongo");
+    ASSERT_TRUE(backend_->error().empty()) << backend_->error();
+    bank_ = std::make_unique<Bank>(backend_->store(), backend_->database());
+    bank_->Open(4);
+    config_ = ::testing::TempDir() + "txn_recoveryd_one_" +
+              ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".toml";
+    std::ofstream(config_) << "[mongodb]\nuri = \"" << FindTestUri().uri_or_reason
+                           << "\"\nserver_selection_timeout = \"2s\"\n[[watch]]\nname = "
+                              "\"bank\"\ndatabase = \""
+                           << backend_->database() << "\"\n";
+  }
+  ProcessResult Run(const std::string& command, const std::string& id) {
+    return Daemon(command + " --config " + config_ + " '" + id + "'");
+  }
+  std::unique_ptr<TestBackend> backend_;
+  std::unique_ptr<Bank> bank_;
+  std::string config_;
+};
+
+// A transfer the application left after debiting the source, 10 seconds ago: too young for
+// a sweep. explain says so, and what a retry would do, write by write; retry does it.
+TEST_F(OneTransaction, AYoungStuckTransferIsExplainedThenRetriedBeforeASweepWouldTouchIt) {
+  Value id = bank_->Transfer("A0", "A1", 100, 3);
+  bank_->Age(id, std::chrono::seconds(10));
+  ProcessResult e = Run("explain", id.ToString());
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  EXPECT_NE(e.out.find("state: pending"), std::string::npos) << e.out;
+  EXPECT_NE(e.out.find("from lastModified"), std::string::npos) << e.out;
+  EXPECT_NE(e.out.find("under resume_after (1m)"), std::string::npos) << e.out;
+  EXPECT_NE(e.out.find("a sweep now would: none"), std::string::npos) << e.out;
+  EXPECT_NE(e.out.find("retry would: resume"), std::string::npos) << e.out;
+  // The writes, in the order the engine sends them: the debit is there already.
+  const auto claim = e.out.find("claim the lease");
+  const auto take = e.out.find("take it over (pending -> resuming)");
+  const auto already = e.out.find("(nothing: already applied) debit 100");
+  const auto credit = e.out.find("apply: credit 100");
+  const auto done = e.out.find("mark done");
+  ASSERT_NE(claim, std::string::npos) << e.out;
+  EXPECT_LT(claim, take);
+  EXPECT_LT(take, already);
+  EXPECT_LT(already, credit);
+  EXPECT_LT(credit, done);
+  EXPECT_NE(e.out.find("pendingTransactions: {$ne: 1}"), std::string::npos)
+      << "the credit's filter as sent: " << e.out;
+  EXPECT_EQ(bank_->State(id), "pending") << "explain writes nothing";
+
+  ProcessResult j = Daemon("explain --json --config " + config_ + " 1");
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  auto doc = nlohmann::json::parse(j.out);
+  EXPECT_EQ(doc["_id"], 1);
+  EXPECT_EQ(doc["retry_action"], "resume");
+  EXPECT_EQ(doc["age_source"], "lastModified");
+  EXPECT_GE(doc["writes"].size(), 6u);
+
+  ProcessResult r = Run("retry", id.ToString());
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("resume  resolved  -> done"), std::string::npos) << r.out;
+  EXPECT_EQ(bank_->State(id), "done");
+  EXPECT_EQ(bank_->Balance("A0"), 900);
+  EXPECT_EQ(bank_->Balance("A1"), 1100);
+}
+
+// A transaction quarantined for a missing amount: retry refuses it; once an operator has
+// fixed the document, release hands it back and retry recovers it.
+TEST_F(OneTransaction, AQuarantinedTransferIsRefusedByRetryUntilReleased) {
+  Value id = bank_->Transfer("A2", "A3", 50, 2);
+  bank_->Age(id, std::chrono::minutes(2));
+  WriteResult w;
+  Must(backend_->store()->UpdateOne(bank_->txns(), Filter().Eq("_id", id), Update().Unset("value"),
+                                    &w));
+  ProcessResult first = Run("retry", id.ToString());
+  EXPECT_EQ(first.exit_code, 1);
+  EXPECT_NE(first.out.find("quarantine  quarantined"), std::string::npos) << first.out;
+  ProcessResult refused = Run("retry", id.ToString());
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_NE(refused.out.find("refused  (quarantined (field 'value' is missing): release it first)"),
+            std::string::npos)
+      << refused.out;
+  ProcessResult e = Run("explain", id.ToString());
+  EXPECT_EQ(e.exit_code, 0);
+  EXPECT_NE(e.out.find("quarantined: field 'value' is missing"), std::string::npos) << e.out;
+
+  Must(backend_->store()->UpdateOne(bank_->txns(), Filter().Eq("_id", id),
+                                    Update().Set("value", 50), &w));  // the operator's fix
+  ProcessResult rel = Run("release", id.ToString());
+  EXPECT_EQ(rel.exit_code, 0) << rel.err;
+  EXPECT_NE(rel.out.find("released"), std::string::npos);
+  EXPECT_EQ(Run("release", id.ToString()).exit_code, 1) << "nothing left to release";
+  ProcessResult r = Run("retry", id.ToString());
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(bank_->State(id), "done");
+  EXPECT_EQ(bank_->Balance("A2"), 950);
+  EXPECT_EQ(bank_->Balance("A3"), 1050);
+}
+
+TEST_F(OneTransaction, AnIdThatNamesNothingExits1AndOneThatIsNoIdExits64) {
+  ProcessResult none = Run("explain", "no-such-id");
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_NE(none.err.find("no transaction with _id no-such-id in watch bank"), std::string::npos)
+      << none.err;
+  ProcessResult bad = Run("retry", "[1, 2]");
+  EXPECT_EQ(bad.exit_code, 64);
+  EXPECT_NE(bad.err.find("is JSON but not an _id"), std::string::npos) << bad.err;
+}
+
+}  // namespace
+}  // namespace txn_recovery::testing
