@@ -182,7 +182,7 @@ INSTANTIATE_TEST_SUITE_P(EveryDaemonWrite, DaemonKilled,
 TEST_P(TransferRecovery, YoungTransactionsAndFinishedOnesAreNotTouched) {
   bank_->Open(10);
   for (int steps = 1; steps <= kAppStepCount; ++steps)
-    bank_->Transfer("A" + std::to_string(steps), "A0", 10, steps);
+    bank_->Transfer(Bank::Account(steps), "A0", 10, steps);
   bank_->AgeAll(seconds(20));  // younger than every threshold
   Snapshot before = bank_->Take();
   std::vector<Document> txns_before;

@@ -133,7 +133,7 @@ TEST(BsonConvert, ADuplicatedKeyInASubDocumentSpoilsOnlyThatField) {
 
 TEST(BsonConvert, AWideDocumentKeepsEveryDistinctField) {
   BsonWriter w;
-  for (int i = 0; i < 50000; ++i) w.Int32("f" + std::to_string(i), i);
+  for (int i = 0; i < 50000; ++i) w.Int32(std::string("f").append(std::to_string(i)), i);
   Document doc = Read(w.Finish());
   ASSERT_EQ(doc.size(), 50000u);
   EXPECT_EQ(*doc.Get("f49999"), Value(49999));

@@ -66,6 +66,8 @@ class Bank {
   // transaction names and a document in an unrelated collection. With a participant key
   // other than _id, the names go into that field and the _ids are ObjectIds.
   void Open(int n, std::int32_t balance = 1000);
+  // The name Open gives account i: "A<i>".
+  static std::string Account(int i);
   // One account named `name` (used for the seed's own names).
   void OpenAccount(const std::string& name, std::int32_t balance);
 
