@@ -117,6 +117,9 @@ struct WatchRun {
   const txn_recovery::WatchSpec* watch = nullptr;
   WatchSummary summary;
   txn_recovery::Status status;
+  // Some transaction failed because the database refused the daemon's credentials or a
+  // privilege: the deployment's to fix, reported as such (exit 77).
+  bool unauthenticated = false;
   bool scanned = false;  // the orphan scan ran
   txn_recovery::OrphanSummary orphans;
   std::vector<txn_recovery::OrphanFinding> findings;
@@ -219,6 +222,7 @@ void SweepOne(txn_recovery::Sweeper& sweeper, const txn_recovery::WatchSpec& wat
   const bool list = options.verbose || options.dry_run;
   auto on_txn = [&](const TxnReport& r) {
     LogTransaction(r);
+    if (r.result.status.IsUnauthenticated()) run->unauthenticated = true;
     if (!list) return;
     if (json != nullptr) {
       json->Transaction(TransactionJson(r));
@@ -275,6 +279,7 @@ void Judge(const WatchRun& run, bool dry_run, Verdict* v) {
     if (run.status.IsUnavailable()) v->unreachable = true;
     if (run.status.IsUnauthenticated()) v->unauthenticated = true;
   }
+  if (run.unauthenticated) v->unauthenticated = true;
   if (s.failed > 0 || s.quarantined_total > 0) v->incomplete = true;
   // A dry run that would quarantine something reports it as the real sweep would.
   if (dry_run && (s.quarantined > 0 || s.counts.count(Action::kQuarantine))) v->incomplete = true;

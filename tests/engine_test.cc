@@ -65,7 +65,7 @@ std::vector<std::string> Outcomes(Bank& bank, const std::vector<Value>& ids, int
   std::vector<std::string> out;
   for (const Value& id : ids) out.push_back(id.ToString() + ": " + bank.State(id));
   for (int i = 0; i < accounts; ++i) {
-    const std::string a = "A" + std::to_string(i);
+    const std::string a = Bank::Account(i);
     out.push_back(a + ": " + std::to_string(bank.Balance(a)) + " " +
                   Value(bank.Markers(a)).ToString());
   }
@@ -90,8 +90,8 @@ std::vector<Value> KillAtEveryStep(Bank& bank) {
   int account = 0;
   for (auto age : {kStuck, kExpired}) {
     for (int steps = 1; steps < kAppStepCount; ++steps) {
-      const std::string from = "A" + std::to_string(account++);
-      const std::string to = "A" + std::to_string(account++);
+      const std::string from = Bank::Account(account++);
+      const std::string to = Bank::Account(account++);
       Value id = bank.Transfer(from, to, 10 * steps, steps);
       bank.Age(id, age);
       ids.push_back(id);
@@ -175,8 +175,7 @@ TEST_P(LeaseDeadline, ADaemonStalledPastItsDeadlineWritesNothingMoreAtAnyWrite) 
     Bank bank(&s.store, "test");
     bank.Open(2 * c.transactions);
     for (int i = 0; i < c.transactions; ++i)
-      bank.Age(bank.Transfer("A" + std::to_string(2 * i), "A" + std::to_string(2 * i + 1), 100,
-                             c.app_steps),
+      bank.Age(bank.Transfer(Bank::Account(2 * i), Bank::Account(2 * i + 1), 100, c.app_steps),
                c.age);
     const WatchSpec watch = bank.Watch();
     Planned p = Plan(&s.store, watch);
@@ -193,8 +192,7 @@ TEST_P(LeaseDeadline, ADaemonStalledPastItsDeadlineWritesNothingMoreAtAnyWrite) 
     bank.Open(2 * c.transactions);
     const Snapshot before = bank.Take();
     for (int i = 0; i < c.transactions; ++i)
-      bank.Age(bank.Transfer("A" + std::to_string(2 * i), "A" + std::to_string(2 * i + 1), 100,
-                             c.app_steps),
+      bank.Age(bank.Transfer(Bank::Account(2 * i), Bank::Account(2 * i + 1), 100, c.app_steps),
                c.age);
     const WatchSpec watch = bank.Watch();
     Planned p = Plan(&s.store, watch);
@@ -317,8 +315,7 @@ TEST_P(RefusedWrite, OneRefusedCreditChargesOnlyItsOwnTransfer) {
   server.RefuseUpdatesOf(bank.accounts(), Value("A1"));
   std::vector<Value> ids;
   for (int i = 0; i < 41; ++i) {
-    ids.push_back(
-        bank.Transfer("A" + std::to_string(2 * i), "A" + std::to_string(2 * i + 1), 10, 3));
+    ids.push_back(bank.Transfer(Bank::Account(2 * i), Bank::Account(2 * i + 1), 10, 3));
     bank.Age(ids.back(), kStuck);
   }
   WatchSummary first = SweepOnce(&server, backend->clock(), bank.Watch(), "daemon-1");
@@ -526,6 +523,75 @@ TEST_P(ExtremeDates, ATimeFarInTheFutureIsReportedOnEverySweepAndNeverActedOn) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, ExtremeDates, ::testing::Values("memory", "mongo"),
+                         [](const auto& info) { return info.param; });
+
+// ---- _ids of types the document model does not interpret ---------------------------------
+
+// The BSON of a one-element document {"": <value>}, built by hand: `type` and the value's
+// bytes, as OtherValue::raw keeps them.
+Value RawValue(const char* type_name, std::uint8_t type, const std::string& bytes) {
+  std::string doc(4, '\0');
+  doc += static_cast<char>(type);
+  doc += '\0';  // the empty key
+  doc += bytes;
+  doc += '\0';  // the document's end
+  const auto n = static_cast<std::uint32_t>(doc.size());
+  for (int i = 0; i < 4; ++i) doc[static_cast<std::size_t>(i)] = static_cast<char>(n >> (8 * i));
+  return Value(OtherValue{type_name, doc});
+}
+
+std::vector<Value> ExoticIdValues(bool with_regex) {
+  std::vector<Value> ids = {
+      RawValue("minKey", 0xFF, ""),
+      RawValue("decimal128", 0x13, std::string("\x01\0\0\0\0\0\0\0\0\0\0\0\0\0\x40\x30", 16)),
+      RawValue("binData", 0x05, std::string("\x03\0\0\0\0abc", 8))};
+  // MongoDB refuses a regular expression as an _id; only the in-memory store stores one.
+  if (with_regex) ids.push_back(RawValue("regex", 0x0B, std::string("^a\0i\0", 5)));
+  return ids;
+}
+
+class ExoticIds : public ::testing::TestWithParam<std::string> {};
+
+// Before: an _id of type regex, minKey, decimal128 or binData could not be written back,
+// so the quarantine write itself failed on every sweep. Values the model does not
+// interpret are now kept byte for byte: each such transaction is quarantined once, naming
+// the type, and not read again.
+TEST_P(ExoticIds, ATransactionWhoseIdCannotBeInterpretedIsQuarantinedOnce) {
+  auto backend = TestBackend::Create(GetParam());
+  ASSERT_TRUE(backend->error().empty()) << backend->error();
+  Bank bank(backend->store(), backend->database());
+  bank.Open(2);
+  const DateTime now = ServerNow(backend->store());
+  const std::vector<Value> ids = ExoticIdValues(GetParam() == "memory");
+  for (const Value& id : ids)
+    Must(backend->store()->InsertMany(
+        bank.txns(), {Document{{"_id", id},
+                               {"source", "A0"},
+                               {"destination", "A1"},
+                               {"value", 10},
+                               {"state", "pending"},
+                               {"lastModified", DateTime{now.millis - 120'000}}}}));
+  WatchSummary first = SweepOnce(backend->store(), backend->clock(), bank.Watch(), "daemon-1");
+  EXPECT_EQ(first.quarantined, static_cast<std::int64_t>(ids.size()));
+  EXPECT_EQ(first.failed, 0);
+  for (const Value& id : ids) {
+    std::optional<Document> t;
+    Must(backend->store()->FindOne(bank.txns(), Filter().Eq("_id", id), &t));
+    ASSERT_TRUE(t.has_value());
+    const Value* reason = t->GetPath("recovery.quarantine.reason");
+    ASSERT_TRUE(reason && reason->is_string());
+    EXPECT_NE(
+        reason->as_string()->find("_id' has type " + std::get<OtherValue>(id.storage()).type_name),
+        std::string::npos)
+        << *reason->as_string();
+  }
+  WatchSummary second = SweepOnce(backend->store(), backend->clock(), bank.Watch(), "daemon-1");
+  EXPECT_EQ(second.examined, 0);
+  EXPECT_EQ(second.failed, 0);
+  EXPECT_EQ(bank.Balance("A0") + bank.Balance("A1"), 2000);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, ExoticIds, ::testing::Values("memory", "mongo"),
                          [](const auto& info) { return info.param; });
 
 // ---- The daemon's own sub-document -----------------------------------------------------------

@@ -299,11 +299,45 @@ TEST_F(ForgedWire, ARunningDaemonSaysAuthenticationFailedInItsLogAndReadiness) {
   EXPECT_EQ(log.find("wrong-pw-4711"), std::string::npos) << log;
 }
 
+// Logged in, but without the role to update the transactions: Unauthorized (13) on every
+// write. Before, each transaction was charged for it and, after max_failures sweeps,
+// quarantined though nothing is wrong with it. Now it is the deployment's problem: exit 77,
+// no failure counted, nothing quarantined.
+TEST_F(ForgedWire, AMissingPrivilegeIsNotChargedToTheTransactions) {
+  Bank bank(backend_->store(), backend_->database());
+  bank.Open(2);
+  Value id = bank.Transfer("A0", "A1", 100, 3);
+  bank.Age(id, std::chrono::minutes(2));
+  proxy_->SetRule([](WireProxy::Reply* r) {
+    if (r->command == "update" || r->command == "findAndModify")
+      r->body = BsonWriter()
+                    .Double("ok", 0)
+                    .String("errmsg", "not authorized on bank to execute command")
+                    .Int32("code", 13)
+                    .String("codeName", "Unauthorized")
+                    .Finish();
+    return WireProxy::Verdict{};
+  });
+  const std::string config = ProxiedConfig();
+  for (int sweep = 0; sweep < 3; ++sweep) {  // max_failures is 2 in this configuration
+    std::string out;
+    EXPECT_EQ(Sweep(config, &out), 77) << out;
+    EXPECT_NE(out.find("not authorized"), std::string::npos) << out;
+  }
+  // (The forged server forwards each request and rewrites only its reply, so the claims
+  // themselves did land; what matters is what the daemon made of the refusal.)
+  auto t = bank.Txn(id);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->GetPath("recovery.failures"), nullptr) << "nothing counted against it";
+  EXPECT_EQ(t->GetPath("recovery.quarantine"), nullptr) << "nothing quarantined";
+  EXPECT_EQ(bank.State(id), "pending");
+}
+
 TEST_F(ForgedWire, PerTransactionWarningsDuringAnOutageAreRateLimited) {
   Bank bank(backend_->store(), backend_->database());
   bank.Open(10);
   for (int i = 0; i < 60; ++i)
-    bank.Transfer("A" + std::to_string(i % 10), "A" + std::to_string((i + 3) % 10), 1, 3);
+    bank.Transfer(Bank::Account(i % 10), Bank::Account((i + 3) % 10), 1, 3);
   bank.AgeAll(std::chrono::minutes(5));
   // The database answers reads and pings but every write's connection breaks: each
   // transaction of each sweep fails with the database unreachable.

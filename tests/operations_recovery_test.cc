@@ -473,7 +473,7 @@ TEST(OperationsProfile, DottedAndDollarKeysAndUnwritableValuesAreRefused) {
   EXPECT_TRUE(nested.IsMalformed()) << nested.ToString();
   Status decimal = ParseOps({Value(Document{{"collection", "users"},
                                             {"_id", "A"},
-                                            {"set", Document{{"f", OtherValue{"decimal128"}}}},
+                                            {"set", Document{{"f", OtherValue{"decimal128", {}}}}},
                                             {"previous", Document{{"f", 1}}}})},
                             &t);
   EXPECT_TRUE(decimal.IsMalformed()) << decimal.ToString();

@@ -312,6 +312,23 @@ TEST(MongoStore, AUriThatDisagreesWithTheConfiguredConcernsIsRefused) {
   EXPECT_TRUE(open("mongodb://db/", "majority", "available").IsInvalidArgument());
 }
 
+// An SRV name that does not resolve (a DNS outage at start; .invalid never resolves) is an
+// unreachable database, retried at every call, not a bad configuration: before, the daemon
+// exited 78 at start, which its unit never restarts.
+TEST(MongoStore, AnSrvNameThatDoesNotResolveIsUnavailableNotABadConfiguration) {
+  std::unique_ptr<MongoStore> store;
+  MongoOptions o;
+  o.uri = "mongodb+srv://app:hunter2@cluster0.nosuch.invalid/";
+  o.server_selection_timeout = std::chrono::milliseconds(300);
+  Must(MongoStore::Open(o, &store));
+  for (int call = 0; call < 2; ++call) {
+    Status s = store->Ping();
+    EXPECT_TRUE(s.IsUnavailable()) << s.ToString();
+    EXPECT_NE(s.message().find("SRV records"), std::string::npos) << s.ToString();
+    EXPECT_EQ(s.ToString().find("hunter2"), std::string::npos) << s.ToString();
+  }
+}
+
 TEST(MongoStore, AnUnreachableServerIsUnavailableWithinTheSelectionTimeout) {
   std::unique_ptr<MongoStore> store;
   MongoOptions o;

@@ -86,6 +86,12 @@ Status AppendValue(bson_t* out, std::string_view key, const Value& value) {
     for (const auto& [ck, cv] : *doc)
       if (Status s = AppendValue(&child, ck, cv); !s.ok()) return s;
     ok = ok && bson_append_document_end(out, &child);
+  } else if (auto* other = std::get_if<OtherValue>(&v); other && !other->raw.empty()) {
+    bson_t one;
+    bson_iter_t it;
+    ok = bson_init_static(&one, reinterpret_cast<const std::uint8_t*>(other->raw.data()),
+                          other->raw.size()) &&
+         bson_iter_init(&it, &one) && bson_iter_next(&it) && bson_append_iter(out, k, kl, &it);
   } else {
     return Status::InvalidArgument("cannot write a value of type " +
                                    std::string(value.type_name()) + " at " + std::string(key));
@@ -126,7 +132,7 @@ Document DocumentAt(bson_iter_t* child, int depth) {
     std::string_view key(bson_iter_key(child), len);
     auto [at, inserted] = index.try_emplace(key, fields.size());
     if (!inserted) {
-      fields[at->second].second = Value(OtherValue{kDuplicated});
+      fields[at->second].second = Value(OtherValue{kDuplicated, {}});
       continue;
     }
     fields.emplace_back(std::string(key), ValueAt(child, depth));
@@ -160,7 +166,7 @@ Value ValueAt(bson_iter_t* it, int depth) {
     case BSON_TYPE_DATE_TIME:
       return Value(DateTime{bson_iter_date_time(it)});
     case BSON_TYPE_ARRAY: {
-      if (depth > kMaxDepth) return Value(OtherValue{kTooDeep});
+      if (depth > kMaxDepth) return Value(OtherValue{kTooDeep, {}});
       Array a;
       bson_iter_t child;
       if (bson_iter_recurse(it, &child))
@@ -168,13 +174,21 @@ Value ValueAt(bson_iter_t* it, int depth) {
       return Value(std::move(a));
     }
     case BSON_TYPE_DOCUMENT: {
-      if (depth > kMaxDepth) return Value(OtherValue{kTooDeep});
+      if (depth > kMaxDepth) return Value(OtherValue{kTooDeep, {}});
       bson_iter_t child;
       if (!bson_iter_recurse(it, &child)) return Value(Document{});
       return Value(DocumentAt(&child, depth + 1));
     }
-    default:
-      return Value(OtherValue{BsonTypeName(bson_iter_type(it))});
+    default: {
+      // Kept byte for byte, so that it can be written back as it was (OtherValue::raw).
+      OtherValue other{BsonTypeName(bson_iter_type(it)), {}};
+      bson_t one;
+      bson_init(&one);
+      if (bson_append_iter(&one, "", 0, it))
+        other.raw.assign(reinterpret_cast<const char*>(bson_get_data(&one)), one.len);
+      bson_destroy(&one);
+      return Value(std::move(other));
+    }
   }
 }
 

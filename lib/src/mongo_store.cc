@@ -25,6 +25,13 @@ Status StatusFromBsonError(const bson_error_t& error, std::string_view what) {
       ((error.domain == MONGOC_ERROR_SERVER || error.domain == MONGOC_ERROR_QUERY) &&
        error.code == 18))
     return Status::Unauthenticated(std::string(what) + ": authentication failed: " + detail);
+  // Unauthorized (13): logged in, but the user lacks a privilege the daemon needs. Like a
+  // refused login, nothing a transaction did: counting it against each transaction would
+  // quarantine well-formed ones for a missing role. Retried like an outage until an
+  // operator grants it (README, "What the daemon requires of the deployment").
+  if ((error.domain == MONGOC_ERROR_SERVER || error.domain == MONGOC_ERROR_QUERY) &&
+      error.code == 13)
+    return Status::Unauthenticated(std::string(what) + ": not authorized: " + detail);
   switch (error.domain) {
     case MONGOC_ERROR_SERVER_SELECTION:
     case MONGOC_ERROR_STREAM:
@@ -132,11 +139,28 @@ MongoDriver::~MongoDriver() {
 
 struct MongoStore::Impl {
   mongo::UriPtr uri;
-  mongo::PoolPtr pool;
+  std::uint32_t max_pool_size = 16;
   std::atomic<std::int64_t> round_trips{0};
   std::atomic<std::int64_t> documents_returned{0};
 
-  mongo::PooledClient Client() { return mongo::PooledClient(pool.get()); }
+  // A client of the pool, creating the pool first if it does not exist yet: an SRV URI's
+  // pool needs its DNS records, and a name that does not resolve at start (a DNS outage) is
+  // an unreachable database, retried at the next call, not a bad configuration.
+  Status Client(mongo::PooledClient* out) {
+    std::lock_guard lock(mu_);
+    if (!pool_)
+      if (Status s = CreatePool(); !s.ok()) return s;
+    *out = mongo::PooledClient(pool_.get());
+    return Status::Ok();
+  }
+
+  // Requires mu_ (or sole ownership). Unavailable for an SRV URI whose records cannot be
+  // looked up now; InvalidArgument for anything else the driver refuses.
+  Status CreatePool();
+
+ private:
+  std::mutex mu_;
+  mongo::PoolPtr pool_;  // guarded by mu_; once set, never reset before the store goes
 };
 
 namespace {
@@ -280,6 +304,28 @@ Status SetConcerns(const MongoOptions& options, mongoc_uri_t* uri) {
 MongoStore::MongoStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 MongoStore::~MongoStore() = default;
 
+Status MongoStore::Impl::CreatePool() {
+  mongo::PoolPtr pool(mongoc_client_pool_new(uri.get()));
+  if (!pool) {
+    const std::string shown = RedactUri(mongoc_uri_get_string(uri.get()));
+    if (mongoc_uri_get_srv_hostname(uri.get()) != nullptr)
+      return Status::Unavailable("cannot look up the SRV records of " + shown +
+                                 " (DNS): the database counts as unreachable until they resolve");
+    return Status::InvalidArgument("cannot create a client pool for " + shown);
+  }
+  mongoc_client_pool_set_error_api(pool.get(), MONGOC_ERROR_API_VERSION_2);
+  // The pool copies the callbacks; they must be set before the first client is popped.
+  std::unique_ptr<mongoc_apm_callbacks_t, ApmCallbacksDeleter> callbacks(
+      mongoc_apm_callbacks_new());
+  mongoc_apm_set_command_started_cb(callbacks.get(), &CommandStarted);
+  mongoc_apm_set_command_succeeded_cb(callbacks.get(), &CommandSucceeded);
+  if (!mongoc_client_pool_set_apm_callbacks(pool.get(), callbacks.get(), this))
+    return Status::InvalidArgument("cannot install command monitoring on the client pool");
+  mongoc_client_pool_max_size(pool.get(), max_pool_size);
+  pool_ = std::move(pool);
+  return Status::Ok();
+}
+
 Status MongoStore::Open(const MongoOptions& options, std::unique_ptr<MongoStore>* store) {
   if (Status s = ValidateMongoUri(options.uri); !s.ok()) return s;
   bson_error_t error;
@@ -303,28 +349,17 @@ Status MongoStore::Open(const MongoOptions& options, std::unique_ptr<MongoStore>
   if (!options.app_name.empty()) mongoc_uri_set_appname(uri.get(), options.app_name.c_str());
   if (Status s = SetConcerns(options, uri.get()); !s.ok()) return s;
   auto impl = std::make_unique<Impl>();
-  impl->pool.reset(mongoc_client_pool_new(uri.get()));
-  if (!impl->pool)
-    return Status::InvalidArgument("cannot create a client pool for " + RedactUri(options.uri));
-  mongoc_client_pool_set_error_api(impl->pool.get(), MONGOC_ERROR_API_VERSION_2);
-  {
-    // The pool copies the callbacks; they must be set before the first client is popped.
-    std::unique_ptr<mongoc_apm_callbacks_t, ApmCallbacksDeleter> callbacks(
-        mongoc_apm_callbacks_new());
-    mongoc_apm_set_command_started_cb(callbacks.get(), &CommandStarted);
-    mongoc_apm_set_command_succeeded_cb(callbacks.get(), &CommandSucceeded);
-    if (!mongoc_client_pool_set_apm_callbacks(impl->pool.get(), callbacks.get(), impl.get()))
-      return Status::InvalidArgument("cannot install command monitoring on the client pool");
-  }
-  mongoc_client_pool_max_size(impl->pool.get(),
-                              static_cast<std::uint32_t>(std::max(1, options.max_pool_size)));
   impl->uri = std::move(uri);
+  impl->max_pool_size = static_cast<std::uint32_t>(std::max(1, options.max_pool_size));
+  // Created now when it can be: a refusal that is not an SRV lookup is the configuration's.
+  if (Status s = impl->CreatePool(); !s.ok() && !s.IsUnavailable()) return s;
   store->reset(new MongoStore(std::move(impl)));
   return Status::Ok();
 }
 
 Status MongoStore::Ping() {
-  PooledClient client = impl_->Client();
+  PooledClient client;
+  if (Status s = impl_->Client(&client); !s.ok()) return s;
   auto cmd = mongo::NewBson();
   bson_append_int32(cmd.get(), "ping", -1, 1);
   Reply reply;
@@ -335,7 +370,8 @@ Status MongoStore::Ping() {
 }
 
 Status MongoStore::ServerTime(DateTime* now) {
-  PooledClient client = impl_->Client();
+  PooledClient client;
+  if (Status s = impl_->Client(&client); !s.ok()) return s;
   // isMaster rather than hello: mongod still answers it, and so does mongo-java-server,
   // which does not implement hello. serverStatus is the fallback.
   for (const char* command : {"isMaster", "serverStatus"}) {
@@ -371,7 +407,8 @@ Status MongoStore::Find(const Namespace& ns, const Filter& filter, const FindOpt
   }
   if (options.limit > 0) bson_append_int64(opts.get(), "limit", -1, options.limit);
   if (options.batch_size > 0) bson_append_int32(opts.get(), "batchSize", -1, options.batch_size);
-  PooledClient client = impl_->Client();
+  PooledClient client;
+  if (Status s = impl_->Client(&client); !s.ok()) return s;
   CollectionPtr coll = GetCollection(client, ns);
   mongo::CursorPtr c(
       mongoc_collection_find_with_opts(coll.get(), query.get(), opts.get(), nullptr));
@@ -383,7 +420,8 @@ Status MongoStore::Find(const Namespace& ns, const Filter& filter, const FindOpt
 Status MongoStore::Count(const Namespace& ns, const Filter& filter, std::int64_t* count) {
   auto query = mongo::NewBson();
   if (Status s = mongo::FilterToBson(filter, query.get()); !s.ok()) return s;
-  PooledClient client = impl_->Client();
+  PooledClient client;
+  if (Status s = impl_->Client(&client); !s.ok()) return s;
   CollectionPtr coll = GetCollection(client, ns);
   Reply reply;
   bson_error_t error;
@@ -405,7 +443,8 @@ Status RunUpdate(MongoStore::Impl* impl, UpdateFn fn, const char* what, const Na
   auto doc = mongo::NewBson();
   if (Status s = mongo::FilterToBson(filter, query.get()); !s.ok()) return s;
   if (Status s = mongo::UpdateToBson(update, doc.get()); !s.ok()) return s;
-  PooledClient client = impl->Client();
+  PooledClient client;
+  if (Status s = impl->Client(&client); !s.ok()) return s;
   CollectionPtr coll = GetCollection(client, ns);
   Reply reply;
   bson_error_t error;
@@ -439,7 +478,8 @@ Status MongoStore::FindOneAndUpdate(const Namespace& ns, const Filter& filter, c
   mongo::FindAndModifyOptsPtr opts(mongoc_find_and_modify_opts_new());
   mongoc_find_and_modify_opts_set_update(opts.get(), doc.get());
   mongoc_find_and_modify_opts_set_flags(opts.get(), MONGOC_FIND_AND_MODIFY_RETURN_NEW);
-  PooledClient client = impl_->Client();
+  PooledClient client;
+  if (Status s = impl_->Client(&client); !s.ok()) return s;
   CollectionPtr coll = GetCollection(client, ns);
   Reply reply;
   bson_error_t error;
@@ -458,7 +498,8 @@ Status MongoStore::FindOneAndUpdate(const Namespace& ns, const Filter& filter, c
 Status MongoStore::DeleteMany(const Namespace& ns, const Filter& filter, WriteResult* result) {
   auto query = mongo::NewBson();
   if (Status s = mongo::FilterToBson(filter, query.get()); !s.ok()) return s;
-  PooledClient client = impl_->Client();
+  PooledClient client;
+  if (Status s = impl_->Client(&client); !s.ok()) return s;
   CollectionPtr coll = GetCollection(client, ns);
   Reply reply;
   bson_error_t error;
@@ -478,7 +519,8 @@ Status MongoStore::InsertMany(const Namespace& ns, const std::vector<Document>& 
     if (Status s = mongo::ToBson(docs[i], owned.back().get()); !s.ok()) return s;
     ptrs[i] = owned.back().get();
   }
-  PooledClient client = impl_->Client();
+  PooledClient client;
+  if (Status s = impl_->Client(&client); !s.ok()) return s;
   CollectionPtr coll = GetCollection(client, ns);
   Reply reply;
   bson_error_t error;
@@ -535,7 +577,8 @@ Status MongoStore::UpdateEach(const Namespace& ns, const std::vector<UpdateReque
     if (Status s = mongo::FilterToBson(r.filter, owned.back().first.get()); !s.ok()) return s;
     if (Status s = mongo::UpdateToBson(r.update, owned.back().second.get()); !s.ok()) return s;
   }
-  PooledClient client = impl_->Client();
+  PooledClient client;
+  if (Status s = impl_->Client(&client); !s.ok()) return s;
   CollectionPtr coll = GetCollection(client, ns);
   auto opts = mongo::NewBson();
   bson_append_bool(opts.get(), "ordered", -1, false);
@@ -566,7 +609,8 @@ Status MongoStore::UpdateEach(const Namespace& ns, const std::vector<UpdateReque
 
 Status MongoStore::ListIndexes(const Namespace& ns, std::vector<IndexSpec>* indexes) {
   indexes->clear();
-  PooledClient client = impl_->Client();
+  PooledClient client;
+  if (Status s = impl_->Client(&client); !s.ok()) return s;
   CollectionPtr coll = GetCollection(client, ns);
   mongo::CursorPtr cursor(mongoc_collection_find_indexes_with_opts(coll.get(), nullptr));
   const bson_t* b = nullptr;
@@ -623,7 +667,8 @@ Status MongoStore::CreateIndexes(const Namespace& ns, const std::vector<IndexSpe
     bson_append_document_end(&list, &index);
   }
   bson_append_array_end(cmd.get(), &list);
-  PooledClient client = impl_->Client();
+  PooledClient client;
+  if (Status s = impl_->Client(&client); !s.ok()) return s;
   mongo::DatabasePtr db(mongoc_client_get_database(client.get(), ns.database.c_str()));
   Reply reply;
   bson_error_t error;
@@ -639,7 +684,8 @@ bool MongoStore::GetWireStats(WireStats* stats) const {
 }
 
 Status MongoStore::DropDatabase(const std::string& database) {
-  PooledClient client = impl_->Client();
+  PooledClient client;
+  if (Status s = impl_->Client(&client); !s.ok()) return s;
   mongo::DatabasePtr db(mongoc_client_get_database(client.get(), database.c_str()));
   bson_error_t error;
   if (!mongoc_database_drop_with_opts(db.get(), nullptr, &error))

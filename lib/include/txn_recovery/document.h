@@ -40,7 +40,17 @@ struct DateTime {
 // A value of a BSON type this model does not interpret. Compares equal to nothing.
 struct OtherValue {
   std::string type_name;
-  friend bool operator==(const OtherValue&, const OtherValue&) { return false; }
+  // The value's exact BSON encoding (as the only element, keyed "", of a document), when
+  // it was read from the server: kept so that the value can be written back as it was —
+  // above all in a filter, so that a transaction whose _id is a regex, a Decimal128 or
+  // binary data can still be addressed (quarantined). Empty for a value the reader made up
+  // ("duplicated key", "nested deeper than 100 levels"), which cannot be written.
+  std::string raw;
+  // Equal only when both carry the same encoding: a value never compares equal to what
+  // the reader made up.
+  friend bool operator==(const OtherValue& a, const OtherValue& b) {
+    return !a.raw.empty() && a.raw == b.raw;
+  }
 };
 
 struct Null {
