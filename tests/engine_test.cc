@@ -10,6 +10,7 @@
 
 #include "support/bank.h"
 #include "support/fault_store.h"
+#include "support/malformed_txns.h"
 #include "support/tagged_insert_app.h"
 #include "support/test_env.h"
 #include "support/watch_config.h"
@@ -335,6 +336,71 @@ TEST_P(RefusedWrite, OneRefusedCreditChargesOnlyItsOwnTransfer) {
 INSTANTIATE_TEST_SUITE_P(Backends, RefusedWrite, ::testing::Values("memory", "mongo"),
                          [](const auto& info) { return info.param; });
 
+// The probe of issue 11 as it was found, on a real server: a stuck transfer carrying a
+// top-level field named "$where" among forty well-formed neighbours. Before, the server
+// refused that document in the unordered bulk claim, the batch path failed every item, and
+// after max_failures sweeps the forty neighbours were quarantined while the bad one never
+// was. Whatever the server makes of the field, the neighbours are done in the first sweep
+// and only the one document can be charged.
+TEST(RefusedWriteOnTheServer, ADollarFieldOnOneTransactionChargesNoNeighbour) {
+  auto backend = TestBackend::Create("mongo");
+  ASSERT_TRUE(backend->error().empty()) << backend->error();
+  Bank bank(backend->store(), backend->database());
+  bank.Open(82);
+  std::vector<Value> ids;
+  for (int i = 0; i < 41; ++i) {
+    ids.push_back(bank.Transfer(Bank::Account(2 * i), Bank::Account(2 * i + 1), 10, 3));
+    bank.Age(ids.back(), kStuck);
+  }
+  const Value& odd = ids[20];
+  // An update cannot set a "$where" field; the application's insert could.
+  std::optional<Document> doc = bank.Txn(odd);
+  ASSERT_TRUE(doc);
+  doc->Set("$where", std::int32_t{1});
+  WriteResult r;
+  Must(backend->store()->DeleteMany(bank.txns(), Filter().Eq("_id", odd), &r));
+  const Status planted = backend->store()->InsertMany(bank.txns(), {*doc});
+  if (!planted.ok()) {
+    GTEST_SKIP() << "this server does not store a top-level $where: " << planted.ToString();
+  }
+  bool reported_every_sweep = true;
+  for (int sweep = 1; sweep <= 5; ++sweep) {
+    std::vector<TxnReport> reports;
+    WatchSummary s =
+        SweepOnce(backend->store(), backend->clock(), bank.Watch(), "daemon-1", &reports);
+    if (sweep == 1) {
+      EXPECT_GE(s.resolved, 40);
+    }
+    bool reported = false;
+    for (const auto& report : reports)
+      reported |= report.id == odd && report.result.outcome == Outcome::kFailed;
+    reported_every_sweep &= reported;
+  }
+  for (int i = 0; i < 41; ++i) {
+    const Value& id = ids[static_cast<std::size_t>(i)];
+    if (id == odd) continue;
+    EXPECT_EQ(bank.State(id), "done") << id.ToString();
+    EXPECT_EQ(bank.Balance(Bank::Account(2 * i)), 990);
+    EXPECT_EQ(bank.Balance(Bank::Account(2 * i + 1)), 1010);
+    auto t = bank.Txn(id);
+    ASSERT_TRUE(t);
+    EXPECT_FALSE(t->GetPath("recovery.quarantine"))
+        << id.ToString() << " charged for its neighbour";
+  }
+  // The odd one is recovered, or set aside, or -- on a server that refuses every update of
+  // a document holding a '$' field, the quarantine's own write included (mongo-java-server)
+  // -- reported as failed, with its _id, on every sweep (exit 1).
+  auto t = bank.Txn(odd);
+  ASSERT_TRUE(t);
+  EXPECT_TRUE(bank.State(odd) == "done" || t->GetPath("recovery.quarantine") ||
+              reported_every_sweep)
+      << "neither recovered, set aside nor reported: " << Value(*t).ToString();
+  if (bank.State(odd) != "done") {
+    EXPECT_EQ(bank.Balance("A40"), 990) << "as the application left it";
+    EXPECT_EQ(bank.Balance("A41"), 1000) << "as the application left it";
+  }
+}
+
 // ---- Participants that do not fit --------------------------------------------------------
 
 class MalformedParticipant : public ::testing::TestWithParam<std::string> {};
@@ -527,26 +593,14 @@ INSTANTIATE_TEST_SUITE_P(Backends, ExtremeDates, ::testing::Values("memory", "mo
 
 // ---- _ids of types the document model does not interpret ---------------------------------
 
-// The BSON of a one-element document {"": <value>}, built by hand: `type` and the value's
-// bytes, as OtherValue::raw keeps them.
-Value RawValue(const char* type_name, std::uint8_t type, const std::string& bytes) {
-  std::string doc(4, '\0');
-  doc += static_cast<char>(type);
-  doc += '\0';  // the empty key
-  doc += bytes;
-  doc += '\0';  // the document's end
-  const auto n = static_cast<std::uint32_t>(doc.size());
-  for (int i = 0; i < 4; ++i) doc[static_cast<std::size_t>(i)] = static_cast<char>(n >> (8 * i));
-  return Value(OtherValue{type_name, doc});
-}
-
 std::vector<Value> ExoticIdValues(bool with_regex) {
   std::vector<Value> ids = {
-      RawValue("minKey", 0xFF, ""),
-      RawValue("decimal128", 0x13, std::string("\x01\0\0\0\0\0\0\0\0\0\0\0\0\0\x40\x30", 16)),
-      RawValue("binData", 0x05, std::string("\x03\0\0\0\0abc", 8))};
+      UninterpretedValue("minKey", 0xFF, ""),
+      UninterpretedValue("decimal128", 0x13,
+                         std::string("\x01\0\0\0\0\0\0\0\0\0\0\0\0\0\x40\x30", 16)),
+      UninterpretedValue("binData", 0x05, std::string("\x03\0\0\0\0abc", 8))};
   // MongoDB refuses a regular expression as an _id; only the in-memory store stores one.
-  if (with_regex) ids.push_back(RawValue("regex", 0x0B, std::string("^a\0i\0", 5)));
+  if (with_regex) ids.push_back(UninterpretedValue("regex", 0x0B, std::string("^a\0i\0", 5)));
   return ids;
 }
 

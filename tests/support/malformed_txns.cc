@@ -4,6 +4,17 @@
 
 namespace txn_recovery::testing {
 
+Value UninterpretedValue(const char* type_name, std::uint8_t type, const std::string& bytes) {
+  std::string doc(4, '\0');
+  doc += static_cast<char>(type);
+  doc += '\0';  // the empty key
+  doc += bytes;
+  doc += '\0';  // the document's end
+  const auto n = static_cast<std::uint32_t>(doc.size());
+  for (int i = 0; i < 4; ++i) doc[static_cast<std::size_t>(i)] = static_cast<char>(n >> (8 * i));
+  return Value(OtherValue{type_name, doc});
+}
+
 std::vector<MalformedTxn> MalformedTransfers(const Profile& profile, const Value& from,
                                              const Value& to, std::int64_t first_id,
                                              DateTime time) {
@@ -75,6 +86,40 @@ std::vector<MalformedTxn> MalformedTransfers(const Profile& profile, const Value
   add("destination missing", without(tp.destination_field),
       "'" + tp.destination_field + "' is missing");
   add("amount missing", without(tp.amount_field), "'" + tp.amount_field + "' is missing");
+  // Issue 11's shapes. An _id of a type the model does not interpret is kept byte for
+  // byte, so that the quarantine write can find the document again.
+  add(
+      "_id a minKey",
+      [&] {
+        Document d = base();
+        d.Set("_id", UninterpretedValue("minKey", 0xFF, ""));
+        return d;
+      }(),
+      "'_id' has type minKey");
+  add(
+      "_id a decimal128",
+      [&] {
+        Document d = base();
+        // 1.5: a server compares decimal128 with the other numbers, so an integral one
+        // could collide with an integer _id of the same collection.
+        d.Set("_id", UninterpretedValue("decimal128", 0x13,
+                                        std::string("\x0f\0\0\0\0\0\0\0\0\0\0\0\0\0\x3e\x30", 16)));
+        return d;
+      }(),
+      "'_id' has type decimal128");
+  add("time at the start of time (INT64_MIN ms): very old, not negative",
+      with(when, DateTime{std::numeric_limits<std::int64_t>::min()}), "",
+      MalformedTxn::Expect::kCancel);
+  // Old enough to be rolled back, and nothing applied: no write ever carries the amount,
+  // so cancelling loses nothing (a resume quarantines them: engine_test's InexactAmount).
+  add("amount 1e20, a double beyond its exact integers", with(tp.amount_field, 1e20), "",
+      MalformedTxn::Expect::kCancel);
+  add("amount INT64_MAX, which would overflow the credited balance",
+      with(tp.amount_field, std::numeric_limits<std::int64_t>::max()), "",
+      MalformedTxn::Expect::kCancel);
+  add("daemon sub-document's lease with an owner number and an expiry string",
+      with("recovery.lease", Document{{"owner", std::int32_t{5}}, {"expires", "x"}}),
+      "recovery.lease.owner");
   add("source a boolean", with(tp.source_field, true), "'" + tp.source_field + "' has type");
   add("destination null", with(tp.destination_field, Null{}),
       "'" + tp.destination_field + "' has type");

@@ -24,6 +24,11 @@ struct MalformedTxn {
   std::string reason;
 };
 
+// A value of a BSON type the document model does not interpret (minKey, decimal128,
+// binData, regex...), as OtherValue keeps it: `type` and the value's `bytes`, wrapped in
+// the one-element document {"": <value>}.
+Value UninterpretedValue(const char* type_name, std::uint8_t type, const std::string& bytes);
+
 // Documents for a transfer `profile` whose existing participants are `from` and `to`;
 // _ids are first_id, first_id + 1, ... Every document that has a time has `time`, old
 // enough for any threshold.
