@@ -147,10 +147,16 @@ struct MongoStore::Impl {
   // pool needs its DNS records, and a name that does not resolve at start (a DNS outage) is
   // an unreachable database, retried at the next call, not a bad configuration.
   Status Client(mongo::PooledClient* out) {
-    std::lock_guard lock(mu_);
-    if (!pool_)
-      if (Status s = CreatePool(); !s.ok()) return s;
-    *out = mongo::PooledClient(pool_.get());
+    mongoc_client_pool_t* pool = nullptr;
+    {
+      std::lock_guard lock(mu_);
+      if (!pool_)
+        if (Status s = CreatePool(); !s.ok()) return s;
+      pool = pool_.get();
+    }
+    // Popped outside the lock: a pop waits while every client is out, and must not keep
+    // the other workers from the pool meanwhile.
+    *out = mongo::PooledClient(pool);
     return Status::Ok();
   }
 
