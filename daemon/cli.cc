@@ -57,6 +57,13 @@ std::unique_ptr<CLI::App> BuildCli(CliOptions* o) {
   CLI::App* check = app->add_subcommand(
       "check-config", "Validate the configuration and print it, secrets redacted");
   add_config(check);
+  check
+      ->add_option("--probe", o->probe,
+                   "Also read up to N transactions of each watch from the database and show "
+                   "what its profile makes of them (writes nothing)")
+      ->expected(0, 1)
+      ->default_str("100")
+      ->check(CLI::Range(1, 1000000));
 
   CLI::App* inspect =
       app->add_subcommand("inspect", "What is stuck and what is quarantined, per watch");
@@ -180,12 +187,13 @@ int Main(int argc, char** argv) {
   WarnAboutUnknownVariables();
   Config config;
   if (int rc = LoadOrExit(o.config_path, o.watches, &config); rc != kExitOk) return rc;
-  if (chosen("check-config")) {
-    std::cout << DescribeConfig(config);
-    return kExitOk;
-  }
+  const bool probe =
+      chosen("check-config") && app->get_subcommand("check-config")->count("--probe");
+  if (chosen("check-config")) std::cout << DescribeConfig(config);
+  if (chosen("check-config") && !probe) return kExitOk;
   std::unique_ptr<txn_recovery::MongoStore> store;
   if (int rc = OpenStore(config, &store); rc != kExitOk) return rc;
+  if (probe) return RunProbe(config, store.get(), o.probe > 0 ? o.probe : 100, std::cout);
   if (chosen("sweep")) {
     o.sweep.verbose = o.verbosity > 0;
     spdlog::info("sweeping {} watch(es) on {}", config.watches.size(),

@@ -339,6 +339,7 @@ const std::vector<ProtocolKeys>& AllProtocolKeys() {
        {"operations_field", "collection_key", "id_key", "inc_key", "set_key", "previous_key",
         "marker_field", "allowed_collections", "max_operations"}},
       {"tagged-insert", {"tagged_collections", "tag_field", "valid_field"}},
+      {"steps", {"steps", "marker_field"}},
   };
   return kKeys;
 }
@@ -412,6 +413,108 @@ Status LoadTaggedInsertKeys(const Reader& r, const toml::table& t, const std::st
       !(s = r.String(t, prefix, "tag_field", &p->tag_field)).ok() ||
       !(s = r.String(t, prefix, "valid_field", &p->valid_field)).ok())
     return s;
+  return Status::Ok();
+}
+
+// A table of `field = "path"` entries of one step (inc, set, previous): each value a
+// non-empty string.
+Status StepFields(const Reader& r, const toml::table& step, const std::string& at,
+                  std::string_view key, std::vector<std::pair<std::string, std::string>>* out) {
+  const toml::node* n = step.get(key);
+  if (n == nullptr) return Status::Ok();
+  const toml::table* t = n->as_table();
+  if (t == nullptr || t->empty())
+    return r.Error(n->source(), at + std::string(key),
+                   "must be a table of field = \"path in the transaction document\"");
+  for (const auto& [k, v] : *t) {
+    const auto* path = v.as_string();
+    if (path == nullptr || path->get().empty())
+      return r.Error(v.source(), at + std::string(key) + "." + std::string(k.str()),
+                     "must be a non-empty string: a path in the transaction document");
+    out->emplace_back(std::string(k.str()), path->get());
+  }
+  return Status::Ok();
+}
+
+// One entry of `steps`: where the participant is, and what the step changes, in paths into
+// the transaction document.
+Status LoadStep(const Reader& r, const toml::node& node, const std::string& at,
+                txn_recovery::StepSpec* spec) {
+  const toml::table* t = node.as_table();
+  if (t == nullptr)
+    return r.Error(node.source(), at.substr(0, at.size() - 1),
+                   "must be a table: {collection = ..., key_path = ..., inc = {...}}");
+  Status s;
+  if (!(s = r.OnlyKnownKeys(*t, at,
+                            {"collection", "key", "key_path", "inc", "set", "previous", "guard",
+                             "marker", "label", "positive"}))
+           .ok() ||
+      !(s = r.String(*t, at, "collection", &spec->collection, true)).ok() ||
+      !(s = r.String(*t, at, "key", &spec->key)).ok() ||
+      !(s = r.String(*t, at, "key_path", &spec->key_path, true)).ok() ||
+      !(s = r.String(*t, at, "marker", &spec->marker_field)).ok() ||
+      !(s = r.String(*t, at, "label", &spec->label)).ok() ||
+      !(s = r.Bool(*t, at, "positive", &spec->positive_amounts)).ok())
+    return s;
+  std::vector<std::pair<std::string, std::string>> inc, set, previous;
+  if (!(s = StepFields(r, *t, at, "inc", &inc)).ok() ||
+      !(s = StepFields(r, *t, at, "set", &set)).ok() ||
+      !(s = StepFields(r, *t, at, "previous", &previous)).ok())
+    return s;
+  for (auto& [field, path] : inc) {
+    // "-path": the amount negated (a debit of the amount the document names).
+    const bool negate = path.size() > 1 && path[0] == '-';
+    spec->inc.push_back({field, negate ? path.substr(1) : path, negate});
+  }
+  for (auto& [field, path] : set) {
+    std::string before;
+    for (const auto& [pf, pp] : previous)
+      if (pf == field) before = pp;
+    if (before.empty())
+      return r.Error(
+          t->get("set")->source(), at + "set." + field,
+          "needs previous." + field + ": the path of the value it replaces (its exact inverse)");
+    spec->set.push_back({field, path, before});
+  }
+  for (const auto& [pf, pp] : previous)
+    if (t->get("set") == nullptr || t->get("set")->as_table()->get(pf) == nullptr)
+      return r.Error(t->get("previous")->source(), at + "previous." + pf,
+                     "has no counterpart in set");
+  std::vector<std::string> guards;
+  if (const toml::node* g = t->get("guard"); g != nullptr && g->is_string()) {
+    guards.push_back(g->as_string()->get());
+  } else if (!(s = r.StringList(*t, at, "guard", &guards)).ok()) {
+    return s;
+  }
+  for (const auto& text : guards) {
+    auto guard = txn_recovery::ParseGuard(text);
+    if (!guard)
+      return r.Error(t->get("guard")->source(), at + "guard",
+                     "'" + text +
+                         "' does not read FIELD OP PATH with OP one of >= <= < == != "
+                         "(e.g. \"balance >= value\")");
+    spec->guards.push_back(std::move(*guard));
+  }
+  return Status::Ok();
+}
+
+Status LoadStepsKeys(const Reader& r, const toml::table& t, const std::string& prefix,
+                     const std::string& own_collection, txn_recovery::StepsProfile* p) {
+  if (Status s = r.String(t, prefix, "marker_field", &p->marker_field); !s.ok()) return s;
+  const toml::node* n = t.get("steps");
+  if (n == nullptr) return r.Error(t.source(), prefix + "steps", "is required by profile 'steps'");
+  const toml::array* list = n->as_array();
+  if (list == nullptr || list->empty())
+    return r.Error(n->source(), prefix + "steps", "must be a non-empty list of steps");
+  for (std::size_t i = 0; i < list->size(); ++i) {
+    const std::string at = prefix + "steps[" + std::to_string(i) + "].";
+    txn_recovery::StepSpec spec;
+    if (Status s = LoadStep(r, *list->get(i), at, &spec); !s.ok()) return s;
+    if (spec.collection == own_collection)
+      return r.Error(list->get(i)->source(), at + "collection",
+                     "must not name the transactions collection '" + own_collection + "'");
+    p->steps.push_back(std::move(spec));
+  }
   return Status::Ok();
 }
 
@@ -532,7 +635,7 @@ Status LoadWatchProfile(const Reader& r, const toml::table& t, const std::string
   if (!profile)
     return r.Error(t.get("profile")->source(), prefix + "profile",
                    "unknown profile '" + kind +
-                       "' (this version supports: transfer, operations, tagged-insert)");
+                       "' (this version supports: transfer, operations, tagged-insert, steps)");
   if (Status s = CheckWatchKeys(r, t, prefix, kind); !s.ok()) return s;
   w->profile = std::move(*profile);
   return Status::Ok();
@@ -563,11 +666,14 @@ Status LoadCommonWatchKeys(const Reader& r, const toml::table& t, const std::str
       !(s = r.Duration(t, prefix, "retain_finished", &w->retention.retain_finished)).ok() ||
       !(s = r.String(t, prefix, "archive_collection", &w->retention.archive_collection)).ok())
     return s;
-  if (missing_time == "object_id") {
-    p.missing_time = txn_recovery::MissingTime::kObjectIdTime;
-  } else if (!missing_time.empty() && missing_time != "quarantine") {
+  if (missing_time.empty()) {
+    // An application that names no time field may write none (seed 004).
+    p.missing_time = p.DefaultMissingTime(/*time_field_named=*/t.get("time_field") != nullptr);
+  } else if (auto parsed = txn_recovery::ParseMissingTime(missing_time)) {
+    p.missing_time = *parsed;
+  } else {
     return r.Error(t.get("missing_time")->source(), prefix + "missing_time",
-                   "must be \"quarantine\" or \"object_id\"");
+                   "must be \"first_seen\", \"quarantine\" or \"object_id\"");
   }
   return Status::Ok();
 }
@@ -593,6 +699,8 @@ Status LoadProtocolKeys(const Reader& r, const toml::table& t, const std::string
              .ok())
       return s;
   }
+  if (auto* described = p.steps())
+    if (!(s = LoadStepsKeys(r, t, prefix, w->ns.collection, described)).ok()) return s;
   if (const toml::node* states = t.get("states"))
     if (!(s = LoadStates(r, *states, prefix, p, &p.states)).ok()) return s;
   return Status::Ok();
@@ -1043,15 +1151,87 @@ txn_recovery::MongoOptions MongoOptionsFor(const Config& config) {
   return mo;
 }
 
-std::string DescribeConfig(const Config& c) {
-  auto q = [](const std::string& s) {
-    std::string out = "\"";
-    for (char ch : s) {
-      if (ch == '"' || ch == '\\') out += '\\';
-      out += ch;
-    }
-    return out + "\"";
+namespace {
+
+std::string Quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') out += '\\';
+    out += ch;
+  }
+  return out + "\"";
+}
+
+// One described step as the configuration spells it.
+std::string StepToml(const txn_recovery::StepSpec& s) {
+  std::string out = "{collection = " + Quoted(s.collection) + ", key = " + Quoted(s.key) +
+                    ", key_path = " + Quoted(s.key_path);
+  auto table = [&](const char* name, const std::vector<std::pair<std::string, std::string>>& kv) {
+    if (kv.empty()) return;
+    out.append(", ").append(name).append(" = {");
+    for (std::size_t i = 0; i < kv.size(); ++i)
+      out.append(i ? ", " : "")
+          .append(Quoted(kv[i].first))
+          .append(" = ")
+          .append(Quoted(kv[i].second));
+    out += "}";
   };
+  std::vector<std::pair<std::string, std::string>> inc, set, previous;
+  for (const auto& i : s.inc) inc.emplace_back(i.field, (i.negate ? "-" : "") + i.path);
+  for (const auto& x : s.set) {
+    set.emplace_back(x.field, x.path);
+    previous.emplace_back(x.field, x.previous_path);
+  }
+  table("inc", inc);
+  table("set", set);
+  table("previous", previous);
+  if (!s.guards.empty()) {
+    out += ", guard = [";
+    for (std::size_t i = 0; i < s.guards.size(); ++i) {
+      const auto& g = s.guards[i];
+      out.append(i ? ", " : "")
+          .append(
+              Quoted(g.field + " " + std::string(txn_recovery::GuardOpName(g.op)) + " " + g.path));
+    }
+    out += "]";
+  }
+  if (!s.marker_field.empty()) out += ", marker = " + Quoted(s.marker_field);
+  if (!s.label.empty()) out += ", label = " + Quoted(s.label);
+  if (s.positive_amounts) out += ", positive = true";
+  return out + "}";
+}
+
+}  // namespace
+
+std::string DescribeSteps(const txn_recovery::WatchSpec& w) {
+  const txn_recovery::Profile& p = w.profile;
+  std::ostringstream os;
+  std::optional<txn_recovery::StepsProfile> described;
+  if (const auto* sp = p.steps()) described = *sp;
+  if (const auto* tp = p.transfer()) described = tp->AsSteps();
+  if (described) {
+    if (p.steps()) {
+      os << "\nmarker_field = " << Quoted(described->marker_field) << "\nsteps = [";
+      for (const auto& step : described->steps) os << "\n  " << StepToml(step) << ",";
+      os << "\n]";
+    }
+    os << "\n# the steps, as the daemon understands them (each applied only where the marker is "
+          "absent,\n# pushing it; undone by the exact inverse where it is present):";
+    for (std::size_t i = 0; i < described->steps.size(); ++i)
+      os << "\n#   [" << i << "] " << described->steps[i].ToString(described->marker_field);
+  }
+  if (const auto* op = p.operations())
+    os << "\n# the steps: one per entry of " << op->operations_field << " ({" << op->collection_key
+       << ", " << op->id_key << ", " << op->inc_key << " | " << op->set_key << " + "
+       << op->previous_key << "}), marker " << op->marker_field;
+  if (const auto* tg = p.tagged_insert())
+    os << "\n# no participant steps: documents tagged " << tg->tag_field << " = <_id> in the "
+       << "tagged collections are untagged (finish) or deleted (rollback)";
+  return os.str();
+}
+
+std::string DescribeConfig(const Config& c) {
+  const auto q = Quoted;
   auto list = [&](const std::vector<std::string>& v) {
     std::string out = "[";
     for (std::size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + q(v[i]);
@@ -1099,8 +1279,7 @@ std::string DescribeConfig(const Config& c) {
        << "\nlate_write_window = " << q(FormatDuration(t.late_write_window))
        << "\nmax_clock_skew = " << q(FormatDuration(t.max_clock_skew))
        << "\nstate_field = " << q(p.state_field) << "\ntime_field = " << q(p.time_field)
-       << "\nmissing_time = "
-       << q(p.missing_time == txn_recovery::MissingTime::kObjectIdTime ? "object_id" : "quarantine")
+       << "\nmissing_time = " << q(std::string(txn_recovery::MissingTimeName(p.missing_time)))
        << "\nowner_field = " << q(p.owner.field);
     if (!p.owner.applications.empty()) os << "\napplications = " << list(p.owner.applications);
     os << "\ninclude_unowned = " << (p.owner.include_unowned ? "true" : "false");
@@ -1127,6 +1306,7 @@ std::string DescribeConfig(const Config& c) {
       os << "\ntagged_collections = " << list(tg->tagged_collections)
          << "\ntag_field = " << q(tg->tag_field) << "\nvalid_field = " << q(tg->valid_field);
     }
+    os << DescribeSteps(w);
     if (w.retention.enabled())
       os << "\nretain_finished = " << q(FormatDuration(w.retention.retain_finished));
     else

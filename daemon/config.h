@@ -129,6 +129,9 @@ txn_recovery::MongoOptions MongoOptionsFor(const Config& config);
 
 // The configuration with secrets redacted, as TOML (check-config).
 std::string DescribeConfig(const Config& config);
+// The participant steps of `watch` as the daemon understands them: the `steps` list of a
+// described watch (as TOML), then one comment line per step, for every profile.
+std::string DescribeSteps(const txn_recovery::WatchSpec& watch);
 
 // A duration as Go and Prometheus write them: one or more number-unit pairs, largest unit
 // first, each unit once: "250ms", "30s", "1h30m", "1d12h", "1m30s500ms". Units: d, h, m,

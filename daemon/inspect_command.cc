@@ -74,6 +74,10 @@ int RunInspect(const Config& config, txn_recovery::Store* store, bool json, std:
         {"stuck", stuck},
         {"oldest_stuck_age_seconds",
          report.oldest_age ? nlohmann::json(report.oldest_age->count() / 1000.0) : nullptr},
+        {"oldest_stuck_age_from",
+         report.oldest_age ? nlohmann::json(report.oldest_age_source) : nullptr},
+        {"ages_from", txn_recovery::AgeClocks(w)},
+        {"not_yet_seen", report.not_yet_seen},
         {"quarantined", quarantined},
         {"missing_indexes", missing},
     };
@@ -90,7 +94,13 @@ int RunInspect(const Config& config, txn_recovery::Store* store, bool json, std:
     if (report.stuck.empty()) out << " none";
     for (const auto& [state, n] : report.stuck)
       out << " " << txn_recovery::TxnStateName(state) << "=" << n;
-    if (report.oldest_age) out << "; oldest " << report.oldest_age->count() / 1000 << "s";
+    if (report.oldest_age)
+      out << "; oldest " << report.oldest_age->count() / 1000 << "s (from "
+          << report.oldest_age_source << ")";
+    out << "\n  ages from: " << txn_recovery::AgeClocks(w);
+    if (report.not_yet_seen > 0)
+      out << "\n  not yet seen: " << report.not_yet_seen
+          << " without a time (the next sweep stamps their first sighting)";
     out << "\n  indexes: "
         << (missing.empty() ? std::string("all present")
                             : std::to_string(missing.size()) + " missing")
@@ -103,6 +113,33 @@ int RunInspect(const Config& config, txn_recovery::Store* store, bool json, std:
           << q["reason"].get<std::string>() << "\n";
   }
   if (json) out << nlohmann::json{{"watches", watches}, {"exit_code", code}}.dump(2) << "\n";
+  return code;
+}
+
+int RunProbe(const Config& config, txn_recovery::Store* store, std::int64_t limit,
+             std::ostream& out) {
+  int code = kExitOk;
+  constexpr std::size_t kKeep = 20;
+  for (const auto& w : config.watches) {
+    txn_recovery::ProbeResult r;
+    out << "\n# probe of watch " << w.name << " (" << w.ns.ToString() << "), up to " << limit
+        << " documents:";
+    if (Status s = txn_recovery::Probe(store, w, limit, kKeep, &r); !s.ok()) {
+      out << " ERROR " << s.ToString() << "\n";
+      code = std::max(code, ExitFor(s));
+      continue;
+    }
+    out << " " << r.examined << " read, " << r.fit << " fit, " << r.misfit_total
+        << " do not (a sweep would quarantine them); " << r.participants_checked
+        << " participants of unfinished ones looked up, " << r.missing_participant_total
+        << " missing\n";
+    for (const auto& f : r.misfits)
+      out << "#   _id=" << IdText(f.id) << " does not fit: " << f.detail << "\n";
+    for (const auto& f : r.missing_participants)
+      out << "#   _id=" << IdText(f.id) << " " << f.detail << "\n";
+    if (r.misfit_total + r.missing_participant_total > 0)
+      code = std::max(code, r.fit == 0 ? kExitConfig : kExitIncomplete);
+  }
   return code;
 }
 

@@ -293,6 +293,9 @@ void DescribeStandardMetrics(Metrics* m, const std::string& version, const std::
               "application moved them on after they were read.");
   m->Describe("txn_recoveryd_late_writes_undone_total", T::kCounter,
               "Writes found applied to a transaction after it was rolled back, and undone.");
+  m->Describe("txn_recoveryd_first_sightings_total", T::kCounter,
+              "Transactions without a time whose first sighting a sweep stamped (their age "
+              "starts then; missing_time = \"first_seen\").");
   m->Describe("txn_recoveryd_finished_removed_total", T::kCounter,
               "Finished transactions removed by retention, by mode (deleted or archived).");
   m->Describe("txn_recoveryd_orphan_scans_total", T::kCounter,

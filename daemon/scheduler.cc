@@ -415,6 +415,8 @@ void Daemon::RecordWatch(const txn_recovery::WatchSpec& w,
   metrics_.Inc("txn_recoveryd_busy_total", watch, static_cast<double>(summary.busy));
   metrics_.Inc("txn_recoveryd_late_writes_undone_total", watch,
                static_cast<double>(summary.late_writes_undone));
+  metrics_.Inc("txn_recoveryd_first_sightings_total", watch,
+               static_cast<double>(summary.first_sightings));
   if (w.retention.enabled()) {
     metrics_.Inc("txn_recoveryd_finished_removed_total", {{"watch", w.name}, {"mode", "deleted"}},
                  static_cast<double>(summary.finished_deleted));

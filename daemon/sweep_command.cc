@@ -341,6 +341,7 @@ nlohmann::json SummaryJson(const WatchRun& run) {
       {"quarantined", s.quarantined},
       {"quarantined_total", s.quarantined_total},
       {"late_writes_undone", s.late_writes_undone},
+      {"first_sightings", s.first_sightings},
       {"finished_deleted", s.finished_deleted},
       {"finished_archived", s.finished_archived},
       {"actions", actions},
@@ -379,6 +380,8 @@ void PrintSummary(const WatchRun& run, bool dry_run, std::ostream& out) {
       << ", failed " << s.failed << ", quarantined " << s.quarantined << " (" << s.quarantined_total
       << " in total)"
       << ", late writes undone " << s.late_writes_undone;
+  if (s.first_sightings > 0)
+    out << ", first sightings " << (dry_run ? "to stamp " : "stamped ") << s.first_sightings;
   if (watch.retention.enabled())
     out << ", finished removed " << s.finished_deleted + s.finished_archived << " ("
         << s.finished_archived << " archived)";

@@ -11,6 +11,8 @@ std::vector<Filter> AgedAlternatives(const WatchSpec& watch, const std::vector<T
                                      DateTime now, AgeClock clock) {
   const Profile& p = watch.profile;
   if (clock == AgeClock::kObjectId && p.missing_time != MissingTime::kObjectIdTime) return {};
+  if (clock == AgeClock::kFirstSeen && p.missing_time != MissingTime::kFirstSeen) return {};
+  const std::string first_seen = RecoveryPaths(watch.lease_field).FirstSeen();
   // States sharing an age window share one alternative: {state: {$in: [...]}, age in it}.
   std::map<std::pair<std::int64_t, std::int64_t>, std::vector<Value>> groups;
   for (TxnState st : states) {
@@ -31,10 +33,14 @@ std::vector<Filter> AgedAlternatives(const WatchSpec& watch, const std::vector<T
       f.Lt(p.time_field, oldest_allowed);
       if (window.second >= 0)
         f.Gte(p.time_field, Minus(now, std::chrono::milliseconds(window.second)));
-    } else {
+    } else if (clock == AgeClock::kObjectId) {
       f.NotExists(p.time_field).Lt("_id", ObjectId::AtTime(oldest_allowed.millis));
       if (window.second >= 0)
         f.Gte("_id", ObjectId::AtTime(Minus(now, std::chrono::milliseconds(window.second)).millis));
+    } else {
+      f.NotExists(p.time_field).Lt(first_seen, oldest_allowed);
+      if (window.second >= 0)
+        f.Gte(first_seen, Minus(now, std::chrono::milliseconds(window.second)));
     }
     out.push_back(std::move(f));
   }
@@ -47,13 +53,19 @@ Filter CandidateFilter(const WatchSpec& watch, DateTime now) {
                                      TxnState::kApplied, TxnState::kCanceling,
                                      TxnState::kDone,    TxnState::kCancelled};
   std::vector<Filter> alternatives = AgedAlternatives(watch, all, now, AgeClock::kTimeField);
-  for (Filter& f : AgedAlternatives(watch, all, now, AgeClock::kObjectId))
-    alternatives.push_back(std::move(f));
+  for (AgeClock clock : {AgeClock::kObjectId, AgeClock::kFirstSeen})
+    for (Filter& f : AgedAlternatives(watch, all, now, clock)) alternatives.push_back(std::move(f));
   // Documents that can never match the alternatives above must still be found, or they
   // would stay stuck without anyone knowing: unknown states and unreadable times.
   alternatives.push_back(Filter().Nin(p.state_field, p.states.AllSpellings()));
+  const std::string first_seen = RecoveryPaths(watch.lease_field).FirstSeen();
   if (p.missing_time == MissingTime::kObjectIdTime) {
     alternatives.push_back(Filter().NotExists(p.time_field).NotObjectId("_id"));
+  } else if (p.missing_time == MissingTime::kFirstSeen) {
+    // Not seen yet: the sweep stamps it. A stamp that is not a date: quarantined.
+    alternatives.push_back(Filter().NotExists(p.time_field).NotExists(first_seen));
+    alternatives.push_back(
+        Filter().NotExists(p.time_field).Exists(first_seen).NotDateTime(first_seen));
   } else {
     alternatives.push_back(Filter().NotExists(p.time_field));
   }

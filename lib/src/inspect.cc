@@ -40,8 +40,8 @@ Status Inspect(Store* store, const WatchSpec& watch, StuckReport* report) {
 
   for (TxnState st : kNonTerminal) {
     std::vector<Filter> alts = AgedAlternatives(watch, {st}, now, AgeClock::kTimeField);
-    for (Filter& f : AgedAlternatives(watch, {st}, now, AgeClock::kObjectId))
-      alts.push_back(std::move(f));
+    for (AgeClock clock : {AgeClock::kObjectId, AgeClock::kFirstSeen})
+      for (Filter& f : AgedAlternatives(watch, {st}, now, clock)) alts.push_back(std::move(f));
     if (alts.empty()) continue;
     std::int64_t n = 0;
     if (Status s = store->Count(watch.ns, matching(std::move(alts)), &n); !s.ok()) return s;
@@ -59,16 +59,81 @@ Status Inspect(Store* store, const WatchSpec& watch, StuckReport* report) {
     std::optional<DateTime> since;
     if (const Value* t = doc->GetPath(p.time_field); t && t->is_datetime())
       since = *t->as_datetime();
-    if (const Value* id = doc->Get("_id"); !since && id && id->is_object_id())
+    if (const Value* id = doc->Get("_id");
+        !since && clock == AgeClock::kObjectId && id && id->is_object_id())
       since = DateTime{id->as_object_id()->CreationMillis()};
+    if (const Value* seen = doc->GetPath(paths.FirstSeen());
+        !since && clock == AgeClock::kFirstSeen && seen && seen->is_datetime())
+      since = *seen->as_datetime();
     if (!since) return Status::Ok();
     const std::chrono::milliseconds age = AgeOf(now, *since);
-    if (!report->oldest_age || age > *report->oldest_age) report->oldest_age = age;
+    if (!report->oldest_age || age > *report->oldest_age) {
+      report->oldest_age = age;
+      report->oldest_age_source = sort_by;
+    }
     return Status::Ok();
   };
   if (Status s = oldest(AgeClock::kTimeField, p.time_field); !s.ok()) return s;
   if (Status s = oldest(AgeClock::kObjectId, "_id"); !s.ok()) return s;
+  if (Status s = oldest(AgeClock::kFirstSeen, paths.FirstSeen()); !s.ok()) return s;
+  if (p.missing_time == MissingTime::kFirstSeen) {
+    Filter unseen = Filter(base).NotExists(p.time_field).NotExists(paths.FirstSeen());
+    unseen.In(p.state_field, p.states.NonTerminalSpellings());
+    if (Status s = store->Count(watch.ns, unseen, &report->not_yet_seen); !s.ok()) return s;
+  }
   return store->Count(watch.ns, Filter().Exists(paths.Quarantine()), &report->quarantined);
+}
+
+Status Probe(Store* store, const WatchSpec& watch, std::int64_t limit, std::size_t keep,
+             ProbeResult* out) {
+  *out = ProbeResult{};
+  const RecoveryPaths paths(watch.lease_field);
+  FindOptions o;
+  o.limit = limit;
+  std::unique_ptr<Cursor> cursor;
+  if (Status s = store->Find(watch.ns, Filter().NotExists(paths.Quarantine()), o, &cursor); !s.ok())
+    return s;
+  Document d;
+  for (bool has = true;;) {
+    if (Status s = cursor->Next(&d, &has); !s.ok()) return s;
+    if (!has) return Status::Ok();
+    out->examined++;
+    Value id = d.Get("_id") ? *d.Get("_id") : Value(Null{});
+    Transaction txn;
+    if (Status parsed = watch.profile.Parse(d, watch.ns, watch.lease_field, &txn); !parsed.ok()) {
+      if (out->misfits.size() < keep) out->misfits.push_back({id, parsed.message()});
+      out->misfit_total++;
+      continue;
+    }
+    out->fit++;
+    if (IsTerminal(txn.state)) continue;
+    for (std::size_t i = 0; i < txn.steps.size(); ++i) {
+      const ParticipantStep& step = txn.steps[i];
+      std::optional<Document> participant;
+      if (Status s = store->FindOne(step.ns, step.target, &participant); !s.ok()) return s;
+      out->participants_checked++;
+      if (participant) continue;
+      if (out->missing_participants.size() < keep)
+        out->missing_participants.push_back(
+            {id, "step " + std::to_string(i) + " (" + step.describe + "): no document in " +
+                     step.ns.ToString() + " matches " + step.target.ToString()});
+      out->missing_participant_total++;
+    }
+  }
+}
+
+std::string AgeClocks(const WatchSpec& watch) {
+  const Profile& p = watch.profile;
+  switch (p.missing_time) {
+    case MissingTime::kObjectIdTime:
+      return p.time_field + ", else the ObjectId _id's creation time";
+    case MissingTime::kFirstSeen:
+      return p.time_field + ", else the daemon's first sighting (" +
+             RecoveryPaths(watch.lease_field).FirstSeen() + ")";
+    case MissingTime::kQuarantine:
+      break;
+  }
+  return p.time_field + " (a transaction without it is quarantined)";
 }
 
 Status ListQuarantined(Store* store, const WatchSpec& watch,

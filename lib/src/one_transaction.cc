@@ -25,11 +25,6 @@ Status ReadParticipants(Store* store, const Transaction& txn,
   return Status::Ok();
 }
 
-std::string AgeSource(const Transaction& txn, const Profile& p) {
-  if (txn.time_as_read) return p.time_field;
-  return "_id (ObjectId creation time; '" + p.time_field + "' is absent)";
-}
-
 }  // namespace
 
 Status Explain(Store* store, Clock* clock, const WatchSpec& watch, const Value& id,
@@ -49,12 +44,20 @@ Status Explain(Store* store, Clock* clock, const WatchSpec& watch, const Value& 
     return Status::Ok();
   }
   out->record = out->txn.record;
-  out->age_source = AgeSource(out->txn, watch.profile);
-  out->age = AgeOf(out->server_now, out->txn.last_modified);
-  out->decision = DecisionRow(out->txn, out->server_now, watch.thresholds);
-  out->action = AheadOfTheClock(out->txn, out->server_now, watch.thresholds)
-                    ? Action::kNone
-                    : Decide(out->txn, out->server_now, watch.thresholds);
+  out->age_source = DescribeAgeSource(out->txn, watch.profile, watch.lease_field);
+  if (out->txn.age_source == AgeSource::kNotYetSeen) {
+    // No age yet: a sweep stamps the first sighting and acts only once it is old enough.
+    out->decision = "not seen by a sweep yet: the next sweep stamps its first sighting, and " +
+                    std::string(TxnStateName(out->txn.state)) +
+                    " transactions are acted on once the thresholds have passed since then";
+    out->action = Action::kNone;
+  } else {
+    out->age = AgeOf(out->server_now, out->txn.last_modified);
+    out->decision = DecisionRow(out->txn, out->server_now, watch.thresholds);
+    out->action = AheadOfTheClock(out->txn, out->server_now, watch.thresholds)
+                      ? Action::kNone
+                      : Decide(out->txn, out->server_now, watch.thresholds);
+  }
   out->retry_action = DecideIgnoringAge(out->txn, out->server_now, watch.thresholds);
   std::vector<std::optional<Document>> participants;
   if (Status s = ReadParticipants(store, out->txn, &participants); !s.ok()) return s;

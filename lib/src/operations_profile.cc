@@ -1,41 +1,14 @@
 // The `operations` protocol (seed 000): one participant step per listed operation, each
-// with the exact inverse the operation itself declares.
-#include <cmath>
+// with the exact inverse the operation itself declares, built by the one step builder
+// (steps.h) like every described step.
 #include <map>
-#include <set>
 #include <utility>
 
 #include "profile_parsing.h"
+#include "steps.h"
 
 namespace txn_recovery {
 namespace {
-
-// Values the daemon can write back exactly: it keeps no bytes of types it does not model.
-bool HasUnwritable(const Value& v) {
-  if (std::holds_alternative<OtherValue>(v.storage())) return true;
-  if (const Array* a = v.as_array()) {
-    for (const auto& e : *a)
-      if (HasUnwritable(e)) return true;
-  }
-  if (const Document* d = v.as_document()) {
-    for (const auto& [k, e] : *d)
-      if (HasUnwritable(e)) return true;
-  }
-  return false;
-}
-
-// A `$` key inside a value would be read as an operator once the value is used in a filter.
-bool HasOperatorKey(const Value& v) {
-  if (const Array* a = v.as_array()) {
-    for (const auto& e : *a)
-      if (HasOperatorKey(e)) return true;
-  }
-  if (const Document* d = v.as_document()) {
-    for (const auto& [k, e] : *d)
-      if ((!k.empty() && k[0] == '$') || HasOperatorKey(e)) return true;
-  }
-  return false;
-}
 
 class OperationParser {
  public:
@@ -61,24 +34,18 @@ class OperationParser {
     if (previous != nullptr && set == nullptr)
       return Status::Malformed(where_ + " has '" + p_.previous_key + "' without '" + p_.set_key +
                                "'");
+    steps::Change change;
     std::string name;
     const Value* id = nullptr;
     if (Status s = ParseTarget(*d, &name, &id); !s.ok()) return s;
-
-    step->ns = Namespace{txn_ns_.database, name};
-    step->target.Eq("_id", *id);
-    step->marker_field = p_.marker_field;
-    step->apply.Push(p_.marker_field, txn_id_);
-    step->undo.Pull(p_.marker_field, txn_id_);
-    step->undo_duplicate.Pull(p_.marker_field, txn_id_);
-    step->finish.Pull(p_.marker_field, txn_id_);
-    std::string change;
+    change.ns = Namespace{txn_ns_.database, name};
+    change.key_value = *id;
+    change.marker_field = p_.marker_field;
     if (inc != nullptr)
-      if (Status s = ParseIncs(*inc, step, &change); !s.ok()) return s;
+      if (Status s = ParseIncs(*inc, &change); !s.ok()) return s;
     if (set != nullptr)
-      if (Status s = ParseSets(*set, previous, inc, step, &change); !s.ok()) return s;
-    step->describe = change + " on " + name + " " + id->ToString();
-    return Status::Ok();
+      if (Status s = ParseSets(*set, previous, inc, &change); !s.ok()) return s;
+    return steps::BuildStep(change, txn_id_, step);
   }
 
  private:
@@ -107,35 +74,22 @@ class OperationParser {
   }
 
   // `inc: {field: amount, ...}`: $inc, undone by the negated $inc.
-  Status ParseIncs(const Value& inc, ParticipantStep* step, std::string* change) const {
+  Status ParseIncs(const Value& inc, steps::Change* change) const {
     const Document* incs = inc.as_document();
     if (incs == nullptr) return WrongType(where_ + "." + p_.inc_key, inc, "object");
     if (incs->empty()) return Status::Malformed(where_ + "." + p_.inc_key + " is empty");
     for (const auto& [field, amount] : *incs) {
       const std::string path = where_ + "." + p_.inc_key + "." + field;
       if (Status s = CheckField(path, field); !s.ok()) return s;
-      if (!amount.is_number())
-        return Status::Malformed(path + " is not a number (" + std::string(amount.type_name()) +
-                                 "): its inverse is unknown");
-      if (!std::isfinite(*amount.as_double()))
-        return Status::Malformed(path + " is not finite: " + amount.ToString());
-      auto negated = NegateNumber(amount);
-      if (!negated) return Status::Malformed(path + " cannot be negated: " + amount.ToString());
-      step->apply.Inc(field, amount);
-      step->undo.Inc(field, *negated);
-      // A second $inc applied late is undone like the first.
-      step->undo_duplicate.Inc(field, *negated);
-      *change +=
-          (change->empty() ? "" : ", ") + std::string("inc ") + field + " " + amount.ToString();
+      change->incs.push_back({field, amount, path});
     }
     return Status::Ok();
   }
 
-  // `set: {field: value}` with `previous: {field: old}`: applied only while the field still
-  // holds `previous`, so that undoing restores exactly what was there. A null previous
-  // means the field was absent.
-  Status ParseSets(const Value& set, const Value* previous, const Value* inc, ParticipantStep* step,
-                   std::string* change) const {
+  // `set: {field: value}` with `previous: {field: old}`; a null previous means the field
+  // was absent.
+  Status ParseSets(const Value& set, const Value* previous, const Value* inc,
+                   steps::Change* change) const {
     const Document* sets = set.as_document();
     if (sets == nullptr) return WrongType(where_ + "." + p_.set_key, set, "object");
     if (sets->empty()) return Status::Malformed(where_ + "." + p_.set_key + " is empty");
@@ -157,25 +111,7 @@ class OperationParser {
       if (before == nullptr)
         return Status::Malformed(where_ + "." + p_.previous_key + "." + field +
                                  " is missing: the inverse of setting it is unknown");
-      for (const Value* v : {&value, before}) {
-        if (HasUnwritable(*v))
-          return Status::Malformed(path +
-                                   " holds a value of a type the daemon cannot write "
-                                   "back exactly (" +
-                                   v->ToString() + ")");
-        if (HasOperatorKey(*v)) return Status::Malformed(path + " holds a '$' key");
-      }
-      step->apply.Set(field, value);
-      if (before->is_null()) {
-        step->apply_guard.NotExists(field);
-        step->undo.Unset(field);
-      } else {
-        step->apply_guard.Eq(field, *before);
-        step->undo.Set(field, *before);
-      }
-      // A $set repeated late leaves the committed value: only its marker goes.
-      *change +=
-          (change->empty() ? "" : ", ") + std::string("set ") + field + " " + value.ToString();
+      change->sets.push_back({field, value, *before, path});
     }
     return Status::Ok();
   }
@@ -235,22 +171,12 @@ Status ParseBody(const OperationsProfile& p, const Document& doc, const Namespac
                              std::to_string(list->size()) + " operations, more than " +
                              std::to_string(p.max_operations));
   OperationParser parser(p, txn_ns, txn->id);
-  // The marker is per document: a second operation on the same document would look
-  // already applied once the first had pushed it, and be skipped.
-  std::vector<std::pair<std::string, Value>> targets;
   for (std::size_t i = 0; i < list->size(); ++i) {
     ParticipantStep step;
     if (Status s = parser.Parse((*list)[i], i, &step); !s.ok()) return s;
-    const Value& id = step.target.all().front().value;
-    for (std::size_t j = 0; j < targets.size(); ++j)
-      if (targets[j].first == step.ns.collection && targets[j].second == id)
-        return Status::Malformed(p.operations_field + "[" + std::to_string(j) + "] and [" +
-                                 std::to_string(i) + "] both change " + step.ns.collection + " " +
-                                 id.ToString() + ": one marker cannot tell them apart");
-    targets.emplace_back(step.ns.collection, id);
     txn->steps.push_back(std::move(step));
   }
-  return Status::Ok();
+  return steps::CheckDistinctTargets(txn->steps, p.operations_field);
 }
 
 // Operations may name any collection; the scan can only look where the configuration says

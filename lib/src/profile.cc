@@ -181,10 +181,35 @@ Profile Profile::TaggedInsert() {
   return p;
 }
 
+Profile Profile::Steps() {
+  Profile p;
+  p.protocol = StepsProfile{};
+  return p;
+}
+
 std::optional<Profile> Profile::Named(std::string_view kind) {
+  if (kind == "steps") return Steps();
   if (kind == "transfer") return Transfer();
   if (kind == "operations") return Operations();
   if (kind == "tagged-insert") return TaggedInsert();
+  return std::nullopt;
+}
+
+std::string_view MissingTimeName(MissingTime m) noexcept {
+  switch (m) {
+    case MissingTime::kQuarantine:
+      return "quarantine";
+    case MissingTime::kObjectIdTime:
+      return "object_id";
+    case MissingTime::kFirstSeen:
+      return "first_seen";
+  }
+  return "?";
+}
+
+std::optional<MissingTime> ParseMissingTime(std::string_view name) noexcept {
+  for (auto m : {MissingTime::kQuarantine, MissingTime::kObjectIdTime, MissingTime::kFirstSeen})
+    if (MissingTimeName(m) == name) return m;
   return std::nullopt;
 }
 
@@ -192,6 +217,13 @@ bool Profile::ResumesPending() const noexcept {
   return std::visit(
       [](const auto& p) { return ProtocolTraits<std::decay_t<decltype(p)>>::kResumesPending; },
       protocol);
+}
+
+MissingTime Profile::DefaultMissingTime(bool time_field_named) const noexcept {
+  const bool always = std::visit(
+      [](const auto& p) { return ProtocolTraits<std::decay_t<decltype(p)>>::kAlwaysWritesTime; },
+      protocol);
+  return time_field_named || always ? MissingTime::kQuarantine : MissingTime::kFirstSeen;
 }
 
 std::string_view Profile::kind() const noexcept {
@@ -297,6 +329,11 @@ Status Profile::Parse(const Document& doc, const Namespace& txn_ns, std::string_
   txn->state_as_read = *state;
   txn->taken_over = states.IsResuming(*state->as_string());
 
+  // Only the daemon writes its sub-document; anything else there is not ours to guess at
+  // (and no path below it could be written).
+  const RecoveryPaths paths{std::string(lease_field)};
+  if (Status s = RecoveryRecord::Read(doc, paths, &txn->record); !s.ok()) return s;
+
   if (const Value* time = doc.GetPath(time_field)) {
     if (!time->is_datetime()) return WrongType(time_field, *time, "date");
     txn->last_modified = *time->as_datetime();
@@ -306,14 +343,13 @@ Status Profile::Parse(const Document& doc, const Namespace& txn_ns, std::string_
       return Status::Malformed("field '" + time_field +
                                "' is missing and _id is not an ObjectId to take the time from");
     txn->last_modified = DateTime{id->as_object_id()->CreationMillis()};
+    txn->age_source = AgeSource::kObjectId;
+  } else if (missing_time == MissingTime::kFirstSeen) {
+    txn->age_source = txn->record.first_seen ? AgeSource::kFirstSeen : AgeSource::kNotYetSeen;
+    if (txn->record.first_seen) txn->last_modified = *txn->record.first_seen;
   } else {
     return Missing(time_field);
   }
-
-  // Only the daemon writes its sub-document; anything else there is not ours to guess at
-  // (and no path below it could be written).
-  const RecoveryPaths paths{std::string(lease_field)};
-  if (Status s = RecoveryRecord::Read(doc, paths, &txn->record); !s.ok()) return s;
 
   // A profile that ends rollbacks in `done` (seed 003) tells them apart only by the
   // daemon's record; late writes are undone in the direction the transaction went.
@@ -327,6 +363,28 @@ Status Profile::Parse(const Document& doc, const Namespace& txn_ns, std::string_
   txn->resumable = ResumesPending();
 
   return std::visit([&](const auto& p) { return ParseBody(p, doc, txn_ns, txn); }, protocol);
+}
+
+}  // namespace txn_recovery
+
+namespace txn_recovery {
+
+std::string DescribeAgeSource(const Transaction& txn, const Profile& p,
+                              std::string_view lease_field) {
+  const std::string absent = "; '" + p.time_field + "' is absent)";
+  switch (txn.age_source) {
+    case AgeSource::kTimeField:
+      return p.time_field;
+    case AgeSource::kObjectId:
+      return "_id (ObjectId creation time" + absent;
+    case AgeSource::kFirstSeen:
+      return "first seen by the daemon (" + RecoveryPaths(std::string(lease_field)).FirstSeen() +
+             absent;
+    case AgeSource::kNotYetSeen:
+      return "not seen by a sweep yet (the next sweep stamps " +
+             RecoveryPaths(std::string(lease_field)).FirstSeen() + absent;
+  }
+  return "?";
 }
 
 }  // namespace txn_recovery

@@ -18,6 +18,8 @@ template <>
 struct ProtocolTraits<TransferProfile> {
   static constexpr std::string_view kName = "transfer";
   static constexpr bool kResumesPending = true;
+  // Seed 002 writes lastModified, seed 004 no time at all.
+  static constexpr bool kAlwaysWritesTime = false;
   static std::vector<TxnState> OptionalStates() { return {}; }
 };
 
@@ -25,6 +27,8 @@ template <>
 struct ProtocolTraits<OperationsProfile> {
   static constexpr std::string_view kName = "operations";
   static constexpr bool kResumesPending = true;
+  // Seed 000's schema declares lastModified without a default.
+  static constexpr bool kAlwaysWritesTime = false;
   static std::vector<TxnState> OptionalStates() { return {}; }
 };
 
@@ -34,10 +38,20 @@ struct ProtocolTraits<TaggedInsertProfile> {
   // The application inserts; the daemon cannot know whether it had finished (seed 003,
   // crash points 2 and 3).
   static constexpr bool kResumesPending = false;
+  // Seed 003 sets lastUpdate with every step, the insert included.
+  static constexpr bool kAlwaysWritesTime = true;
   // Seed 003 starts in `started` and ends rollbacks in `done`.
   static std::vector<TxnState> OptionalStates() {
     return {TxnState::kInitial, TxnState::kCancelled};
   }
+};
+
+template <>
+struct ProtocolTraits<StepsProfile> {
+  static constexpr std::string_view kName = "steps";
+  static constexpr bool kResumesPending = true;
+  static constexpr bool kAlwaysWritesTime = false;  // any application
+  static std::vector<TxnState> OptionalStates() { return {}; }
 };
 
 // The protocol-specific half of Profile::Parse: fills txn->steps (and the like) from `doc`.
@@ -47,11 +61,14 @@ Status ParseBody(const OperationsProfile& p, const Document& doc, const Namespac
                  Transaction* txn);
 Status ParseBody(const TaggedInsertProfile& p, const Document& doc, const Namespace& txn_ns,
                  Transaction* txn);
+Status ParseBody(const StepsProfile& p, const Document& doc, const Namespace& txn_ns,
+                 Transaction* txn);
 // The protocol-specific half of Profile::MarkerLocations.
 std::vector<MarkerLocation> MarkerLocationsOf(const TransferProfile& p, const Namespace& txn_ns);
 std::vector<MarkerLocation> MarkerLocationsOf(const OperationsProfile& p, const Namespace& txn_ns);
 std::vector<MarkerLocation> MarkerLocationsOf(const TaggedInsertProfile& p,
                                               const Namespace& txn_ns);
+std::vector<MarkerLocation> MarkerLocationsOf(const StepsProfile& p, const Namespace& txn_ns);
 
 // InvalidArgument unless `value` is a plain field name (a field path without dots).
 Status CheckPlainFieldName(std::string_view key, const std::string& value);

@@ -54,6 +54,11 @@ Status RecoveryRecord::Read(const Document& txn, const RecoveryPaths& paths, Rec
 
   out->quarantine = ReadQuarantine(txn, paths);
 
+  if (const Value* seen = d->Get("firstSeen")) {
+    if (!seen->is_datetime()) return Wrong(paths.FirstSeen(), *seen, "date");
+    out->first_seen = *seen->as_datetime();
+  }
+
   if (const Value* f = d->Get("failures"); f && f->is_number()) {
     const double n = *f->as_double();
     out->failures = n > 0 && n < 1e15 ? static_cast<std::int64_t>(n) : 0;

@@ -46,6 +46,13 @@ UpdateRequest Claim(const Transaction& txn, const Profile& profile, const Recove
   return {std::move(f), Update().Set(paths.Lease(), record)};
 }
 
+UpdateRequest StampFirstSeen(const Value& txn_id, const Profile& profile,
+                             const RecoveryPaths& paths) {
+  Filter f;
+  f.Eq("_id", txn_id).NotExists(profile.time_field).NotExists(paths.FirstSeen());
+  return {std::move(f), Update().CurrentDate(paths.FirstSeen())};
+}
+
 UpdateRequest Release(const Value& txn_id, const RecoveryPaths& paths, const LeaseTerms& lease) {
   Filter f;
   f.Eq("_id", txn_id).Eq(paths.LeaseOwner(), lease.owner).Eq(paths.LeaseClaim(), lease.claim);

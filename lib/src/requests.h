@@ -40,6 +40,13 @@ UpdateRequest TakeOver(const Value& txn_id, const Value& from, const Profile& pr
                        const RecoveryPaths& paths, const LeaseTerms& lease,
                        DateTime renewed_expires);
 
+// Stamps the first sighting of a transaction that carries no time (MissingTime::kFirstSeen)
+// with the server's time. Matches only while there is still neither a time nor a stamp, so
+// that of several daemons stamping at once the first stamp stays and none moves it later.
+// Made without a lease: it changes nothing the application or a recovery reads but the age.
+UpdateRequest StampFirstSeen(const Value& txn_id, const Profile& profile,
+                             const RecoveryPaths& paths);
+
 // Gives the lease back; matches only the lease this claim took.
 UpdateRequest Release(const Value& txn_id, const RecoveryPaths& paths, const LeaseTerms& lease);
 

@@ -1,12 +1,14 @@
 // The parts of the engine that are not the execution itself (execution.cc): names, the
-// server clock's extrapolation, and the two bookkeeping writes the sweeper makes outside
-// any lease (counting failures, quarantining).
+// server clock's extrapolation, and the bookkeeping writes the sweeper makes outside any
+// lease (stamping first sightings, counting failures, quarantining).
 #include "txn_recovery/state_machine.h"
 
 #include <unistd.h>
 
 #include <cstdio>
 #include <random>
+
+#include "requests.h"
 
 namespace txn_recovery {
 
@@ -75,6 +77,15 @@ Status StateMachine::RecordFailure(const Value& id, std::string_view error,
     if (const Value* n = after->GetPath(paths_.Failures()); n && n->is_number())
       *failures = static_cast<std::int64_t>(*n->as_double());
   return Status::Ok();
+}
+
+Status StateMachine::StampFirstSeen(const std::vector<Value>& ids, BulkResult* result) {
+  *result = BulkResult{};
+  if (ids.empty()) return Status::Ok();
+  std::vector<UpdateRequest> stamps;
+  stamps.reserve(ids.size());
+  for (const Value& id : ids) stamps.push_back(requests::StampFirstSeen(id, *profile_, paths_));
+  return store_->UpdateEach(txn_ns_, stamps, result);
 }
 
 Status StateMachine::Quarantine(const Value& id, std::string_view reason) {

@@ -148,13 +148,18 @@ class Sweeper::Pass {
     std::vector<const Transaction*> batch;
     std::vector<Action> actions;
     std::vector<std::size_t> index;
+    std::vector<Value> unseen;  // no time and no first-sighting stamp yet
     for (std::size_t i = 0; i < docs.size(); ++i) {
       Action action = Action::kNone;
-      if (!Prepare(docs[i], &txns[i], &action, &reports[i])) continue;
+      if (!Prepare(docs[i], &txns[i], &action, &reports[i])) {
+        if (txns[i].age_source == AgeSource::kNotYetSeen) unseen.push_back(txns[i].id);
+        continue;
+      }
       batch.push_back(&txns[i]);
       actions.push_back(action);
       index.push_back(i);
     }
+    StampFirstSightings(unseen);
     if (batch.empty()) return;
     std::vector<ExecuteResult> results = machine_.ExecuteBatch(batch, actions);
     for (std::size_t k = 0; k < results.size(); ++k) {
@@ -176,6 +181,8 @@ class Sweeper::Pass {
       return false;
     }
     r->state_before = txn->state;
+    // Its age starts now: stamped (by the caller, with the chunk's others), nothing else.
+    if (txn->age_source == AgeSource::kNotYetSeen) return false;
     const DateTime now = server_now_();
     if (AheadOfTheClock(*txn, now, watch_.thresholds)) {
       // Not counted as a failure: nothing was tried, and nothing is wrong with the
@@ -199,6 +206,38 @@ class Sweeper::Pass {
     r->result.final_state = txn->state;
     Report(std::move(*r));
     return false;
+  }
+
+  // Transactions without a time seen for the first time: their first sighting stamped, one
+  // bulk for the chunk. A stamp the server refuses (or a bulk that fails) is reported as a
+  // failure of that transaction; it is tried again by the next sweep.
+  void StampFirstSightings(const std::vector<Value>& ids) {
+    if (ids.empty()) return;
+    if (s_->options_.dry_run) {
+      std::lock_guard lock(report_mu_);
+      summary_->first_sightings += static_cast<std::int64_t>(ids.size());
+      return;
+    }
+    BulkResult r;
+    const Status s = machine_.StampFirstSeen(ids, &r);
+    {
+      std::lock_guard lock(report_mu_);
+      summary_->first_sightings += r.modified;
+    }
+    auto fail = [&](const Value& id, const Status& why) {
+      TxnReport report;
+      report.watch = watch_.name;
+      report.id = id;
+      report.result.outcome = Outcome::kFailed;
+      report.result.status = why;
+      report.result.detail = "could not stamp its first sighting: " + why.ToString();
+      Report(std::move(report));
+    };
+    if (!s.ok()) {
+      for (const Value& id : ids) fail(id, s);
+      return;
+    }
+    for (const auto& [i, why] : r.refused) fail(ids[i], why);
   }
 
   // A document that does not fit the profile: quarantined (planned, in a dry run).

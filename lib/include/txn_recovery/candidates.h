@@ -16,6 +16,8 @@ enum class AgeClock {
   kTimeField,  // its time field (profile.time_field)
   kObjectId,   // its ObjectId _id's creation time, when the time field is absent
                // (missing_time = "object_id"; seed 001 writes no time)
+  kFirstSeen,  // the daemon's first sighting, when the time field is absent
+               // (missing_time = "first_seen"; seed 004 writes no time)
 };
 
 // The transactions of `watch` in one of `states` whose age at server time `now`, measured

@@ -21,12 +21,43 @@ namespace txn_recovery {
 struct StuckReport {
   std::map<TxnState, std::int64_t> stuck;
   std::optional<std::chrono::milliseconds> oldest_age;
+  std::string oldest_age_source;  // where the oldest one's age comes from ("lastModified", ...)
   std::int64_t quarantined = 0;
+  // missing_time = "first_seen": transactions without a time that no sweep has stamped yet
+  // (their age starts at the next sweep).
+  std::int64_t not_yet_seen = 0;
 };
+
+// Where the ages of `watch`'s transactions come from: "lastModified", then (when it is
+// absent) the ObjectId's creation time or the daemon's first sighting.
+std::string AgeClocks(const WatchSpec& watch);
 
 // A count query per state, one sorted find with limit 1 per age clock, one count of the
 // quarantined; reads only.
 Status Inspect(Store* store, const WatchSpec& watch, StuckReport* report);
+
+// What a watch's profile (a described shape above all) makes of the documents already in
+// its collection, before the daemon is turned on: reads only.
+struct ProbeResult {
+  struct Finding {
+    Value id;            // the transaction
+    std::string detail;  // why it does not fit (naming the path), or the participant missing
+  };
+  std::int64_t examined = 0;     // transaction documents read
+  std::int64_t fit = 0;          // parsed as a sweep would, without a problem
+  std::vector<Finding> misfits;  // the first `keep` that do not fit (a sweep quarantines them)
+  std::int64_t misfit_total = 0;
+  std::int64_t participants_checked = 0;
+  std::vector<Finding> missing_participants;  // steps whose participant is not there
+  std::int64_t missing_participant_total = 0;
+};
+
+// Parses up to `limit` transaction documents of `watch` that are not quarantined (in the
+// collection's natural order) with its profile, as a sweep would, and, for those that fit
+// and are not terminal, looks up the participant of each step. Keeps the first `keep`
+// findings of each kind. Reads only.
+Status Probe(Store* store, const WatchSpec& watch, std::int64_t limit, std::size_t keep,
+             ProbeResult* out);
 
 struct QuarantinedTxn {
   Value id;

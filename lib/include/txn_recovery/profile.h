@@ -5,11 +5,17 @@
 //
 // A Profile is a value: the fields every transaction document has (state, time, owner),
 // shared by every protocol, plus one protocol-specific part:
-//   transfer       seeds 001, 002, 004: move an amount between two participants
-//   operations     seed 000 (mongoose): a list of invertible changes to any documents
+//   steps          any application: its participant steps described by paths into the
+//                  transaction document (seed 000's mongoose example, seed 004, ...)
+//   transfer       seeds 001, 002, 004: move an amount between two participants; a fixed
+//                  description of two steps (TransferProfile::AsSteps)
+//   operations     seed 000 (mongoose): a list of invertible changes to any documents, one
+//                  step per entry of the list the document carries
 //   tagged-insert  seed 003: documents inserted with a `tx` tag, untagged or deleted at the end
-// The state machine and the sweeper only see what Parse produces (a Transaction with its
-// participant steps and tagged sets), so they stay the same for every protocol.
+// Every participant step, whichever protocol names it, is built by one builder (steps.h),
+// so the guards are the same for all. The state machine and the sweeper only see what Parse
+// produces (a Transaction with its participant steps and tagged sets), so they stay the same
+// for every protocol.
 #pragma once
 
 #include <chrono>
@@ -75,8 +81,24 @@ struct StateAliases {
 
 // What to do with a transaction document that has no time field.
 enum class MissingTime {
-  kQuarantine,    // the document does not fit: set it aside (default)
+  kQuarantine,    // the document does not fit: set it aside
   kObjectIdTime,  // age it from its ObjectId `_id`'s creation time (seed 001 writes no time)
+  // Age it from the first time a sweep saw it: the sweep stamps `<lease_field>.firstSeen`
+  // with the server's time once, by a write that matches only while no stamp is there, so
+  // that of several daemons the first stamp stays. A transaction is then never older than
+  // the daemon's first look at it (seed 004 writes no time and numbers its _ids). The
+  // default of a watch whose configuration names no time field.
+  kFirstSeen,
+};
+std::string_view MissingTimeName(MissingTime m) noexcept;  // "quarantine", "object_id", ...
+std::optional<MissingTime> ParseMissingTime(std::string_view name) noexcept;
+
+// Where a transaction's age is measured from.
+enum class AgeSource {
+  kTimeField,   // the profile's time field
+  kObjectId,    // its ObjectId _id's creation time (MissingTime::kObjectIdTime)
+  kFirstSeen,   // the daemon's first-sighting stamp (MissingTime::kFirstSeen)
+  kNotYetSeen,  // no time and no stamp yet: the next sweep stamps it and does nothing else
 };
 
 // Seed 001's `application` field: which application drives a transaction. When `applications`
@@ -93,6 +115,60 @@ struct OwnerFilter {
   ConfigProblems Validate() const;
   // The condition a transaction must meet (an empty filter when inactive).
   Filter Condition() const;
+};
+
+// One participant step described by paths into the transaction document: the document of
+// `collection` whose `key` equals the value at `key_path` is changed by `$inc` of fields by
+// the numbers at paths (optionally negated) and `$set` of fields to the values at paths,
+// each with the path of the value it replaces, so that every change has an exact inverse.
+// Seed 000's example: {collection = "users", key = "_id", key_path = "data.targetUser",
+// inc = {money = "data.amount"}}.
+struct StepSpec {
+  struct Inc {
+    std::string field;  // in the participant
+    std::string path;   // in the transaction document: a number
+    bool negate = false;
+  };
+  struct Set {
+    std::string field;          // in the participant
+    std::string path;           // the value written
+    std::string previous_path;  // the value it replaces (null: the field was absent)
+  };
+  enum class GuardOp { kGte, kLte, kLt, kEq, kNe };
+  // Applying the step also requires `field op <value at path>` on the participant
+  // (e.g. balance >= amount): a step that cannot apply makes a resume roll back.
+  struct Guard {
+    std::string field;
+    GuardOp op = GuardOp::kGte;
+    std::string path;
+  };
+  std::string collection;  // of the watch's database
+  std::string key = "_id";
+  std::string key_path;
+  std::vector<Inc> inc;
+  std::vector<Set> set;
+  std::vector<Guard> guards;
+  std::string marker_field;  // empty: the profile's
+  std::string label;         // a verb for reports ("debit"); empty: the changes themselves
+  // Every amount must be a positive number (a transfer's: a negative one would turn the
+  // funds guard around).
+  bool positive_amounts = false;
+
+  // "accounts where _id = <source>: $inc balance by -<value> if balance >= <value>"
+  std::string ToString(std::string_view default_marker) const;
+};
+std::string_view GuardOpName(StepSpec::GuardOp op) noexcept;  // ">=", ...
+// "balance >= value" -> Guard; nullopt when it does not read "FIELD OP PATH".
+std::optional<StepSpec::Guard> ParseGuard(std::string_view text);
+
+// The `steps` protocol: a fixed list of participant steps described in the configuration.
+// A document whose paths are missing or of the wrong type is Malformed, naming the path.
+struct StepsProfile {
+  std::vector<StepSpec> steps;
+  std::string marker_field = "pendingTransactions";
+
+  // Keys as in the configuration: "steps[N].collection", ..., "marker_field".
+  ConfigProblems Validate() const;
 };
 
 // The `transfer` protocol: MongoDB manual's bank transfer (seeds 002, 004) and the schema
@@ -112,6 +188,9 @@ struct TransferProfile {
 
   // Keys as in the configuration: "source_field", ..., "participants", "marker_field".
   ConfigProblems Validate() const;
+  // The two steps, debit and credit, as a description: what the daemon parses a transfer
+  // with (one mechanism for every shape).
+  StepsProfile AsSteps() const;
 };
 
 // The `operations` protocol (seed 000, mongoose): a transaction lists the changes it makes,
@@ -192,9 +271,10 @@ struct TaggedSet {
 struct Transaction {
   Value id;
   TxnState state = TxnState::kInitial;
-  Value state_as_read;                // compare-and-set uses the exact spelling read
-  bool taken_over = false;            // pending, in a resuming spelling (StateAliases)
-  DateTime last_modified;             // the age reference
+  Value state_as_read;      // compare-and-set uses the exact spelling read
+  bool taken_over = false;  // pending, in a resuming spelling (StateAliases)
+  DateTime last_modified;   // the age reference (unset when kNotYetSeen)
+  AgeSource age_source = AgeSource::kTimeField;
   std::optional<Value> time_as_read;  // exact stored time value (nullopt: field absent)
   std::vector<ParticipantStep> steps;
   std::vector<TaggedSet> tagged_sets;
@@ -224,7 +304,7 @@ struct Profile {
   StateAliases states;
   MissingTime missing_time = MissingTime::kQuarantine;
   OwnerFilter owner;
-  std::variant<TransferProfile, OperationsProfile, TaggedInsertProfile> protocol;
+  std::variant<TransferProfile, OperationsProfile, TaggedInsertProfile, StepsProfile> protocol;
 
   // The defaults of each protocol, as its seeds write them.
   static Profile Transfer();  // seeds 002/004: state, lastModified, initial..cancelled
@@ -233,7 +313,9 @@ struct Profile {
   // seed 003: status, lastUpdate, started/finishing/rollback/done, no initial state, and
   // rollbacks end in `done` (tagged_collections must still be set)
   static Profile TaggedInsert();
-  // "transfer", "operations" or "tagged-insert"; nullopt for anything else.
+  // state, lastModified, initial..cancelled, no steps yet (the configuration lists them)
+  static Profile Steps();
+  // "transfer", "operations", "tagged-insert" or "steps"; nullopt for anything else.
   static std::optional<Profile> Named(std::string_view kind);
 
   std::string_view kind() const noexcept;
@@ -251,10 +333,18 @@ struct Profile {
   TaggedInsertProfile* tagged_insert() noexcept {
     return std::get_if<TaggedInsertProfile>(&protocol);
   }
+  const StepsProfile* steps() const noexcept { return std::get_if<StepsProfile>(&protocol); }
+  StepsProfile* steps() noexcept { return std::get_if<StepsProfile>(&protocol); }
   // Whether the daemon resumes stale pending transactions of this profile (see
   // Transaction::resumable). When not, a pending transaction is only acted on once it is
   // older than rollback_after.
   bool ResumesPending() const noexcept;
+
+  // The missing_time of a configuration that does not choose one: kQuarantine when it names
+  // its time field (the application is trusted to write it) or the protocol's application
+  // always writes one (tagged-insert: seed 003 stamps every step); kFirstSeen otherwise
+  // (seed 004 writes no time, and says nothing of one).
+  MissingTime DefaultMissingTime(bool time_field_named) const noexcept;
 
   // Every collection and marker field the profile's transactions mark, for the transactions
   // collection `txn_ns` (participants live in its database).
@@ -272,5 +362,11 @@ struct Profile {
   Status Parse(const Document& doc, const Namespace& txn_ns, std::string_view lease_field,
                Transaction* txn) const;
 };
+
+// Where `txn`'s age comes from, for an operator: "lastModified", "_id (ObjectId creation
+// time; 'lastModified' is absent)", "first seen by the daemon at 2026-...
+// (recovery.firstSeen; 'lastModified' is absent)", ...
+std::string DescribeAgeSource(const Transaction& txn, const Profile& profile,
+                              std::string_view lease_field);
 
 }  // namespace txn_recovery

@@ -35,6 +35,9 @@ class RecoveryPaths {
   std::string Quarantine() const { return field_ + ".quarantine"; }
   std::string QuarantineReason() const { return field_ + ".quarantine.reason"; }
   std::string QuarantinedAt() const { return field_ + ".quarantinedAt"; }
+  // The server's time when a sweep first saw a transaction that carries no time of its own
+  // (MissingTime::kFirstSeen): written once, never changed.
+  std::string FirstSeen() const { return field_ + ".firstSeen"; }
   // Failed attempts in a row, and the last error.
   std::string Failures() const { return field_ + ".failures"; }
   std::string LastError() const { return field_ + ".lastError"; }
@@ -77,11 +80,13 @@ struct RecoveryRecord {
   std::optional<std::string> resolved_by;
   std::optional<std::string> resolved_action;
   std::optional<DateTime> resolved_at;
+  std::optional<DateTime> first_seen;
 
   // Reads the sub-document of the transaction document `txn`. Absent: an empty record.
   // Malformed, naming the path, when it is not what the daemon writes: the sub-document or
   // its lease not a document, a lease owner that is not a non-empty string, an expiry or
-  // claim of the wrong type, an outcome other than the two the daemon writes. A quarantine
+  // claim of the wrong type, an outcome other than the two the daemon writes, a first
+  // sighting that is not a date. A quarantine
   // record of any shape still counts as a quarantine (an operator may have written it by
   // hand), its reason rendered as read.
   static Status Read(const Document& txn, const RecoveryPaths& paths, RecoveryRecord* out);

@@ -110,6 +110,12 @@ class StateMachine {
   std::vector<PlannedWrite> Plan(const Transaction& txn, Action action,
                                  const std::vector<std::optional<Document>>& participants) const;
 
+  // Stamps the first sighting of each of `ids` with the server's time, one unordered bulk.
+  // Each stamp matches only while the transaction has neither a time nor a stamp (of several
+  // daemons, the first stamp stays). result->modified: how many this call wrote;
+  // result->refused: the ones the server refused, by index into `ids`.
+  Status StampFirstSeen(const std::vector<Value>& ids, BulkResult* result);
+
   // Counts a failed attempt on the document (RecoveryPaths::Failures, LastError) and
   // returns the count after it.
   Status RecordFailure(const Value& id, std::string_view error, std::int64_t* failures);

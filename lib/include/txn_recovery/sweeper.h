@@ -58,6 +58,9 @@ struct WatchSummary {
   std::int64_t quarantined = 0;        // set aside by this sweep
   std::int64_t quarantined_total = 0;  // carrying a quarantine reason after the sweep
   std::int64_t late_writes_undone = 0;
+  // Transactions without a time whose first sighting this sweep stamped (missing_time =
+  // "first_seen"; in a dry run: would have stamped). Their age starts now.
+  std::int64_t first_sightings = 0;
   std::int64_t failed = 0;
   std::int64_t busy = 0;
   std::int64_t resolved = 0;
