@@ -128,7 +128,9 @@ TEST_P(BadInputDaemon, TheSweepCommandQuarantinesEveryMalformedTransactionAndExi
   std::string config = ::testing::TempDir() + "bad_input_" + std::to_string(getpid()) + ".toml";
   std::ofstream(config) << "[mongodb]\nuri = \"" << uri.uri_or_reason
                         << "\"\n[sweep]\nworkers = 3\n[[watch]]\nname = \"bank\"\ndatabase = \""
-                        << backend_->database() << "\"\n";
+                        << backend_->database()
+                        // The generator's documents without a time are malformed ones.
+                        << "\"\nmissing_time = \"quarantine\"\n";
   Subprocess sweep({TXN_RECOVERYD_BINARY, "sweep", "--config", config, "-v"}, {},
                    {"TXN_RECOVERYD_MONGODB_URI"});
   auto rc = sweep.Wait(std::chrono::seconds(60));

@@ -271,7 +271,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"missing_time_guess",
                 "[mongodb]\nuri = \"mongodb://h\"\n[[watch]]\nname = \"w\"\ndatabase = \"d\"\n"
                 "missing_time = \"guess\"\n",
-                ":6:16: watch[0].missing_time: must be \"quarantine\" or \"object_id\""},
+                ":6:16: watch[0].missing_time: must be \"first_seen\", \"quarantine\" or "
+                "\"object_id\""},
         BadCase{"empty_application",
                 "[mongodb]\nuri = \"mongodb://h\"\n[[watch]]\nname = \"w\"\ndatabase = \"d\"\n"
                 "applications = [\"\"]\n",

@@ -439,14 +439,16 @@ TEST(OperationsProfile, EachOperationBecomesAStepWithItsExactInverse) {
   ASSERT_EQ(t.steps.size(), 1u);
   const ParticipantStep& s = t.steps[0];
   EXPECT_EQ(s.ns, (Namespace{"shop", "users"}));
+  // The change, then the marker: the order of the one step builder (a single update, so the
+  // order of its operators does not matter to the server).
   EXPECT_EQ(s.apply.ToString(),
-            "{$push: {pendingTransaction: 1}, $inc: {money: 100}, $inc: {points: -3}, $set: "
-            "{tier: \"gold\"}}");
+            "{$inc: {money: 100}, $inc: {points: -3}, $set: {tier: \"gold\"}, $push: "
+            "{pendingTransaction: 1}}");
   EXPECT_EQ(s.undo.ToString(),
-            "{$pull: {pendingTransaction: 1}, $inc: {money: -100}, $inc: {points: 3}, $set: "
-            "{tier: \"silver\"}}");
+            "{$inc: {money: -100}, $inc: {points: 3}, $set: {tier: \"silver\"}, $pull: "
+            "{pendingTransaction: 1}}");
   EXPECT_EQ(s.undo_duplicate.ToString(),
-            "{$pull: {pendingTransaction: 1}, $inc: {money: -100}, $inc: {points: 3}}")
+            "{$inc: {money: -100}, $inc: {points: 3}, $pull: {pendingTransaction: 1}}")
       << "a late $set leaves the committed value; only the marker goes";
   EXPECT_EQ(s.apply_guard.ToString(), "{tier: {$eq: \"silver\"}}");
 }

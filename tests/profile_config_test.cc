@@ -115,7 +115,7 @@ TEST_F(ProfileConfig, TheCommentedExampleWatchesLoadOnceUncommented) {
     if (in_block && line.rfind("# ", 0) == 0) line = line.substr(2);
     text += line + "\n";
   }
-  EXPECT_EQ(blocks, 2);
+  EXPECT_EQ(blocks, 4);
   path_ = ::testing::TempDir() + "txn_recoveryd_example_uncommented.toml";
   std::ofstream(path_) << text;
   Config c;
@@ -124,12 +124,15 @@ TEST_F(ProfileConfig, TheCommentedExampleWatchesLoadOnceUncommented) {
   ASSERT_TRUE(s.ok()) << s.ToString();
   std::vector<std::string> kinds;
   for (const auto& w : c.watches) kinds.emplace_back(w.profile.kind());
-  EXPECT_EQ(kinds,
-            (std::vector<std::string>{"transfer", "transfer", "operations", "tagged-insert"}));
-  const auto& ops = c.watches.at(2).profile;
+  EXPECT_EQ(kinds, (std::vector<std::string>{"transfer", "transfer", "steps", "steps", "operations",
+                                             "tagged-insert"}));
+  EXPECT_EQ(c.watches.at(2).profile.steps()->steps.at(0).key_path, "data.targetUser");
+  EXPECT_EQ(c.watches.at(3).profile.missing_time, txn_recovery::MissingTime::kFirstSeen)
+      << "seed 004 names no time field";
+  const auto& ops = c.watches.at(4).profile;
   EXPECT_EQ(ops.states.Written(txn_recovery::TxnState::kCancelled), "canceled");
   EXPECT_EQ(ops.operations()->collections, (std::vector<std::string>{"users", "promotions"}));
-  EXPECT_EQ(c.watches.at(3).profile.tagged_insert()->tagged_collections,
+  EXPECT_EQ(c.watches.at(5).profile.tagged_insert()->tagged_collections,
             (std::vector<std::string>{"orders", "order_lines"}));
 }
 

@@ -46,7 +46,7 @@ _txn_recoveryd() {
     "") COMPREPLY=($(compgen -W "$commands --help --version" -- "$cur")); return ;;
     run) options="--config --log-format --log-level --http-listen --help" ;;
     sweep) options="--config --watch --dry-run --json --orphans --verbose -v --help" ;;
-    check-config) options="--config --help" ;;
+    check-config) options="--config --probe --help" ;;
     inspect) options="--config --watch --json --help" ;;
     pause|resume) options="--config --watch --help" ;;
     explain|retry|release) options="--config --watch --json --help" ;;

@@ -1,5 +1,7 @@
 #include "bank.h"
 
+#include "txn_recovery/recovery_record.h"
+
 #include <climits>
 #include <set>
 #include <stdexcept>
@@ -103,10 +105,8 @@ Status Bank::RunStep(const Value& id, AppStep step) {
   auto transition = [&](TxnState from, TxnState to) {
     Filter f = Filter().Eq("_id", id);
     Update u = Update().Set(profile_.state_field, st.Written(to));
-    if (!seed001) {
-      f.Eq(profile_.state_field, st.Written(from));
-      u.CurrentDate(profile_.time_field);
-    }
+    if (!seed001) f.Eq(profile_.state_field, st.Written(from));
+    if (dialect_ == Dialect::kManual) u.CurrentDate(profile_.time_field);
     if (Status s = store_->UpdateOne(txns_, f, u, &r); !s.ok()) return s;
     if (!seed001 && r.matched == 0)
       return Status::Conflict("transaction " + id.ToString() + " is no longer " + st.Written(from) +
@@ -162,6 +162,15 @@ Status Bank::RunStep(const Value& id, AppStep step) {
 }
 
 void Bank::Age(const Value& id, std::chrono::milliseconds age) {
+  std::optional<Document> t = Txn(id);
+  if (dialect_ == Dialect::kNoTime && t && t->GetPath(profile_.time_field) == nullptr) {
+    const std::string stamp = RecoveryPaths("recovery").FirstSeen();
+    if (t->GetPath(stamp) == nullptr)
+      throw std::runtime_error("transaction " + id.ToString() +
+                               " has no first-sighting stamp to age");
+    AgeDocument(store_, txns_, id, stamp, age);
+    return;
+  }
   AgeDocument(store_, txns_, id, profile_.time_field, age);
 }
 

@@ -1,8 +1,10 @@
 // The bank of the transfer seeds, for scenarios: accounts, an application that performs the
 // seed's two-phase-commit steps one at a time (so a test can "kill" it between any two),
 // and the invariant checker of docs/chaos.md. Two dialects of the application:
-//   kManual      seeds 002/004: integer _ids, accounts by _id, compare-and-set transitions
+//   kManual      seed 002: integer _ids, accounts by _id, compare-and-set transitions
 //                that also set lastModified;
+//   kNoTime      seed 004: the same without any time field (the insert and the
+//                transitions write none);
 //   kSchemaBook  seed 001: ObjectId _ids and no time field at all, accounts found by
 //                `name`, unconditional $set of the state, the debit guarded by
 //                `balance >= amount`, the owner claimed with findAndModify when the
@@ -44,7 +46,7 @@ struct Snapshot {
 
 class Bank {
  public:
-  enum class Dialect { kManual, kSchemaBook };
+  enum class Dialect { kManual, kSchemaBook, kNoTime };
 
   // `profile` must be a transfer profile.
   Bank(Store* store, const std::string& database, Profile profile = Profile::Transfer(),
@@ -84,7 +86,9 @@ class Bank {
   // (Seed 001 sets the state unconditionally and cannot tell.)
   Status RunStep(const Value& id, AppStep step);
 
-  // Sets the transaction's time to the server's now minus `age` (time passing).
+  // Sets the transaction's time to the server's now minus `age` (time passing). A
+  // transaction without a time field (kNoTime) is aged by its first-sighting stamp, which a
+  // sweep must have written.
   void Age(const Value& id, std::chrono::milliseconds age);
   void AgeAll(std::chrono::milliseconds age);
   // Expires every lease (time passing beyond a crashed daemon's lease).

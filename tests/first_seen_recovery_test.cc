@@ -1,0 +1,332 @@
+// Seed 004 (the MongoDB manual's transfer as a Chinese blog retells it) exactly as it writes
+// its documents: {_id: 1, source: "A", destination: "B", value: 100, state: "initial"}, the
+// accounts' balances in `value`, and no time field anywhere. Such a transaction's age is
+// measured from the daemon's first sighting of it (missing_time = "first_seen", the default
+// of a watch that names no time field): the first sweep stamps recovery.firstSeen with the
+// server's time and does nothing else, and the thresholds count from that stamp. Every
+// scenario runs against both backends; "time passes" moves the stamp back, as other
+// scenarios move lastModified back.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "support/bank.h"
+#include "support/fault_store.h"
+#include "support/test_env.h"
+#include "support/watch_config.h"
+#include "txn_recovery/inspect.h"
+#include "txn_recovery/one_transaction.h"
+
+namespace txn_recovery::testing {
+namespace {
+
+using std::chrono::minutes;
+
+constexpr auto kStuck = minutes(2);     // past resume_after (1m), before rollback_after (30m)
+constexpr auto kExpired = minutes(31);  // past rollback_after and initial_timeout (30m)
+constexpr const char* kStamp = "recovery.firstSeen";
+
+// Everything seed 004 needs: its balances are in `value`. No time field is named, so
+// missing_time defaults to first_seen.
+constexpr const char* kSeed004Watch = R"(
+[[watch]]
+name = "seed-004"
+database = "bank"
+profile = "transfer"
+balance_field = "value"
+)";
+
+// The same application described as steps: the transfer profile is this description.
+constexpr const char* kSeed004AsSteps = R"(
+[[watch]]
+name = "seed-004-steps"
+database = "bank"
+profile = "steps"
+steps = [
+  {collection = "accounts", key_path = "source", inc = {value = "-value"}, positive = true},
+  {collection = "accounts", key_path = "destination", inc = {value = "value"}, positive = true},
+]
+)";
+
+Profile Seed004Bank() {
+  Profile p = Profile::Transfer();
+  p.transfer()->balance_field = "value";
+  p.missing_time = MissingTime::kFirstSeen;
+  return p;
+}
+
+class Seed004 : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    backend_ = TestBackend::Create(GetParam());
+    ASSERT_TRUE(backend_->error().empty()) << backend_->error();
+    watch_ = WatchFromToml(kSeed004Watch, backend_->database());
+    bank_ = std::make_unique<Bank>(store(), backend_->database(), Seed004Bank(),
+                                   Bank::Dialect::kNoTime);
+  }
+  Store* store() { return backend_->store(); }
+  WatchSummary Sweep(const std::string& owner = "daemon-1") {
+    return SweepOnce(store(), backend_->clock(), watch_, owner);
+  }
+  std::optional<DateTime> Stamp(const Value& id) {
+    auto t = bank_->Txn(id);
+    const Value* v = t ? t->GetPath(kStamp) : nullptr;
+    return v && v->is_datetime() ? std::optional<DateTime>(*v->as_datetime()) : std::nullopt;
+  }
+
+  std::unique_ptr<TestBackend> backend_;
+  WatchSpec watch_;
+  std::unique_ptr<Bank> bank_;
+};
+
+TEST_P(Seed004, AWatchThatNamesNoTimeFieldAgesFromTheFirstSighting) {
+  EXPECT_EQ(watch_.profile.missing_time, MissingTime::kFirstSeen);
+  WatchSpec named = WatchFromToml(std::string(kSeed004Watch) + "time_field = \"lastModified\"\n",
+                                  backend_->database());
+  EXPECT_EQ(named.profile.missing_time, MissingTime::kQuarantine)
+      << "an application that names its time field is trusted to write it";
+}
+
+TEST_P(Seed004, AppKilledAfterTheDebitIsStampedFirstThenResumedOnceResumeAfterHasPassed) {
+  bank_->Open(2);
+  Snapshot before = bank_->Take();
+  // The seed's own document: {_id: 1, source, destination, value: 100, state}, no time.
+  Value id = bank_->Transfer("A0", "A1", 100, 3);  // inserted, pending, A0 debited
+  ASSERT_EQ(bank_->Txn(id)->GetPath("lastModified"), nullptr);
+
+  const DateTime before_sweep = ServerNow(store());
+  WatchSummary first = Sweep();
+  EXPECT_EQ(first.first_sightings, 1);
+  EXPECT_EQ(first.resolved, 0) << "its age starts now: nothing else happens";
+  EXPECT_EQ(first.quarantined, 0);
+  EXPECT_EQ(bank_->State(id), "pending");
+  std::optional<DateTime> stamp = Stamp(id);
+  ASSERT_TRUE(stamp) << "the first sweep stamps the first sighting";
+  EXPECT_GE(stamp->millis, before_sweep.millis - 1000) << "with the server's time";
+  EXPECT_LE(stamp->millis, ServerNow(store()).millis + 1000);
+
+  WatchSummary second = Sweep("daemon-2");
+  EXPECT_EQ(second.first_sightings, 0);
+  EXPECT_EQ(Stamp(id), stamp) << "a stamp is written once and never moved";
+  EXPECT_EQ(bank_->State(id), "pending") << "younger than resume_after since first seen";
+
+  bank_->Age(id, kStuck);  // resume_after passes after the first sighting
+  WatchSummary third = Sweep();
+  EXPECT_EQ(third.resolved, 1);
+  EXPECT_EQ(bank_->State(id), "done");
+  EXPECT_EQ(bank_->Balance("A0"), 900);
+  EXPECT_EQ(bank_->Balance("A1"), 1100);
+  for (const auto& v : bank_->Violations(before)) ADD_FAILURE() << v;
+}
+
+TEST_P(Seed004, ExplainAndInspectSayWhichClockTheAgeComesFrom) {
+  bank_->Open(2);
+  Value id = bank_->Transfer("A0", "A1", 100, 3);
+  Explanation e;
+  ManualClock clock;
+  ASSERT_TRUE(Explain(store(), &clock, watch_, id, LeaseOptions{"operator"}, &e).ok());
+  EXPECT_NE(e.age_source.find("not seen by a sweep yet"), std::string::npos) << e.age_source;
+  EXPECT_FALSE(e.age) << "no age before the first sighting";
+  EXPECT_EQ(e.action, Action::kNone);
+  StuckReport report;
+  ASSERT_TRUE(Inspect(store(), watch_, &report).ok());
+  EXPECT_EQ(report.not_yet_seen, 1);
+
+  Sweep();
+  bank_->Age(id, kStuck);
+  ASSERT_TRUE(Explain(store(), &clock, watch_, id, LeaseOptions{"operator"}, &e).ok());
+  EXPECT_NE(e.age_source.find("first seen by the daemon (recovery.firstSeen"), std::string::npos)
+      << e.age_source;
+  ASSERT_TRUE(e.age);
+  EXPECT_GE(*e.age, kStuck);
+  EXPECT_EQ(e.action, Action::kResume);
+  ASSERT_TRUE(Inspect(store(), watch_, &report).ok());
+  EXPECT_EQ(report.not_yet_seen, 0);
+  EXPECT_EQ(report.stuck[TxnState::kPending], 1);
+  EXPECT_EQ(report.oldest_age_source, kStamp);
+  EXPECT_NE(AgeClocks(watch_).find("first sighting"), std::string::npos);
+}
+
+TEST_P(Seed004, AStampThatIsNotADateIsQuarantinedNamingIt) {
+  bank_->Open(2);
+  Snapshot before = bank_->Take();
+  Value id = bank_->Transfer("A0", "A1", 100, 3);
+  WriteResult r;
+  ASSERT_TRUE(
+      store()
+          ->UpdateOne(bank_->txns(), Filter().Eq("_id", id), Update().Set(kStamp, "yesterday"), &r)
+          .ok());
+  WatchSummary s = Sweep();
+  EXPECT_EQ(s.quarantined, 1);
+  auto t = bank_->Txn(id);
+  ASSERT_TRUE(t && t->GetPath("recovery.quarantine.reason"));
+  EXPECT_NE(t->GetPath("recovery.quarantine.reason")->ToString().find(kStamp), std::string::npos);
+  EXPECT_EQ(bank_->Balance("A0"), 900) << "nothing written to a participant";
+  EXPECT_EQ(bank_->Balance("A1"), 1000);
+}
+
+TEST_P(Seed004, ThreeDaemonsRacingToStampKeepOneStampAndRecoverEachTransferOnce) {
+  bank_->Open(6);
+  Snapshot before = bank_->Take();
+  std::vector<Value> ids;
+  for (int i = 0; i < 12; ++i)  // killed after each of the application's steps in turn
+    ids.push_back(bank_->Transfer(Bank::Account(i % 6), Bank::Account((i + 1) % 6), 10 + i,
+                                  1 + i % kAppStepCount));
+  auto race = [&](const char* round) {
+    std::vector<WatchSummary> summaries(3);
+    std::vector<std::thread> daemons;
+    for (int d = 0; d < 3; ++d)
+      daemons.emplace_back([&, d] {
+        summaries[d] = SweepOnce(store(), backend_->clock(), watch_,
+                                 std::string(round) + "-daemon-" + std::to_string(d));
+      });
+    for (auto& t : daemons) t.join();
+    return summaries;
+  };
+
+  std::int64_t stamped = 0;
+  for (const WatchSummary& s : race("stamp")) stamped += s.first_sightings;
+  std::int64_t without_time = 0;
+  std::map<std::string, DateTime> stamps;
+  for (const Value& id : ids) {
+    if (bank_->Txn(id)->GetPath("lastModified") != nullptr) continue;
+    ++without_time;
+    ASSERT_TRUE(Stamp(id)) << id.ToString();
+    stamps[id.ToString()] = *Stamp(id);
+  }
+  EXPECT_EQ(stamped, without_time) << "each transaction stamped by exactly one daemon";
+  EXPECT_EQ(without_time, 12) << "no daemon acted before the first sighting";
+
+  race("again");
+  for (const Value& id : ids) {
+    EXPECT_EQ(Stamp(id), stamps[id.ToString()]) << "the first stamp stays";
+  }
+
+  // Time passes for all; three daemons race again (a second round in case a lease held one
+  // back): every transfer that had started ends done, applied once.
+  for (int round = 0; round < 2; ++round) {
+    for (const Value& id : ids) bank_->Age(id, kStuck);
+    race(round == 0 ? "recover" : "finish");
+    bank_->ExpireLeases();
+  }
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    EXPECT_EQ(bank_->State(ids[i]), 1 + i % kAppStepCount == 1 ? "initial" : "done")
+        << ids[i].ToString();
+  for (const auto& v : bank_->Violations(before, /*all_terminal=*/false)) ADD_FAILURE() << v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, Seed004, ::testing::Values("memory", "mongo"),
+                         [](const auto& info) { return info.param; });
+
+// ---- The seed-004 application killed between any two of its steps ----------------------
+
+struct KilledCase {
+  int steps;
+  std::chrono::minutes age;
+  const char* expected;
+};
+
+class Seed004ApplicationKilled
+    : public ::testing::TestWithParam<std::tuple<std::string, const char*, KilledCase>> {};
+
+TEST_P(Seed004ApplicationKilled, TheDaemonEndsTheTransferDoneOrCancelled) {
+  auto [kind, watch_toml, c] = GetParam();
+  auto backend = TestBackend::Create(kind);
+  ASSERT_TRUE(backend->error().empty()) << backend->error();
+  WatchSpec watch = WatchFromToml(watch_toml, backend->database());
+  Bank bank(backend->store(), backend->database(), Seed004Bank(), Bank::Dialect::kNoTime);
+  bank.Open(2);
+  Snapshot before = bank.Take();
+  Value id = bank.Transfer("A0", "A1", 100, c.steps);
+  SCOPED_TRACE(std::string("application killed after it ") + AppStepName(c.steps));
+
+  WatchSummary first = SweepOnce(backend->store(), backend->clock(), watch, "daemon-1");
+  EXPECT_EQ(first.first_sightings, 1);
+  bank.Age(id, c.age);
+  SweepOnce(backend->store(), backend->clock(), watch, "daemon-1");
+
+  EXPECT_EQ(bank.State(id), c.expected);
+  for (const auto& v : bank.Violations(before, std::string(c.expected) != "initial"))
+    ADD_FAILURE() << v;
+  const bool done = std::string(c.expected) == "done";
+  EXPECT_EQ(bank.Balance("A0"), done ? 900 : 1000);
+  EXPECT_EQ(bank.Balance("A1"), done ? 1100 : 1000);
+  EXPECT_TRUE(bank.Markers("A0").empty());
+  EXPECT_TRUE(bank.Markers("A1").empty());
+}
+
+const KilledCase kKilledCases[] = {
+    {1, kStuck, "initial"},     {2, kStuck, "done"},        {3, kStuck, "done"},
+    {4, kStuck, "done"},        {5, kStuck, "done"},        {6, kStuck, "done"},
+    {7, kStuck, "done"},        {8, kStuck, "done"},        {1, kExpired, "cancelled"},
+    {2, kExpired, "cancelled"}, {3, kExpired, "cancelled"}, {4, kExpired, "cancelled"},
+    {5, kExpired, "done"},      {6, kExpired, "done"},      {7, kExpired, "done"},
+    {8, kExpired, "done"},
+};
+
+INSTANTIATE_TEST_SUITE_P(EveryStepBoundary, Seed004ApplicationKilled,
+                         ::testing::Combine(::testing::Values("memory", "mongo"),
+                                            ::testing::Values(kSeed004Watch, kSeed004AsSteps),
+                                            ::testing::ValuesIn(kKilledCases)),
+                         [](const auto& info) {
+                           const KilledCase& c = std::get<2>(info.param);
+                           return std::get<0>(info.param) +
+                                  (std::get<1>(info.param) == kSeed004Watch ? "_transfer"
+                                                                            : "_steps") +
+                                  "_after_" + std::to_string(c.steps) + "_steps_" +
+                                  (c.age == kStuck ? "stuck" : "expired");
+                         });
+
+// ---- The daemon killed at every one of its writes, stamp included ----------------------
+
+class Seed004DaemonKilled : public ::testing::TestWithParam<std::tuple<std::string, KilledCase>> {};
+
+TEST_P(Seed004DaemonKilled, ASuccessorFinishesWhatTheKilledDaemonStarted) {
+  auto [kind, c] = GetParam();
+  int clean_writes = -1;
+  for (int crash_after = 0;; ++crash_after) {
+    auto backend = TestBackend::Create(kind);
+    ASSERT_TRUE(backend->error().empty()) << backend->error();
+    WatchSpec watch = WatchFromToml(kSeed004Watch, backend->database());
+    Bank bank(backend->store(), backend->database(), Seed004Bank(), Bank::Dialect::kNoTime);
+    bank.Open(2);
+    Snapshot before = bank.Take();
+    Value id = bank.Transfer("A0", "A1", 100, c.steps);
+    SweepOnce(backend->store(), backend->clock(), watch, "daemon-stamping");
+    bank.Age(id, c.age);
+
+    FaultStore dying(backend->store());
+    if (clean_writes >= 0) dying.CrashAfterWrites(crash_after);
+    SweepOnce(&dying, backend->clock(), watch, "daemon-killed");
+    if (clean_writes < 0) {
+      clean_writes = dying.writes();
+      ASSERT_GT(clean_writes, 0);
+      EXPECT_EQ(bank.State(id), c.expected);
+      crash_after = -1;
+      continue;
+    }
+    SCOPED_TRACE("daemon killed after " + std::to_string(crash_after) + " of " +
+                 std::to_string(clean_writes) + " writes");
+    bank.ExpireLeases();
+    backend->Advance(minutes(2));
+    bank.Age(id, c.age);
+    SweepOnce(backend->store(), backend->clock(), watch, "daemon-successor");
+
+    EXPECT_EQ(bank.State(id), c.expected);
+    for (const auto& v : bank.Violations(before)) ADD_FAILURE() << v;
+    if (crash_after >= clean_writes) break;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EveryWrite, Seed004DaemonKilled,
+    ::testing::Combine(::testing::Values("memory", "mongo"),
+                       ::testing::Values(KilledCase{3, kStuck, "done"},
+                                         KilledCase{3, kExpired, "cancelled"})),
+    [](const auto& info) {
+      const KilledCase& c = std::get<1>(info.param);
+      return std::get<0>(info.param) + "_" + (c.age == kStuck ? "resume" : "rollback");
+    });
+
+}  // namespace
+}  // namespace txn_recovery::testing
