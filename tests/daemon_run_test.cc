@@ -20,6 +20,7 @@
 #include "support/bank.h"
 #include "support/subprocess.h"
 #include "support/test_env.h"
+#include "support/wire_proxy.h"
 #include "txn_recovery/mongo_store.h"
 
 namespace txn_recovery::testing {
@@ -497,22 +498,33 @@ TEST_F(DaemonRun, ASigtermThatArrivesTwiceAsAProcessGroupSignalStillDrains) {
     bank.Transfer(std::string("A").append(std::to_string(i % 20)),
                   std::string("A").append(std::to_string((i + 7) % 20)), 1, 3);
   bank.AgeAll(std::chrono::minutes(5));
+  // The daemon reaches the database through a proxy that holds the reply to its tenth
+  // write for 3 s: the sweep is then surely in the middle of its work, and the drain the
+  // first SIGTERM starts cannot end before the copy has arrived, however fast the server.
+  std::string error;
+  auto proxy = WireProxy::StartFor(uri_, &error);
+  ASSERT_TRUE(proxy) << error;
+  std::atomic<int> writes{0};
+  std::atomic<bool> held{false};
+  proxy->SetRule([&](WireProxy::Reply* r) {
+    WireProxy::Verdict v;
+    if (r->command == "update" && ++writes == 10) {
+      held = true;
+      v.fate = WireProxy::Fate::kDelay;
+      v.delay = seconds(3);
+    }
+    return v;
+  });
   std::string path = TempPath(".toml");
-  WriteFile(path, Config(uri_, {backend_->database()}));
+  WriteFile(path, Config(proxy->Uri(uri_), {backend_->database()}));
   auto daemon = StartDaemon(path);
-  Filter done = Filter().Eq("state", "done");
-  ASSERT_TRUE(Eventually(
-      [&] {
-        std::int64_t n = 0;
-        return backend_->store()->Count(bank.txns(), done, &n).ok() && n >= 20;
-      },
-      seconds(30)))
-      << daemon->Stderr();
+  ASSERT_TRUE(Eventually([&] { return held.load(); }, seconds(30))) << daemon->Stderr();
   daemon->Signal(SIGTERM);
   // The copy arrives once the first has been taken (a signal still pending would merge
-  // with it in the kernel, which is no test), well within the second of grace.
+  // with it in the kernel, which is no test), well within the second of grace, while the
+  // held write keeps the drain going.
   ASSERT_TRUE(Eventually(
-      [&] { return daemon->Stderr().find("SIGTERM received") != std::string::npos; }, seconds(5)));
+      [&] { return daemon->Stderr().find("SIGTERM received") != std::string::npos; }, seconds(2)));
   daemon->Signal(SIGTERM);
   ASSERT_EQ(daemon->Wait(seconds(10)), 0) << daemon->Stderr();
   std::string err = daemon->Stderr();

@@ -10,6 +10,7 @@
 
 #include <fstream>
 #include <limits>
+#include <sstream>
 
 #include "config.h"
 #include "support/fault_store.h"
@@ -475,6 +476,63 @@ TEST(DescribedSteps, TheLoaderRefusesADescriptionWithoutAnExactInverseAtItsLine)
       refused("{collection = \"u\", key_path = \"k\", inc = {m = \"a\"}, colour = 1}");
   EXPECT_NE(unknown.find(":7:62: watch[0].steps[0].colour: unknown key"), std::string::npos)
       << "the line and column of the key (after the two lines of [mongodb]): " << unknown;
+}
+
+}  // namespace
+}  // namespace txn_recovery::testing
+
+namespace txn_recovery::testing {
+namespace {
+
+// The README's worked examples are configuration that loads, and each describes what its
+// profile would: the section's indented blocks, loaded as they are printed.
+TEST(DescribedSteps, TheReadmesWorkedExamplesLoadAndMatchTheirProfiles) {
+  std::ifstream in(std::string(TXN_RECOVERY_SOURCE_DIR) + "/README.md");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto begin = text.find("## Describing your application's transactions");
+  ASSERT_NE(begin, std::string::npos);
+  const std::string section = text.substr(begin, text.find("\n## ", begin + 1) - begin);
+  std::vector<std::string> blocks;
+  std::string block;
+  std::istringstream lines(section);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("    ", 0) == 0) {
+      block += line.substr(4) + "\n";
+    } else if (!block.empty()) {
+      blocks.push_back(block);
+      block.clear();
+    }
+  }
+  ASSERT_EQ(blocks.size(), 3u) << section;
+
+  WatchSpec mongoose = WatchFromToml(blocks[0], "shop");
+  EXPECT_EQ(mongoose.profile.steps()->steps.at(0).key_path, "data.targetUser");
+
+  auto same_steps = [](const WatchSpec& a, const WatchSpec& b, const Document& doc) {
+    Transaction ta, tb;
+    ASSERT_TRUE(a.profile.Parse(doc, a.ns, "recovery", &ta).ok());
+    ASSERT_TRUE(b.profile.Parse(doc, b.ns, "recovery", &tb).ok());
+    ASSERT_EQ(ta.steps.size(), tb.steps.size());
+    for (std::size_t i = 0; i < ta.steps.size(); ++i)
+      EXPECT_EQ(Shape(ta.steps[i]), Shape(tb.steps[i]));
+  };
+  const std::string head = "[[watch]]\nname = \"w\"\ndatabase = \"bank\"\n";
+  same_steps(
+      WatchFromToml(blocks[1], "bank"),
+      WatchFromToml(head + "profile = \"transfer\"\nbalance_field = \"value\"\n", "bank"),
+      Document{
+          {"_id", 1}, {"source", "A"}, {"destination", "B"}, {"value", 100}, {"state", "pending"}});
+  same_steps(
+      WatchFromToml(head + "profile = \"steps\"\nmissing_time = \"object_id\"\n" + blocks[2],
+                    "bank"),
+      WatchFromToml(head + "profile = \"transfer\"\nparticipant_key = \"name\"\namount_field "
+                           "= \"amount\"\nrequire_funds = true\nmissing_time = \"object_id\"\n",
+                    "bank"),
+      Document{{"_id", ObjectId::AtTime(1000)},
+               {"source", "Joe"},
+               {"destination", "Peter"},
+               {"amount", 100},
+               {"state", "pending"}});
 }
 
 }  // namespace
