@@ -142,6 +142,21 @@ final class NarrowedCollection extends MemoryCollection {
 
   // ---- keeping the narrowing indexes in step with the storage ----
 
+  /**
+   * Under the collection's lock (the stock method is not): a NarrowingIndex built while another
+   * thread inserts would miss that document. Lock order database, then collection, as in the
+   * stock createIndexes.
+   */
+  @Override
+  public synchronized void addIndex(Index<Integer> index) {
+    super.addIndex(index);
+  }
+
+  @Override
+  public synchronized void dropIndex(String indexName) {
+    super.dropIndex(indexName);
+  }
+
   @Override
   protected Integer addDocumentInternal(Document document) {
     Integer position = super.addDocumentInternal(document);

@@ -165,6 +165,7 @@ public final class DifferentialTest {
     test.namedCases();
     test.namedOperations = test.operations;
     test.randomized(ops);
+    boolean atomic = test.concurrentCompareAndSet();
     NarrowingStats stats = test.narrowedBackend.stats();
     System.out.println(
         "differential: "
@@ -186,7 +187,7 @@ public final class DifferentialTest {
     // narrowing clause.
     boolean exercised = stats.narrowedCount() >= test.operations / 10;
     if (!exercised) System.out.println("differential: FAIL: too few queries were narrowed");
-    boolean ok = test.differences == 0 && test.expectationFailures == 0 && exercised;
+    boolean ok = test.differences == 0 && test.expectationFailures == 0 && exercised && atomic;
     System.out.println(ok ? "differential: PASS" : "differential: FAIL");
     System.exit(ok ? 0 : 1);
   }
@@ -261,6 +262,67 @@ public final class DifferentialTest {
       System.out.println(
           "EXPECTATION: filter " + filter + " was " + (was ? "" : "not ") + "narrowed");
     }
+  }
+
+  // ---- atomicity ----
+
+  /**
+   * Threads race the guarded write {_id: X, state: "pending"} -> "taken" on the same documents:
+   * on each backend every document must be taken exactly once (one thread sees n = 1, the
+   * others n = 0), as the synchronized collection methods guarantee. Not a comparison: the
+   * winners differ from run to run.
+   */
+  private boolean concurrentCompareAndSet() {
+    final int documents = 2000;
+    final int threads = 4;
+    boolean ok = true;
+    for (Side side : List.of(stock, narrowed)) {
+      List<Object> batch = new ArrayList<>();
+      for (int i = 0; i < documents; i++) batch.add(doc("_id", i, "state", "pending", "marker", list(i % 7)));
+      side.backend.handleCommand(side.channel, DB, "createIndexes",
+          doc("createIndexes", "race", "indexes", list(doc("key", doc("state", 1), "name", "state_1"))));
+      side.backend.handleCommand(side.channel, DB, "insert", doc("insert", "race", "documents", batch));
+      java.util.concurrent.atomic.AtomicInteger wins = new java.util.concurrent.atomic.AtomicInteger();
+      java.util.concurrent.atomic.AtomicInteger failures = new java.util.concurrent.atomic.AtomicInteger();
+      List<Thread> racers = new ArrayList<>();
+      for (int t = 0; t < threads; t++) {
+        final String owner = "t" + t;
+        Thread thread = new Thread(() -> {
+          EmbeddedChannel channel = new EmbeddedChannel();
+          for (int i = 0; i < documents; i++) {
+            try {
+              Document q = doc("_id", i, "state", "pending");
+              Document u = doc("$set", doc("state", "taken", "owner", owner));
+              Document r = side.backend.handleCommand(channel, DB, "update",
+                  doc("update", "race", "updates", list(doc("q", q, "u", u))));
+              wins.addAndGet(((Number) r.get("n")).intValue());
+            } catch (RuntimeException e) {
+              failures.incrementAndGet();
+            }
+          }
+        });
+        racers.add(thread);
+        thread.start();
+      }
+      for (Thread thread : racers) {
+        try {
+          thread.join();
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          return false;
+        }
+      }
+      Document count = side.backend.handleCommand(side.channel, DB, "count",
+          doc("count", "race", "query", doc("state", "taken")));
+      int taken = ((Number) count.get("n")).intValue();
+      boolean sideOk = wins.get() == documents && taken == documents && failures.get() == 0;
+      System.out.println("differential: concurrent compare-and-set on the "
+          + (side == stock ? "stock" : "narrowed") + " backend: " + threads + " threads x "
+          + documents + " guarded writes, " + wins.get() + " won, " + taken + " taken, "
+          + failures.get() + " errors" + (sideOk ? "" : " FAIL"));
+      ok &= sideOk;
+    }
+    return ok;
   }
 
   // ---- named cases ----
