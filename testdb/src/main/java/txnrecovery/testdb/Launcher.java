@@ -18,8 +18,14 @@ import java.util.concurrent.TimeUnit;
  * Runs mongo-java-server (in-memory backend) on 127.0.0.1 for the test suite.
  *
  * <pre>
- * java -cp ... txnrecovery.testdb.Launcher --port N [--owner-pid PID]
+ * java -cp ... txnrecovery.testdb.Launcher --port N [--owner-pid PID] [--stock]
  * </pre>
+ *
+ * <p>The backend is {@link NarrowedBackend} (the in-memory backend, with scans narrowed by
+ * indexes; same results). {@code --stock}, or {@code TESTDB_BACKEND=stock} in the environment,
+ * runs mongo-java-server's own {@code MemoryBackend} instead. {@code TESTDB_NARROW_VERIFY=1} makes
+ * the narrowed backend also run the stock scan for every narrowed query and report any difference
+ * on stderr ({@code NARROWING MISMATCH}); the counts are printed on stderr at shutdown.
  *
  * <p>Once the server accepts connections, exactly one line {@code mongodb://127.0.0.1:PORT} is
  * printed on stdout; diagnostics go to stderr. SIGTERM (or SIGINT) shuts the server down and
@@ -42,9 +48,12 @@ public final class Launcher {
   public static void main(String[] args) throws InterruptedException {
     int port = -1;
     long ownerPid = -1;
+    String backendName = System.getenv().getOrDefault("TESTDB_BACKEND", "narrowed");
     for (int i = 0; i < args.length; i++) {
       String arg = args[i];
-      if ((arg.equals("--port") || arg.equals("--owner-pid")) && i + 1 < args.length) {
+      if (arg.equals("--stock")) {
+        backendName = "stock";
+      } else if ((arg.equals("--port") || arg.equals("--owner-pid")) && i + 1 < args.length) {
         long value = parseNumber(arg, args[++i]);
         if (arg.equals("--port")) {
           if (value > 65535) usage("--port must be 0..65535, got " + value);
@@ -58,6 +67,13 @@ public final class Launcher {
       }
     }
     if (port < 0) usage("--port is required (0 picks a free port)");
+    if (!backendName.equals("narrowed") && !backendName.equals("stock")) {
+      usage("TESTDB_BACKEND must be narrowed or stock, got '" + backendName + "'");
+    }
+    String verifyValue = System.getenv().getOrDefault("TESTDB_NARROW_VERIFY", "0");
+    if (!verifyValue.equals("0") && !verifyValue.equals("1")) {
+      usage("TESTDB_NARROW_VERIFY must be 0 or 1, got '" + verifyValue + "'");
+    }
 
     ProcessHandle owner = null;
     if (ownerPid > 0) {
@@ -69,7 +85,9 @@ public final class Launcher {
       owner = handle.get();
     }
 
-    MongoServer server = new MongoServer(new MemoryBackend());
+    NarrowedBackend narrowed =
+        backendName.equals("narrowed") ? new NarrowedBackend(verifyValue.equals("1")) : null;
+    MongoServer server = new MongoServer(narrowed != null ? narrowed : new MemoryBackend());
     InetSocketAddress address;
     try {
       server.bind(HOST, port);
@@ -88,6 +106,9 @@ public final class Launcher {
             new Thread(
                 () -> {
                   server.shutdownNow();
+                  if (narrowed != null) {
+                    System.err.println("testdb: " + narrowed.stats().summary());
+                  }
                   System.err.println("testdb: server on port " + address.getPort() + " stopped");
                   System.err.flush();
                   stopped.countDown();
@@ -99,7 +120,9 @@ public final class Launcher {
     if (owner != null) watchOwner(owner);
 
     System.err.println(
-        "testdb: mongo-java-server (memory backend) on "
+        "testdb: mongo-java-server ("
+            + (narrowed != null ? "narrowed memory backend" : "stock memory backend")
+            + ") on "
             + HOST
             + ":"
             + address.getPort()
@@ -185,7 +208,7 @@ public final class Launcher {
   private static void usage(String problem) {
     System.err.println("testdb: " + problem);
     System.err.println(
-        "usage: java -cp ... txnrecovery.testdb.Launcher --port N [--owner-pid PID]");
+        "usage: java -cp ... txnrecovery.testdb.Launcher --port N [--owner-pid PID] [--stock]");
     System.exit(EXIT_USAGE);
   }
 }
