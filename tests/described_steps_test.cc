@@ -84,13 +84,9 @@ class MongooseApp {
         case kMarkPending:
           move("new", "pending");
           break;
-        case kApplyUser: {  // the seed's findAndUpdate: $ne marker, $push + $inc
-          std::optional<Document> after;
-          Must(store_->FindOneAndUpdate(
-              users_, Filter().Ne("pendingTransaction", id).Eq("_id", user),
-              Update().Push("pendingTransaction", id).Inc("money", amount), &after));
+        case kApplyUser:
+          ApplyUser(id, user, amount);
           break;
-        }
         case kMarkApplied:
           move("pending", "applied");
           break;
@@ -104,6 +100,16 @@ class MongooseApp {
       }
     }
     return id;
+  }
+
+  // The seed's findAndUpdate: where the marker is absent, $push it and $inc the money. A
+  // stalled application running it after the daemon has ended the transaction applies it
+  // again (a late write).
+  void ApplyUser(const Value& id, const Value& user, std::int32_t amount) {
+    std::optional<Document> after;
+    Must(store_->FindOneAndUpdate(users_, Filter().Ne("pendingTransaction", id).Eq("_id", user),
+                                  Update().Push("pendingTransaction", id).Inc("money", amount),
+                                  &after));
   }
 
   void Age(const Value& id, std::chrono::milliseconds age) {
@@ -224,6 +230,53 @@ INSTANTIATE_TEST_SUITE_P(
       const KilledCase& c = std::get<1>(info.param);
       return std::get<0>(info.param) + "_" + (c.age == kStuck ? "resume" : "rollback");
     });
+
+// ---- Late writes: a stalled application applying its step after the daemon ended it -------
+
+class MongooseLateWrite : public ::testing::TestWithParam<std::tuple<std::string, KilledCase>> {};
+
+TEST_P(MongooseLateWrite, TheCreditAppliedAfterTheDaemonEndedTheTransactionIsUndone) {
+  auto [kind, c] = GetParam();
+  auto backend = TestBackend::Create(kind);
+  ASSERT_TRUE(backend->error().empty()) << backend->error();
+  WatchSpec watch = WatchFromToml(kMongooseWatch, backend->database());
+  MongooseApp app(backend->store(), backend->database());
+  Value user = app.AddUser(500);
+  Value id = app.Run(user, 100, MongooseApp::kMarkPending);  // stalled before its credit
+  app.Age(id, c.age);
+  SweepOnce(backend->store(), backend->clock(), watch, "daemon-1");
+  ASSERT_EQ(app.State(id), c.expected);
+  const double settled = std::string(c.expected) == "done" ? 600 : 500;
+  ASSERT_EQ(app.Money(user), settled);
+
+  app.ApplyUser(id, user, 100);  // it wakes up: no marker, so its guard lets it through
+  ASSERT_EQ(app.Money(user), settled + 100);
+  app.Age(id, kStuck);
+  WatchSummary s = SweepOnce(backend->store(), backend->clock(), watch, "daemon-1");
+
+  EXPECT_EQ(s.late_writes_undone, 1);
+  EXPECT_EQ(app.Money(user), settled);
+  EXPECT_EQ(app.Markers(user), 0u);
+  EXPECT_EQ(app.State(id), c.expected);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Backends, MongooseLateWrite,
+    ::testing::Combine(::testing::Values("memory", "mongo"),
+                       ::testing::Values(KilledCase{2, kStuck, "done"},
+                                         KilledCase{2, kExpired, "cancelled"})),
+    [](const auto& info) {
+      const KilledCase& c = std::get<1>(info.param);
+      return std::get<0>(info.param) + "_" + (c.age == kStuck ? "after_resume" : "after_rollback");
+    });
+
+TEST(DescribedSteps, TheOrphanScanLooksWhereTheStepsPutMarkers) {
+  WatchSpec w = WatchFromToml(kMongooseWatch, "shop");
+  auto where = w.profile.MarkerLocations(w.ns);
+  ASSERT_EQ(where.size(), 1u);
+  EXPECT_EQ(where[0].ns, (Namespace{"shop", "users"}));
+  EXPECT_EQ(where[0].field, "pendingTransaction");
+}
 
 // ---- A description that does not fit the documents -------------------------------------
 
