@@ -132,12 +132,14 @@ int RunProbe(const Config& config, txn_recovery::Store* store, std::int64_t limi
     out << " " << r.examined << " read, " << r.fit << " fit, " << r.misfit_total
         << " do not (a sweep would quarantine them); " << r.participants_checked
         << " participants of unfinished ones looked up, " << r.missing_participant_total
-        << " missing\n";
+        << " missing, " << r.unmarked_participant_total << " without the marker field\n";
     for (const auto& f : r.misfits)
       out << "#   _id=" << IdText(f.id) << " does not fit: " << f.detail << "\n";
     for (const auto& f : r.missing_participants)
       out << "#   _id=" << IdText(f.id) << " " << f.detail << "\n";
-    if (r.misfit_total + r.missing_participant_total > 0)
+    for (const auto& f : r.unmarked_participants)
+      out << "#   _id=" << IdText(f.id) << " " << f.detail << "\n";
+    if (r.misfit_total + r.missing_participant_total + r.unmarked_participant_total > 0)
       code = std::max(code, r.fit == 0 ? kExitConfig : kExitIncomplete);
   }
   return code;

@@ -114,7 +114,9 @@ void PrintExplanation(const WatchSpec& w, const Value& id, const txn_recovery::E
   } else {
     out << "  state: " << txn_recovery::TxnStateName(e.txn.state) << " (written "
         << e.txn.state_as_read.ToString() << ")\n"
-        << "  age: " << txn_recovery::FormatAge(*e.age) << " on the server's clock, from "
+        << "  age: "
+        << (e.age ? txn_recovery::FormatAge(*e.age) + " on the server's clock, from "
+                  : std::string("none yet: "))
         << e.age_source << "\n"
         << "  decision: " << e.decision << "\n"
         << "  a sweep now would: " << ActionName(e.action)
@@ -173,7 +175,8 @@ int RunExplain(const Config& config, txn_recovery::Store* store, const Transacti
   if (e.fits.ok()) {
     j["state"] = std::string(txn_recovery::TxnStateName(e.txn.state));
     j["state_as_written"] = IdJson(e.txn.state_as_read);
-    j["age_seconds"] = static_cast<double>(e.age->count()) / 1000;
+    j["age_seconds"] =
+        e.age ? nlohmann::json(static_cast<double>(e.age->count()) / 1000) : nlohmann::json();
     j["age_source"] = e.age_source;
   }
   out << j.dump(2) << "\n";

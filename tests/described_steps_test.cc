@@ -525,6 +525,19 @@ TEST(DescribedSteps, TheLoaderRefusesADescriptionWithoutAnExactInverseAtItsLine)
   EXPECT_NE(refused("{collection = \"u\", key_path = \"k\", inc = {m = \"a\"}, guard = \"m >> a\"}")
                 .find("FIELD OP PATH"),
             std::string::npos);
+  EXPECT_NE(refused("{collection = \"u\", key = \"owner.id\", key_path = \"k\", set = {owner = "
+                    "\"a\"}, previous = {owner = \"b\"}}")
+                .find("nor a field within or around them"),
+            std::string::npos)
+      << "a change that moves the participant out of its own target";
+  EXPECT_NE(refused("{collection = \"u\", key_path = \"k\", inc = {\"a.b\" = \"x\", a = \"y\"}}")
+                .find("are changed by one step"),
+            std::string::npos);
+  EXPECT_NE(refused("{collection = \"u\", key_path = \"k\", inc = {m = \"a\"}}, {collection = "
+                    "\"u\", key = \"no\", key_path = \"j\", inc = {m = \"a\"}}")
+                .find("on the same collection and marker"),
+            std::string::npos)
+      << "two keys could name one document";
   const std::string unknown =
       refused("{collection = \"u\", key_path = \"k\", inc = {m = \"a\"}, colour = 1}");
   EXPECT_NE(unknown.find(":7:62: watch[0].steps[0].colour: unknown key"), std::string::npos)

@@ -147,6 +147,18 @@ TEST_P(Seed004, ExplainAndInspectSayWhichClockTheAgeComesFrom) {
   EXPECT_NE(AgeClocks(watch_).find("first sighting"), std::string::npos);
 }
 
+TEST_P(Seed004, ARetryBeforeTheFirstSightingResumesNeverRollsBack) {
+  bank_->Open(2);
+  Snapshot before = bank_->Take();
+  Value id = bank_->Transfer("A0", "A1", 100, 3);  // no time, no stamp: no age yet
+  ManualClock clock;
+  RetryResult r;
+  ASSERT_TRUE(Retry(store(), &clock, watch_, id, LeaseOptions{"operator"}, &r).ok());
+  EXPECT_EQ(r.action, Action::kResume) << "its age is not 56 years";
+  EXPECT_EQ(bank_->State(id), "done");
+  for (const auto& v : bank_->Violations(before)) ADD_FAILURE() << v;
+}
+
 TEST_P(Seed004, AStampThatIsNotADateIsQuarantinedNamingIt) {
   bank_->Open(2);
   Snapshot before = bank_->Take();

@@ -149,3 +149,28 @@ TEST_F(OneTransaction, AnIdThatNamesNothingExits1AndOneThatIsNoIdExits64) {
 
 }  // namespace
 }  // namespace txn_recovery::testing
+
+namespace txn_recovery::testing {
+namespace {
+
+// Seed 004's transfer has no time of its own and no sweep has seen it yet: explain says
+// so (no age to print) and shows what a retry would do; a retry resumes it.
+TEST_F(OneTransaction, ATransferNoSweepHasSeenIsExplainedWithoutAnAge) {
+  WriteResult w;
+  Value id = bank_->Transfer("A0", "A1", 100, 3);
+  Must(backend_->store()->UpdateOne(bank_->txns(), Filter().Eq("_id", id),
+                                    Update().Unset("lastModified"), &w));
+  ProcessResult e = Run("explain", id.ToString());
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  EXPECT_NE(e.out.find("age: none yet: not seen by a sweep yet"), std::string::npos) << e.out;
+  EXPECT_NE(e.out.find("retry would: resume"), std::string::npos) << e.out;
+  ProcessResult j = Daemon("explain --json --config " + config_ + " " + id.ToString());
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  EXPECT_TRUE(nlohmann::json::parse(j.out)["age_seconds"].is_null()) << j.out;
+  ProcessResult r = Run("retry", id.ToString());
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(bank_->State(id), "done");
+}
+
+}  // namespace
+}  // namespace txn_recovery::testing

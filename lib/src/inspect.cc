@@ -91,8 +91,9 @@ Status Probe(Store* store, const WatchSpec& watch, std::int64_t limit, std::size
   FindOptions o;
   o.limit = limit;
   std::unique_ptr<Cursor> cursor;
-  if (Status s = store->Find(watch.ns, Filter().NotExists(paths.Quarantine()), o, &cursor); !s.ok())
-    return s;
+  Filter ours;
+  ours.NotExists(paths.Quarantine()).And(watch.profile.owner.Condition());
+  if (Status s = store->Find(watch.ns, ours, o, &cursor); !s.ok()) return s;
   Document d;
   for (bool has = true;;) {
     if (Status s = cursor->Next(&d, &has); !s.ok()) return s;
@@ -112,6 +113,17 @@ Status Probe(Store* store, const WatchSpec& watch, std::int64_t limit, std::size
       std::optional<Document> participant;
       if (Status s = store->FindOne(step.ns, step.target, &participant); !s.ok()) return s;
       out->participants_checked++;
+      // A marker field the participant does not even have: the description may name the
+      // wrong one, and the guards would then look where the application never writes.
+      if (participant && participant->GetPath(step.marker_field) == nullptr &&
+          txn.state != TxnState::kInitial) {
+        if (out->unmarked_participants.size() < keep)
+          out->unmarked_participants.push_back(
+              {id, "step " + std::to_string(i) + " (" + step.describe + "): " + step.ns.ToString() +
+                       " " + step.target.ToString() + " has no field '" + step.marker_field +
+                       "': is the marker field right?"});
+        out->unmarked_participant_total++;
+      }
       if (participant) continue;
       if (out->missing_participants.size() < keep)
         out->missing_participants.push_back(

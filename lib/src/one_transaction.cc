@@ -45,6 +45,9 @@ Status Explain(Store* store, Clock* clock, const WatchSpec& watch, const Value& 
   }
   out->record = out->txn.record;
   out->age_source = DescribeAgeSource(out->txn, watch.profile, watch.lease_field);
+  // Not seen by a sweep yet: as young as can be (a forced retry resumes it, never rolls it
+  // back for an age it does not have).
+  if (out->txn.age_source == AgeSource::kNotYetSeen) out->txn.last_modified = out->server_now;
   if (out->txn.age_source == AgeSource::kNotYetSeen) {
     // No age yet: a sweep stamps the first sighting and acts only once it is old enough.
     out->decision = "not seen by a sweep yet: the next sweep stamps its first sighting, and " +
@@ -101,6 +104,7 @@ Status Retry(Store* store, Clock* clock, const WatchSpec& watch, const Value& id
     out->result.outcome = Outcome::kQuarantined;
     return Status::Ok();
   }
+  if (txn.age_source == AgeSource::kNotYetSeen) txn.last_modified = now;  // as young as can be
   out->action = DecideIgnoringAge(txn, now, watch.thresholds);
   if (out->action == Action::kNone) {
     out->refused = "nothing to do: " + DecisionRow(txn, now, watch.thresholds);

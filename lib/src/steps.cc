@@ -36,8 +36,6 @@ bool HasOperatorKey(const Value& v) {
   return false;
 }
 
-namespace {
-
 // A value written into a participant, or compared with in a filter, as read.
 Status CheckWritable(const std::string& where, const Value& v) {
   if (!IsWritable(v))
@@ -47,8 +45,6 @@ Status CheckWritable(const std::string& where, const Value& v) {
   if (HasOperatorKey(v)) return Status::Malformed(where + " holds a '$' key");
   return Status::Ok();
 }
-
-}  // namespace
 
 Status BuildStep(const Change& c, const Value& txn_id, ParticipantStep* out) {
   ParticipantStep step;
@@ -216,6 +212,11 @@ Filter GuardFilter(StepSpec::GuardOp op, const std::string& field, const Value& 
 Status Resolve(const StepSpec& spec, const std::string& marker, const Document& doc,
                const Namespace& txn_ns, steps::Change* c) {
   c->ns = Namespace{txn_ns.database, spec.collection};
+  // The loader refuses it too; a profile built in code (or a renamed collection) must not
+  // turn transaction documents into participants.
+  if (spec.collection == txn_ns.collection)
+    return Status::Malformed("a step changes the transactions collection " + txn_ns.ToString() +
+                             " itself");
   c->key = spec.key;
   c->marker_field = spec.marker_field.empty() ? marker : spec.marker_field;
   const Value* key = nullptr;
@@ -296,13 +297,24 @@ ConfigProblems StepsProfile::Validate() const {
     if (!s.marker_field.empty()) (void)FieldPathOk(at + "marker", s.marker_field, &mine);
     const std::string& marker = s.marker_field.empty() ? marker_field : s.marker_field;
     if (s.inc.empty() && s.set.empty()) mine.push_back({at + "inc", "the step changes nothing"});
-    std::set<std::string> changed;
+    // A changed field that is (or contains, or lies within) the key, _id, the marker or
+    // another changed field would move the participant out of its own target or guard, or
+    // make one change undo another: no exact inverse.
+    std::vector<std::string> changed;
+    auto overlaps = [](const std::string& a, const std::string& b) {
+      return a == b || a.rfind(b + ".", 0) == 0 || b.rfind(a + ".", 0) == 0;
+    };
     auto field = [&](const std::string& key, const std::string& f) {
       if (!FieldPathOk(key, f, &mine)) return;
-      if (f == marker || f == s.key || f == "_id")
-        mine.push_back({key, "must not change the step's key, _id or its marker '" + marker + "'"});
-      else if (!changed.insert(f).second)
-        mine.push_back({key, "'" + f + "' is changed twice by one step"});
+      if (overlaps(f, marker) || overlaps(f, s.key) || overlaps(f, "_id")) {
+        mine.push_back({key, "must not change the step's key, _id or its marker '" + marker +
+                                 "' (nor a field within or around them)"});
+        return;
+      }
+      for (const auto& other : changed)
+        if (overlaps(f, other))
+          mine.push_back({key, "'" + f + "' and '" + other + "' are changed by one step"});
+      changed.push_back(f);
     };
     for (const auto& inc : s.inc) {
       field(at + "inc." + inc.field, inc.field);
@@ -320,6 +332,16 @@ ConfigProblems StepsProfile::Validate() const {
     for (const auto& g : s.guards) {
       (void)FieldPathOk(at + "guard", g.field, &mine);
       (void)FieldPathOk(at + "guard", g.path, &mine);
+    }
+    // One document per key value: steps on one collection and marker must find their
+    // participants by the same key, or two of them could name one document (and the second
+    // would look applied once the first had pushed the marker).
+    for (std::size_t j = 0; j < i; ++j) {
+      const StepSpec& o = steps[j];
+      const std::string& other_marker = o.marker_field.empty() ? marker_field : o.marker_field;
+      if (o.collection == s.collection && other_marker == marker && o.key != s.key)
+        mine.push_back({at + "key", "'" + s.key + "' differs from steps[" + std::to_string(j) +
+                                        "].key '" + o.key + "' on the same collection and marker"});
     }
     // Every problem of a step is reported on the `steps` key, whose position the loader
     // knows; the message names the step.

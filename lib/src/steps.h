@@ -52,5 +52,8 @@ Status CheckDistinctTargets(const std::vector<ParticipantStep>& steps, std::stri
 bool IsWritable(const Value& v);
 // A `$` key inside a value would be read as an operator once the value is used in a filter.
 bool HasOperatorKey(const Value& v);
+// Malformed, naming `where`, unless `v` is writable and free of `$` keys: a value written
+// into a participant or compared with in a filter, exactly as read.
+Status CheckWritable(const std::string& where, const Value& v);
 
 }  // namespace txn_recovery::steps

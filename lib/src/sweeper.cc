@@ -151,8 +151,9 @@ class Sweeper::Pass {
     std::vector<Value> unseen;  // no time and no first-sighting stamp yet
     for (std::size_t i = 0; i < docs.size(); ++i) {
       Action action = Action::kNone;
-      if (!Prepare(docs[i], &txns[i], &action, &reports[i])) {
-        if (txns[i].age_source == AgeSource::kNotYetSeen) unseen.push_back(txns[i].id);
+      bool stamp = false;
+      if (!Prepare(docs[i], &txns[i], &action, &reports[i], &stamp)) {
+        if (stamp) unseen.push_back(txns[i].id);
         continue;
       }
       batch.push_back(&txns[i]);
@@ -171,8 +172,8 @@ class Sweeper::Pass {
 
   // Parses and decides one document. True when it is to be executed (then *txn, *action
   // and *r are ready for it); otherwise it has been dealt with (set aside, planned in a dry
-  // run, or left alone).
-  bool Prepare(const Document& doc, Transaction* txn, Action* action, TxnReport* r) {
+  // run, or left alone), or, with *stamp set, its first sighting is to be stamped.
+  bool Prepare(const Document& doc, Transaction* txn, Action* action, TxnReport* r, bool* stamp) {
     r->watch = watch_.name;
     if (const Value* id = doc.Get("_id")) r->id = *id;
     if (Status parsed = watch_.profile.Parse(doc, watch_.ns, watch_.lease_field, txn);
@@ -182,7 +183,10 @@ class Sweeper::Pass {
     }
     r->state_before = txn->state;
     // Its age starts now: stamped (by the caller, with the chunk's others), nothing else.
-    if (txn->age_source == AgeSource::kNotYetSeen) return false;
+    if (txn->age_source == AgeSource::kNotYetSeen) {
+      *stamp = true;
+      return false;
+    }
     const DateTime now = server_now_();
     if (AheadOfTheClock(*txn, now, watch_.thresholds)) {
       // Not counted as a failure: nothing was tried, and nothing is wrong with the
@@ -231,7 +235,8 @@ class Sweeper::Pass {
       report.result.outcome = Outcome::kFailed;
       report.result.status = why;
       report.result.detail = "could not stamp its first sighting: " + why.ToString();
-      Report(std::move(report));
+      // Counted like any failure: a stamp the server always refuses ends in quarantine.
+      Conclude(std::move(report));
     };
     if (!s.ok()) {
       for (const Value& id : ids) fail(id, s);

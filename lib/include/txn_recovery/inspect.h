@@ -50,11 +50,15 @@ struct ProbeResult {
   std::int64_t participants_checked = 0;
   std::vector<Finding> missing_participants;  // steps whose participant is not there
   std::int64_t missing_participant_total = 0;
+  // Participants of transactions under way that have no marker field at all.
+  std::vector<Finding> unmarked_participants;
+  std::int64_t unmarked_participant_total = 0;
 };
 
-// Parses up to `limit` transaction documents of `watch` that are not quarantined (in the
-// collection's natural order) with its profile, as a sweep would, and, for those that fit
-// and are not terminal, looks up the participant of each step. Keeps the first `keep`
+// Parses up to `limit` transaction documents of `watch` that are not quarantined and that
+// it owns (in the collection's natural order) with its profile, as a sweep would, and, for
+// those that fit and are not terminal, looks up the participant of each step (missing, or
+// without the marker field the description names). Keeps the first `keep`
 // findings of each kind. Reads only.
 Status Probe(Store* store, const WatchSpec& watch, std::int64_t limit, std::size_t keep,
              ProbeResult* out);
