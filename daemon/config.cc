@@ -49,7 +49,7 @@ const std::map<std::string, std::vector<std::string>>& OverlayKeys() {
   static const std::map<std::string, std::vector<std::string>> kKeys = {
       {"mongodb",
        {"server_selection_timeout", "socket_timeout", "write_concern", "write_concern_timeout",
-        "read_concern"}},
+        "read_concern", "server_clock"}},
       {"sweep",
        {"workers", "batch_size", "bulk_size", "lease", "max_failures", "retention_batch_size",
         "retention_pause", "retention_max_batches", "marker_cap", "manage_indexes"}},
@@ -847,15 +847,17 @@ Status LoadMongo(const Reader& r, const toml::table& root, const EnvLookup& env,
   const toml::node* uri_node = nullptr;
   if (m != nullptr) {
     Status s;
-    if (!(s = r.OnlyKnownKeys(*m, "mongodb.",
-                              {"uri", "uri_file", "server_selection_timeout", "socket_timeout",
-                               "write_concern", "write_concern_timeout", "read_concern"}))
+    if (!(s = r.OnlyKnownKeys(
+              *m, "mongodb.",
+              {"uri", "uri_file", "server_selection_timeout", "socket_timeout", "write_concern",
+               "write_concern_timeout", "read_concern", "server_clock"}))
              .ok() ||
         !(s = ReadWriteConcern(r, *m, &c->mongodb.write_concern)).ok() ||
         !(s = r.Duration(*m, "mongodb.", "write_concern_timeout",
                          &c->mongodb.write_concern_timeout))
              .ok() ||
         !(s = r.String(*m, "mongodb.", "read_concern", &c->mongodb.read_concern)).ok() ||
+        !(s = r.String(*m, "mongodb.", "server_clock", &c->mongodb.server_clock)).ok() ||
         !(s = r.String(*m, "mongodb.", "uri", &c->mongodb.uri)).ok() ||
         !(s = r.String(*m, "mongodb.", "uri_file", &uri_file)).ok() ||
         !(s = r.Duration(*m, "mongodb.", "server_selection_timeout",
@@ -866,6 +868,10 @@ Status LoadMongo(const Reader& r, const toml::table& root, const EnvLookup& env,
     if (c->mongodb.read_concern != "majority" && c->mongodb.read_concern != "local")
       return r.Error(m->get("read_concern")->source(), "mongodb.read_concern",
                      "must be \"majority\" or \"local\"");
+    if (c->mongodb.server_clock != "auto" && c->mongodb.server_clock != "server" &&
+        c->mongodb.server_clock != "daemon")
+      return r.Error(m->get("server_clock")->source(), "mongodb.server_clock",
+                     "must be \"auto\", \"server\" or \"daemon\"");
     if (!c->mongodb.uri.empty() && !uri_file.empty())
       return r.Error(m->source(), "mongodb", "set either uri or uri_file, not both");
     if (!c->mongodb.uri.empty()) {
@@ -1147,6 +1153,10 @@ txn_recovery::MongoOptions MongoOptionsFor(const Config& config) {
   mo.write_concern = config.mongodb.write_concern;
   mo.write_concern_timeout = config.mongodb.write_concern_timeout;
   mo.read_concern = config.mongodb.read_concern;
+  using Clock = txn_recovery::MongoOptions::ServerClock;
+  mo.server_clock = config.mongodb.server_clock == "server"   ? Clock::kServer
+                    : config.mongodb.server_clock == "daemon" ? Clock::kDaemon
+                                                              : Clock::kAuto;
   mo.max_pool_size = config.sweep.workers + 2;
   return mo;
 }
@@ -1246,7 +1256,8 @@ std::string DescribeConfig(const Config& c) {
      << (c.mongodb.write_concern == "majority" ? q(c.mongodb.write_concern)
                                                : c.mongodb.write_concern)
      << "\nwrite_concern_timeout = " << q(FormatDuration(c.mongodb.write_concern_timeout))
-     << "\nread_concern = " << q(c.mongodb.read_concern) << "\n\n";
+     << "\nread_concern = " << q(c.mongodb.read_concern)
+     << "\nserver_clock = " << q(c.mongodb.server_clock) << "\n\n";
   os << "[sweep]\nworkers = " << c.sweep.workers << "\nbatch_size = " << c.sweep.batch_size
      << "\nbulk_size = " << c.sweep.bulk_size
      << "\nlease = " << q(FormatDuration(c.sweep.lease_duration))

@@ -26,6 +26,9 @@ struct MongoConfig {
   std::string write_concern = "majority";
   std::chrono::milliseconds write_concern_timeout{10000};
   std::string read_concern = "majority";  // or "local"
+  // Who compares with the server's clock in filters: "auto", "server" ($$NOW) or "daemon"
+  // (its estimate; servers without $$NOW in filters, docs/compatibility.md).
+  std::string server_clock = "auto";
 };
 
 struct SweepConfig {

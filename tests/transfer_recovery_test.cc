@@ -102,7 +102,8 @@ const KilledCase kKilledCases[] = {
 };
 
 INSTANTIATE_TEST_SUITE_P(EveryStepBoundary, ApplicationKilled,
-                         ::testing::Combine(::testing::Values("memory", "mongo"),
+                         ::testing::Combine(::testing::Values("memory", "mongo",
+                                                              "mongo_daemon_clock"),
                                             ::testing::ValuesIn(kKilledCases)),
                          [](const auto& info) {
                            const KilledCase& c = std::get<1>(info.param);
@@ -169,7 +170,8 @@ const DaemonKilledCase kDaemonKilledCases[] = {
 };
 
 INSTANTIATE_TEST_SUITE_P(EveryDaemonWrite, DaemonKilled,
-                         ::testing::Combine(::testing::Values("memory", "mongo"),
+                         ::testing::Combine(::testing::Values("memory", "mongo",
+                                                              "mongo_daemon_clock"),
                                             ::testing::ValuesIn(kDaemonKilledCases)),
                          [](const auto& info) {
                            const DaemonKilledCase& c = std::get<1>(info.param);
@@ -617,7 +619,8 @@ TEST(ServerClock, AHostClockADayAheadDoesNotExpireLiveTransactions) {
   EXPECT_EQ(bank.Balance("A1"), 1000);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, TransferRecovery, ::testing::Values("memory", "mongo"),
+INSTANTIATE_TEST_SUITE_P(Backends, TransferRecovery,
+                         ::testing::Values("memory", "mongo", "mongo_daemon_clock"),
                          [](const auto& info) { return info.param; });
 
 }  // namespace

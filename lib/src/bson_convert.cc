@@ -208,7 +208,7 @@ namespace {
 
 // {path: {$op: value}} (or {path: value} for equality, which also means "contains" on
 // arrays, as the algebra requires).
-Status AppendPredicate(bson_t* out, const Predicate& p) {
+Status AppendPredicate(bson_t* out, const Predicate& p, const DateTime* daemon_clock) {
   bson_t cond;
   const char* k = p.path.c_str();
   switch (p.op) {
@@ -263,7 +263,26 @@ Status AppendPredicate(bson_t* out, const Predicate& p) {
       return Status::Ok();
     }
     case Predicate::Op::kServerNowBefore:
+      if (daemon_clock != nullptr) {
+        const DateTime* deadline = p.value.as_datetime();
+        if (deadline != nullptr && daemon_clock->millis < deadline->millis) return Status::Ok();
+        // Past the deadline: a condition no document meets (every document has an _id).
+        bson_append_document_begin(out, "_id", -1, &cond);
+        bson_append_bool(&cond, "$exists", -1, false);
+        bson_append_document_end(out, &cond);
+        return Status::Ok();
+      }
+      [[fallthrough]];
     case Predicate::Op::kBeforeServerNow: {
+      if (daemon_clock != nullptr) {
+        bson_t not_doc;
+        bson_append_document_begin(out, k, -1, &cond);
+        bson_append_document_begin(&cond, "$not", -1, &not_doc);
+        bson_append_date_time(&not_doc, "$gte", -1, daemon_clock->millis);
+        bson_append_document_end(&cond, &not_doc);
+        bson_append_document_end(out, &cond);
+        return Status::Ok();
+      }
       // {$expr: {$lt: [a, b]}}: evaluated by the server as it applies the write, on its
       // own clock ($$NOW), so the comparison and the write are one atomic step.
       bson_t args;
@@ -305,23 +324,26 @@ Status AppendPredicate(bson_t* out, const Predicate& p) {
 // predicates on the same path (e.g. a time range) would collide as duplicate keys of one
 // document: then {$and: [{pred}, ..., {$or: [...]}]}, which means the same.
 // The top-level key a predicate is written under.
-static std::string_view KeyOf(const Predicate& p) {
-  if (p.op == Predicate::Op::kServerNowBefore || p.op == Predicate::Op::kBeforeServerNow)
+static std::string_view KeyOf(const Predicate& p, const DateTime* daemon_clock) {
+  if (daemon_clock != nullptr && p.op == Predicate::Op::kServerNowBefore) return "_id";
+  if (daemon_clock == nullptr &&
+      (p.op == Predicate::Op::kServerNowBefore || p.op == Predicate::Op::kBeforeServerNow))
     return "$expr";
   if (p.op == Predicate::Op::kNonEmptyArray) return {};  // "path.0": never collides
   return p.path;
 }
 
-Status FilterToBson(const Filter& filter, bson_t* out) {
+Status FilterToBson(const Filter& filter, bson_t* out, const DateTime* daemon_clock) {
   if (filter.all().empty() && filter.any_of().empty()) return Status::Ok();
   bool distinct = true;
   for (std::size_t i = 0; i < filter.all().size() && distinct; ++i)
     for (std::size_t j = 0; j < i && distinct; ++j)
-      if (!KeyOf(filter.all()[i]).empty() && KeyOf(filter.all()[i]) == KeyOf(filter.all()[j]))
+      if (!KeyOf(filter.all()[i], daemon_clock).empty() &&
+          KeyOf(filter.all()[i], daemon_clock) == KeyOf(filter.all()[j], daemon_clock))
         distinct = false;
   if (distinct) {
     for (const auto& p : filter.all())
-      if (Status s = AppendPredicate(out, p); !s.ok()) return s;
+      if (Status s = AppendPredicate(out, p, daemon_clock); !s.ok()) return s;
     if (!filter.any_of().empty()) {
       bson_t or_array;
       bson_append_array_begin(out, "$or", -1, &or_array);
@@ -332,7 +354,7 @@ Status FilterToBson(const Filter& filter, bson_t* out) {
         bson_uint32_to_string(j++, &key, kb, sizeof kb);
         bson_t alt_doc;
         bson_append_document_begin(&or_array, key, -1, &alt_doc);
-        if (Status s = FilterToBson(alt, &alt_doc); !s.ok()) return s;
+        if (Status s = FilterToBson(alt, &alt_doc, daemon_clock); !s.ok()) return s;
         bson_append_document_end(&or_array, &alt_doc);
       }
       bson_append_array_end(out, &or_array);
@@ -351,7 +373,7 @@ Status FilterToBson(const Filter& filter, bson_t* out) {
   for (const auto& p : filter.all()) {
     bson_t clause;
     bson_append_document_begin(&and_array, next_key(buf, sizeof buf), -1, &clause);
-    if (Status s = AppendPredicate(&clause, p); !s.ok()) return s;
+    if (Status s = AppendPredicate(&clause, p, daemon_clock); !s.ok()) return s;
     bson_append_document_end(&and_array, &clause);
   }
   if (!filter.any_of().empty()) {
@@ -365,7 +387,7 @@ Status FilterToBson(const Filter& filter, bson_t* out) {
       bson_uint32_to_string(j++, &key, kb, sizeof kb);
       bson_t alt_doc;
       bson_append_document_begin(&or_array, key, -1, &alt_doc);
-      if (Status s = FilterToBson(alt, &alt_doc); !s.ok()) return s;
+      if (Status s = FilterToBson(alt, &alt_doc, daemon_clock); !s.ok()) return s;
       bson_append_document_end(&or_array, &alt_doc);
     }
     bson_append_array_end(&clause, &or_array);

@@ -159,8 +159,13 @@ Status ToBson(const Document& doc, bson_t* out);
 Value ValueFromIter(bson_iter_t* iter);
 Document FromBson(const bson_t* bson);
 
-// Filter and Update algebra -> query / update documents.
-Status FilterToBson(const Filter& filter, bson_t* out);
+// Filter and Update algebra -> query / update documents. With `daemon_clock` (a server
+// that refuses `$$NOW` in filters), each comparison with the server's clock is made against
+// that estimate instead: "server now < deadline" is decided here (dropped when true, a
+// condition no document meets when false), and "path before server now" becomes
+// {path: {$not: {$gte: estimate}}} (absent and non-date values count as before, as they do
+// for $lt against $$NOW).
+Status FilterToBson(const Filter& filter, bson_t* out, const DateTime* daemon_clock = nullptr);
 Status UpdateToBson(const Update& update, bson_t* out);
 
 }  // namespace txn_recovery::mongo

@@ -164,7 +164,29 @@ struct MongoStore::Impl {
   // looked up now; InvalidArgument for anything else the driver refuses.
   Status CreatePool();
 
+  // isMaster's (or serverStatus's) localTime, remembered with this host's monotonic time
+  // of the reading for EstimatedServerNow.
+  Status ReadServerTime(DateTime* now);
+  // The query document of `filter`, its comparisons with the server's clock made by
+  // whoever `server_clock` says (the server while it is kAuto).
+  Status Query(const Filter& filter, bson_t* out);
+  // After a refusal: true when the store was kAuto and the server refused $$NOW in a filter
+  // (DocumentDB: "$$NOW operator cannot be used within this specific context", code 9). The
+  // store then compares on its estimate from now on, and the caller sends the refused
+  // request again, once. (A server may accept $$NOW in a filter that matches no document
+  // and refuse it once a document is evaluated, so asking it ahead of time proves nothing.)
+  bool SwitchToDaemonClock(const std::string& refusal);
+
+  std::atomic<MongoOptions::ServerClock> server_clock{MongoOptions::ServerClock::kAuto};
+
  private:
+  // The last reading plus the monotonic time elapsed since. Never ahead of the server's
+  // clock by more than its drift since the reading: the reading was taken before the reply
+  // travelled back.
+  Status EstimatedServerNow(DateTime* now);
+
+  std::mutex reading_mu_;
+  std::optional<std::pair<DateTime, std::chrono::steady_clock::time_point>> reading_;
   std::mutex mu_;
   mongo::PoolPtr pool_;  // guarded by mu_; once set, never reset before the store goes
 };
@@ -357,6 +379,7 @@ Status MongoStore::Open(const MongoOptions& options, std::unique_ptr<MongoStore>
   auto impl = std::make_unique<Impl>();
   impl->uri = std::move(uri);
   impl->max_pool_size = static_cast<std::uint32_t>(std::max(1, options.max_pool_size));
+  impl->server_clock = options.server_clock;
   // Created now when it can be: a refusal that is not an SRV lookup is the configuration's.
   if (Status s = impl->CreatePool(); !s.ok() && !s.IsUnavailable()) return s;
   store->reset(new MongoStore(std::move(impl)));
@@ -375,9 +398,9 @@ Status MongoStore::Ping() {
   return Status::Ok();
 }
 
-Status MongoStore::ServerTime(DateTime* now) {
+Status MongoStore::Impl::ReadServerTime(DateTime* now) {
   PooledClient client;
-  if (Status s = impl_->Client(&client); !s.ok()) return s;
+  if (Status s = Client(&client); !s.ok()) return s;
   // isMaster rather than hello: mongod still answers it, and so does mongo-java-server,
   // which does not implement hello. serverStatus is the fallback.
   for (const char* command : {"isMaster", "serverStatus"}) {
@@ -392,18 +415,62 @@ Status MongoStore::ServerTime(DateTime* now) {
       continue;
     }
     bson_iter_t it;
-    if (bson_iter_init_find(&it, reply.get(), "localTime") && BSON_ITER_HOLDS_DATE_TIME(&it)) {
+    if (!bson_iter_init_find(&it, reply.get(), "localTime")) continue;
+    // A date as MongoDB sends it; DocumentDB's gateway sends milliseconds as an int64.
+    if (BSON_ITER_HOLDS_DATE_TIME(&it)) {
       *now = DateTime{bson_iter_date_time(&it)};
+    } else if (BSON_ITER_HOLDS_INT64(&it)) {
+      *now = DateTime{bson_iter_int64(&it)};
+    } else {
+      continue;
+    }
+    std::lock_guard lock(reading_mu_);
+    reading_ = std::make_pair(*now, std::chrono::steady_clock::now());
+    return Status::Ok();
+  }
+  return Status::ServerError("the server reports no localTime in isMaster or serverStatus");
+}
+
+Status MongoStore::Impl::EstimatedServerNow(DateTime* now) {
+  {
+    std::lock_guard lock(reading_mu_);
+    if (reading_) {
+      const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::chrono::steady_clock::now() - reading_->second);
+      *now = DateTime{reading_->first.millis + elapsed.count()};
       return Status::Ok();
     }
   }
-  return Status::ServerError("the server reports no localTime in isMaster or serverStatus");
+  return ReadServerTime(now);
+}
+
+bool MongoStore::Impl::SwitchToDaemonClock(const std::string& refusal) {
+  if (server_clock != MongoOptions::ServerClock::kAuto) return false;
+  if (refusal.find("$$NOW") == std::string::npos) return false;
+  server_clock = MongoOptions::ServerClock::kDaemon;
+  return true;
+}
+
+Status MongoStore::Impl::Query(const Filter& filter, bson_t* out) {
+  if (!filter.UsesServerClock() || server_clock != MongoOptions::ServerClock::kDaemon)
+    return mongo::FilterToBson(filter, out);
+  DateTime now;
+  if (Status s = EstimatedServerNow(&now); !s.ok()) return s;
+  return mongo::FilterToBson(filter, out, &now);
+}
+
+Status MongoStore::ServerTime(DateTime* now) {
+  return impl_->ReadServerTime(now);
+}
+
+MongoOptions::ServerClock MongoStore::server_clock() const {
+  return impl_->server_clock;
 }
 
 Status MongoStore::Find(const Namespace& ns, const Filter& filter, const FindOptions& options,
                         std::unique_ptr<Cursor>* cursor) {
   auto query = mongo::NewBson();
-  if (Status s = mongo::FilterToBson(filter, query.get()); !s.ok()) return s;
+  if (Status s = impl_->Query(filter, query.get()); !s.ok()) return s;
   auto opts = mongo::NewBson();
   if (options.sort_ascending_by) {
     bson_t sort;
@@ -425,7 +492,7 @@ Status MongoStore::Find(const Namespace& ns, const Filter& filter, const FindOpt
 
 Status MongoStore::Count(const Namespace& ns, const Filter& filter, std::int64_t* count) {
   auto query = mongo::NewBson();
-  if (Status s = mongo::FilterToBson(filter, query.get()); !s.ok()) return s;
+  if (Status s = impl_->Query(filter, query.get()); !s.ok()) return s;
   PooledClient client;
   if (Status s = impl_->Client(&client); !s.ok()) return s;
   CollectionPtr coll = GetCollection(client, ns);
@@ -447,15 +514,21 @@ Status RunUpdate(MongoStore::Impl* impl, UpdateFn fn, const char* what, const Na
                  const Filter& filter, const Update& update, WriteResult* result) {
   auto query = mongo::NewBson();
   auto doc = mongo::NewBson();
-  if (Status s = mongo::FilterToBson(filter, query.get()); !s.ok()) return s;
+  if (Status s = impl->Query(filter, query.get()); !s.ok()) return s;
   if (Status s = mongo::UpdateToBson(update, doc.get()); !s.ok()) return s;
   PooledClient client;
   if (Status s = impl->Client(&client); !s.ok()) return s;
   CollectionPtr coll = GetCollection(client, ns);
   Reply reply;
   bson_error_t error;
-  if (!fn(coll.get(), query.get(), doc.get(), nullptr, reply.get(), &error))
+  if (!fn(coll.get(), query.get(), doc.get(), nullptr, reply.get(), &error)) {
+    if (impl->SwitchToDaemonClock(error.message)) {
+      coll.reset();
+      client = PooledClient();  // back to the pool before the retry takes one
+      return RunUpdate(impl, fn, what, ns, filter, update, result);
+    }
     return mongo::StatusFromBsonError(error, std::string(what) + " on " + ns.ToString());
+  }
   result->matched = ReplyInt(reply.get(), "matchedCount");
   result->modified = ReplyInt(reply.get(), "modifiedCount");
   return Status::Ok();
@@ -479,7 +552,7 @@ Status MongoStore::FindOneAndUpdate(const Namespace& ns, const Filter& filter, c
                                     std::optional<Document>* after) {
   auto query = mongo::NewBson();
   auto doc = mongo::NewBson();
-  if (Status s = mongo::FilterToBson(filter, query.get()); !s.ok()) return s;
+  if (Status s = impl_->Query(filter, query.get()); !s.ok()) return s;
   if (Status s = mongo::UpdateToBson(update, doc.get()); !s.ok()) return s;
   mongo::FindAndModifyOptsPtr opts(mongoc_find_and_modify_opts_new());
   mongoc_find_and_modify_opts_set_update(opts.get(), doc.get());
@@ -490,8 +563,14 @@ Status MongoStore::FindOneAndUpdate(const Namespace& ns, const Filter& filter, c
   Reply reply;
   bson_error_t error;
   if (!mongoc_collection_find_and_modify_with_opts(coll.get(), query.get(), opts.get(), reply.get(),
-                                                   &error))
+                                                   &error)) {
+    if (impl_->SwitchToDaemonClock(error.message)) {
+      coll.reset();
+      client = PooledClient();  // back to the pool before the retry takes one
+      return FindOneAndUpdate(ns, filter, update, after);
+    }
     return mongo::StatusFromBsonError(error, "findAndModify on " + ns.ToString());
+  }
   after->reset();
   bson_iter_t it;
   if (bson_iter_init_find(&it, reply.get(), "value") && BSON_ITER_HOLDS_DOCUMENT(&it)) {
@@ -503,7 +582,7 @@ Status MongoStore::FindOneAndUpdate(const Namespace& ns, const Filter& filter, c
 
 Status MongoStore::DeleteMany(const Namespace& ns, const Filter& filter, WriteResult* result) {
   auto query = mongo::NewBson();
-  if (Status s = mongo::FilterToBson(filter, query.get()); !s.ok()) return s;
+  if (Status s = impl_->Query(filter, query.get()); !s.ok()) return s;
   PooledClient client;
   if (Status s = impl_->Client(&client); !s.ok()) return s;
   CollectionPtr coll = GetCollection(client, ns);
@@ -564,7 +643,7 @@ bool RefusedRequests(const bson_t* reply, const Namespace& ns,
     if (index < 0) continue;
     refused->emplace_back(
         static_cast<std::size_t>(index),
-        Status::ServerError("update on " + ns.ToString() + " refused: " + RedactUri(message) +
+        Status::ServerError("update on " + ns.ToString() + " refused: " + RedactSecrets(message) +
                             " (code " + std::to_string(code) + ")"));
   }
   return !refused->empty();
@@ -580,7 +659,7 @@ Status MongoStore::UpdateEach(const Namespace& ns, const std::vector<UpdateReque
   owned.reserve(requests.size());
   for (const UpdateRequest& r : requests) {
     owned.emplace_back(mongo::NewBson(), mongo::NewBson());
-    if (Status s = mongo::FilterToBson(r.filter, owned.back().first.get()); !s.ok()) return s;
+    if (Status s = impl_->Query(r.filter, owned.back().first.get()); !s.ok()) return s;
     if (Status s = mongo::UpdateToBson(r.update, owned.back().second.get()); !s.ok()) return s;
   }
   PooledClient client;
@@ -610,6 +689,26 @@ Status MongoStore::UpdateEach(const Namespace& ns, const std::vector<UpdateReque
   }
   result->matched = ReplyInt(reply.get(), "nMatched");
   result->modified = ReplyInt(reply.get(), "nModified");
+  // Requests refused only for comparing with $$NOW: sent again, once, on the estimate.
+  std::vector<UpdateRequest> again;
+  std::vector<std::size_t> index;
+  for (const auto& [i, why] : result->refused)
+    if (why.message().find("$$NOW") != std::string::npos) {
+      again.push_back(requests[i]);
+      index.push_back(i);
+    }
+  if (again.empty() || !impl_->SwitchToDaemonClock("$$NOW")) return Status::Ok();
+  std::erase_if(result->refused, [](const auto& r) {
+    return r.second.message().find("$$NOW") != std::string::npos;
+  });
+  bulk.reset();
+  coll.reset();
+  client = PooledClient();  // back to the pool before the retry takes one
+  BulkResult retried;
+  if (Status s = UpdateEach(ns, again, &retried); !s.ok()) return s;
+  result->matched += retried.matched;
+  result->modified += retried.modified;
+  for (auto& [i, why] : retried.refused) result->refused.emplace_back(index[i], std::move(why));
   return Status::Ok();
 }
 

@@ -54,7 +54,7 @@ class MemoryBackend final : public TestBackend {
 
 class MongoBackend final : public TestBackend {
  public:
-  MongoBackend() {
+  explicit MongoBackend(MongoOptions::ServerClock clock) {
     database_ = UniqueDatabaseName();
     TestUri uri = FindTestUri();
     if (!uri.ok) {
@@ -64,6 +64,7 @@ class MongoBackend final : public TestBackend {
     MongoOptions options;
     options.uri = uri.uri_or_reason;
     options.max_pool_size = 32;
+    options.server_clock = clock;
     if (Status s = MongoStore::Open(options, &store_); !s.ok()) {
       error_ = s.ToString();
       return;
@@ -86,7 +87,9 @@ class MongoBackend final : public TestBackend {
 
 std::unique_ptr<TestBackend> TestBackend::Create(const std::string& kind) {
   if (kind == "memory") return std::make_unique<MemoryBackend>();
-  return std::make_unique<MongoBackend>();
+  if (kind == "mongo_daemon_clock")
+    return std::make_unique<MongoBackend>(MongoOptions::ServerClock::kDaemon);
+  return std::make_unique<MongoBackend>(MongoOptions::ServerClock::kAuto);
 }
 
 }  // namespace txn_recovery::testing

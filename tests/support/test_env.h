@@ -22,8 +22,10 @@ TestUri FindTestUri();
 // 63 bytes as MongoDB requires.
 std::string UniqueDatabaseName();
 
-// A store for one test: "memory" (MemoryStore over a ManualClock) or "mongo" (MongoStore
-// on the test server, its database dropped at the end).
+// A store for one test: "memory" (MemoryStore over a ManualClock), "mongo" (MongoStore
+// on the test server, its database dropped at the end), or "mongo_daemon_clock" (the same,
+// comparing with the server's clock on the store's estimate instead of $$NOW, as it does
+// for servers that refuse $$NOW in filters).
 class TestBackend {
  public:
   static std::unique_ptr<TestBackend> Create(const std::string& kind);

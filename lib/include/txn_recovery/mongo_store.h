@@ -52,6 +52,16 @@ struct MongoOptions {
   std::string write_concern = "majority";
   std::chrono::milliseconds write_concern_timeout{10000};  // wtimeout; 0 waits forever
   std::string read_concern = "majority";
+  // Who compares with the server's clock in a filter (a lease's fence, a lease's expiry;
+  // docs/state-machine.md, "The lease-deadline rule"). kServer: the server, with `$$NOW`,
+  // as it applies the write (MongoDB 4.2+). kDaemon: the store, on its estimate of the
+  // server's clock (the last server-time reading plus the time elapsed since on this host's
+  // monotonic clock), for servers that refuse `$$NOW` in a filter (DocumentDB): weaker,
+  // see docs/compatibility.md. kAuto (the default): the server, until it refuses $$NOW in
+  // a filter; then the store switches to kDaemon for good and sends the refused request
+  // again, once.
+  enum class ServerClock { kAuto, kServer, kDaemon };
+  ServerClock server_clock = ServerClock::kAuto;
 };
 
 class MongoStore final : public Store {
@@ -94,6 +104,10 @@ class MongoStore final : public Store {
 
   // Drops a database (tests and the demo only).
   Status DropDatabase(const std::string& database);
+
+  // Who compares with the server's clock in filters: kAuto until the server has refused
+  // $$NOW (then kDaemon), or what the options said.
+  MongoOptions::ServerClock server_clock() const;
 
   struct Impl;
 
