@@ -29,6 +29,7 @@
 # Environment: TESTDB_START_TIMEOUT (seconds to wait for each server, default 120),
 # TXN_RECOVERY_VENDOR_DIR (see above).
 set -euo pipefail
+shopt -s inherit_errexit # die() in $(...) must end the script too
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(dirname "$here")"
@@ -429,6 +430,7 @@ EOF
 start_postgres() {
   local log="$state_dir/postgres.log"
   postgres_alive && return 0
+  as_svc mkdir -p -m 0700 "$sock"
   note "starting PostgreSQL (log $log)"
   as_svc "$pg_bin/pg_ctl" -D "$pgdata" -l "$log" -w -t "$timeout_s" -s start >>"$state_dir/pg_ctl.log" 2>&1 ||
     die "step 'start postgres' failed (log $log): $(tail_of "$log")"
