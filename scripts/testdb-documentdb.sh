@@ -427,12 +427,27 @@ EOF
   touch "$state_dir/initialized"
 }
 
+# Closes every descriptor above 2 (our locks, and whatever pipes the caller leaked to us).
+close_extra_fds() {
+  local fd n
+  for fd in "/proc/$BASHPID/fd/"*; do
+    n="${fd##*/}"
+    if ((n > 2)); then exec {n}>&-; fi
+  done
+}
+
 start_postgres() {
   local log="$state_dir/postgres.log"
   postgres_alive && return 0
   as_svc mkdir -p -m 0700 "$sock"
   note "starting PostgreSQL (log $log)"
-  as_svc "$pg_bin/pg_ctl" -D "$pgdata" -l "$log" -w -t "$timeout_s" -s start >>"$state_dir/pg_ctl.log" 2>&1 ||
+  # Detached like the gateway (below): postgres must inherit none of our descriptors, the
+  # state lock above all.
+  (
+    cd /
+    close_extra_fds
+    exec setsid -w "${svc_prefix[@]}" "$pg_bin/pg_ctl" -D "$pgdata" -l "$log" -w -t "$timeout_s" -s start
+  ) </dev/null >>"$state_dir/pg_ctl.log" 2>&1 ||
     die "step 'start postgres' failed (log $log): $(tail_of "$log")"
   postgres_alive || die "step 'start postgres': started but not answering on $sock (log $log): $(tail_of "$log")"
 }
@@ -471,10 +486,7 @@ start_gateway() {
     # the log: a caller reading our output until EOF (ctest) must not wait for it.
     (
       cd /
-      for fd in "/proc/$BASHPID/fd/"*; do
-        n="${fd##*/}"
-        if ((n > 2)); then exec {n}>&-; fi
-      done
+      close_extra_fds
       exec setsid "${svc_prefix[@]}" "$gw" "$state_dir/gateway.json"
     ) </dev/null >>"$log" 2>&1 &
     pid=$!
