@@ -371,26 +371,7 @@ init_cluster() {
   rm -rf "$pgdata"
   : >"$log"
   step initdb "$log" as_svc "$pg_bin/initdb" -D "$pgdata" -A trust -E UTF8 --locale=C.UTF-8 --no-instructions
-  # Unix socket in the private state dir only (no TCP): trust there is safe, since only
-  # the service user can reach it. Mongo clients authenticate at the gateway (SCRAM).
-  as_svc tee -a "$pgdata/postgresql.conf" >/dev/null <<EOF
-
-# txn-recoveryd test database (scripts/testdb-documentdb.sh)
-listen_addresses = ''
-unix_socket_directories = '$sock'
-port = $pg_port
-shared_preload_libraries = 'pg_cron, pg_documentdb_core, pg_documentdb'
-cron.database_name = 'postgres'
-cron.host = '$sock'
-cron.use_background_workers = on
-max_worker_processes = 32
-documentdb.enableBackgroundWorker = true
-documentdb.enableBackgroundWorkerJobs = true
-max_connections = 300
-synchronous_commit = off
-ssl = off
-log_min_messages = warning
-EOF
+  echo "include = 'txnrecovery.conf'" | as_svc tee -a "$pgdata/postgresql.conf" >/dev/null
   printf 'local all all trust\n' | as_svc tee "$pgdata/pg_hba.conf" >/dev/null
 }
 
@@ -436,9 +417,38 @@ close_extra_fds() {
   done
 }
 
+# The server's settings, rewritten at every start (postgresql.conf includes the file), so
+# that a state dir made by an older version of this script gets today's.
+write_postgres_config() {
+  # Unix socket in the private state dir only (no TCP): trust there (pg_hba.conf) is safe,
+  # since only the service user can reach it. Mongo clients authenticate at the gateway
+  # (SCRAM). DocumentDB's own loopback connections (background jobs, some updates) and
+  # pg_cron's use the same socket.
+  as_svc tee "$pgdata/txnrecovery.conf.tmp" >/dev/null <<EOF
+# txn-recoveryd test database: written by scripts/testdb-documentdb.sh at every start
+listen_addresses = ''
+unix_socket_directories = '$sock'
+port = $pg_port
+shared_preload_libraries = 'pg_cron, pg_documentdb_core, pg_documentdb'
+cron.database_name = 'postgres'
+cron.host = '$sock'
+cron.use_background_workers = on
+max_worker_processes = 32
+documentdb.enableBackgroundWorker = true
+documentdb.enableBackgroundWorkerJobs = true
+documentdb.localhost_connection_string = 'host=$sock'
+max_connections = 300
+synchronous_commit = off
+ssl = off
+log_min_messages = warning
+EOF
+  as_svc mv "$pgdata/txnrecovery.conf.tmp" "$pgdata/txnrecovery.conf"
+}
+
 start_postgres() {
   local log="$state_dir/postgres.log"
   postgres_alive && return 0
+  write_postgres_config
   as_svc mkdir -p -m 0700 "$sock"
   note "starting PostgreSQL (log $log)"
   # Detached like the gateway (below): postgres must inherit none of our descriptors, the
