@@ -7,6 +7,7 @@
 #   scripts/testdb-documentdb.sh start [--port N] [--state-dir DIR]
 #   scripts/testdb-documentdb.sh start --build-only
 #   scripts/testdb-documentdb.sh stop [--state-dir DIR]
+#   scripts/testdb-documentdb.sh status [--state-dir DIR]   (prints the URI; exit 3 if not running)
 #
 #   --port N         gateway port on 127.0.0.1; 0 (the default) picks a free one
 #   --state-dir DIR  PostgreSQL's data directory, sockets, logs, the TLS certificate, the
@@ -57,8 +58,8 @@ apt_packages=(
 rust_min=1.75
 
 action="${1:-}"
-[[ "$action" == start || "$action" == stop ]] || {
-  echo "usage: $(basename "$0") start [--port N] [--state-dir DIR] [--build-only] | stop [--state-dir DIR]" >&2
+[[ "$action" == start || "$action" == stop || "$action" == status ]] || {
+  echo "usage: $(basename "$0") start [--port N] [--state-dir DIR] [--build-only] | stop|status [--state-dir DIR]" >&2
   exit 64
 }
 shift
@@ -550,9 +551,10 @@ if [[ "$action" == start ]]; then
   ((build_only == 0)) || exit 0
 fi
 
-if [[ "$action" == stop && ! -d "$state_dir" ]]; then
+if [[ "$action" != start && ! -d "$state_dir" ]]; then
   echo "testdb-documentdb: nothing running (no $state_dir)"
-  exit 0
+  [[ "$action" == stop ]] && exit 0
+  exit 3
 fi
 mkdir -p "$state_dir"
 state_dir="$(cd "$state_dir" && pwd)"
@@ -561,6 +563,21 @@ sock="$state_dir/sock"
 pg_port=5432 # names the socket file only: PostgreSQL listens on no TCP port
 (("${#sock}" + 20 < 107)) || die "step 'state dir': $sock is too long for a Unix socket path"
 mkdir -p "$cache/logs"
+if [[ "$action" == status ]]; then
+  ((EUID == 0)) || svc_user="$(id -un)"
+  if ((EUID == 0)) && ! getent passwd "$svc_user" >/dev/null; then
+    echo "testdb-documentdb: not running (no user $svc_user)"
+    exit 3
+  fi
+  svc_prefix=()
+  uri_port="$(sed -n 's/.*@127\.0\.0\.1:\([0-9]*\)\/.*/\1/p' "$state_dir/testdb.uri" 2>/dev/null || true)"
+  if [[ "$uri_port" =~ ^[0-9]+$ ]] && gateway_pid >/dev/null && postgres_alive && port_open "$uri_port"; then
+    cat "$state_dir/testdb.uri"
+    exit 0
+  fi
+  echo "testdb-documentdb: not running"
+  exit 3
+fi
 ensure_svc_user
 svc_prefix=()
 if ((EUID == 0)); then
