@@ -294,6 +294,8 @@ ensure_built() {
     ensure_rust
     build_all "$key" "$out"
     echo "$key_input" >"$out/key"
+    # Artefacts of other keys (older sources, another PostgreSQL or libbson) are stale.
+    find "$cache/artefacts" -mindepth 1 -maxdepth 1 -type d ! -name "$key" -exec rm -rf {} +
   fi
   install_extension_files "$out"
   exec 8>&-
