@@ -610,6 +610,9 @@ if [[ -f "$state_dir/testdb.uri" ]] && gw="$(gateway_pid)" && postgres_alive; th
     cat "$state_dir/testdb.uri"
     exit 0
   fi
+  if port_open "$port"; then
+    die "step 'start gateway': port $port on 127.0.0.1 is in use (the running gateway, pid $gw, is left alone)"
+  fi
   note "replacing the running gateway (pid $gw): it does not listen on the port asked for"
 fi
 if gw="$(gateway_pid)"; then
