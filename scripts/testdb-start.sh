@@ -4,7 +4,11 @@
 #
 #   scripts/testdb-start.sh [--port N] [--owner-pid PID] [--state-dir DIR]
 #   scripts/testdb-start.sh --build-only
+#   scripts/testdb-start.sh --engine documentdb [--port N] [--state-dir DIR] [--build-only]
 #
+#   --engine E       embedded (the default: what this header describes) or documentdb
+#                    (PostgreSQL with the DocumentDB extensions and gateway, built from
+#                    pinned sources: scripts/testdb-documentdb.sh, which documents it)
 #   --port N         port on 127.0.0.1; 0 (the default) picks a free one
 #   --owner-pid PID  the server shuts itself down within ~1 s of PID exiting
 #   --state-dir DIR  where testdb.pid, testdb.uri, testdb.owner and testdb.log live
@@ -23,6 +27,27 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+
+# --engine, wherever it is: documentdb hands everything else to its own script.
+engine=embedded
+args=()
+while (($# > 0)); do
+  case "$1" in
+    --engine)
+      (($# >= 2)) || { echo "testdb-start: --engine needs embedded or documentdb" >&2; exit 64; }
+      engine="$2"
+      shift 2
+      ;;
+    *) args+=("$1"); shift ;;
+  esac
+done
+set -- ${args[@]+"${args[@]}"}
+case "$engine" in
+  embedded) ;;
+  documentdb) exec "$here/testdb-documentdb.sh" start "$@" ;;
+  *) echo "testdb-start: unknown engine: $engine (embedded or documentdb)" >&2; exit 64 ;;
+esac
+
 root="$(dirname "$here")"
 src="$root/testdb"
 cache="$root/.cache/testdb"
@@ -36,7 +61,7 @@ build_only=0
 timeout_s="${TESTDB_START_TIMEOUT:-60}"
 
 usage() {
-  echo "usage: $(basename "$0") [--port N] [--owner-pid PID] [--state-dir DIR] | --build-only" >&2
+  echo "usage: $(basename "$0") [--engine embedded|documentdb] [--port N] [--owner-pid PID] [--state-dir DIR] | --build-only" >&2
   exit 64
 }
 

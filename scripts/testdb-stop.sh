@@ -3,16 +3,39 @@
 # it to exit, then SIGKILL. Removes the state files. Exits 0 if nothing was running.
 #
 #   scripts/testdb-stop.sh [--state-dir DIR]   (default: .cache/testdb/run at the repo root)
+#   scripts/testdb-stop.sh --engine documentdb [--state-dir DIR]
+#                       stops the DocumentDB gateway and PostgreSQL (scripts/testdb-documentdb.sh;
+#                       default state dir .cache/documentdb/run)
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+
+engine=embedded
+args=()
+while (($# > 0)); do
+  case "$1" in
+    --engine)
+      (($# >= 2)) || { echo "testdb-stop: --engine needs embedded or documentdb" >&2; exit 64; }
+      engine="$2"
+      shift 2
+      ;;
+    *) args+=("$1"); shift ;;
+  esac
+done
+set -- ${args[@]+"${args[@]}"}
+case "$engine" in
+  embedded) ;;
+  documentdb) exec "$here/testdb-documentdb.sh" stop "$@" ;;
+  *) echo "testdb-stop: unknown engine: $engine (embedded or documentdb)" >&2; exit 64 ;;
+esac
+
 root="$(dirname "$here")"
 # shellcheck source=scripts/testdb-lib.sh
 source "$here/testdb-lib.sh"
 state_dir="$root/.cache/testdb/run"
 
 usage() {
-  echo "usage: $(basename "$0") [--state-dir DIR]" >&2
+  echo "usage: $(basename "$0") [--engine embedded|documentdb] [--state-dir DIR]" >&2
   exit 64
 }
 
