@@ -1,5 +1,6 @@
 #include "txn_recovery/mongo_store.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -221,7 +222,15 @@ class MongoCursor final : public Cursor {
     cursor_.reset();
     coll_.reset();
   }
+  // Hands out `first` (a document already taken from the cursor) before the rest.
+  void Peeked(Document first) { peeked_ = std::move(first); }
   Status Next(Document* doc, bool* has_doc) override {
+    if (peeked_) {
+      *doc = std::move(*peeked_);
+      peeked_.reset();
+      *has_doc = true;
+      return Status::Ok();
+    }
     const bson_t* b = nullptr;
     if (mongoc_cursor_next(cursor_.get(), &b)) {
       *doc = mongo::FromBson(b);
@@ -235,6 +244,7 @@ class MongoCursor final : public Cursor {
   }
 
  private:
+  std::optional<Document> peeked_;
   PooledClient client_;
   CollectionPtr coll_;
   mongo::CursorPtr cursor_;
@@ -485,8 +495,25 @@ Status MongoStore::Find(const Namespace& ns, const Filter& filter, const FindOpt
   CollectionPtr coll = GetCollection(client, ns);
   mongo::CursorPtr c(
       mongoc_collection_find_with_opts(coll.get(), query.get(), opts.get(), nullptr));
-  *cursor = std::make_unique<MongoCursor>(std::move(client), std::move(coll), std::move(c),
+  // A server that may refuse $$NOW answers the first batch before anything is handed out:
+  // a refusal then switches to the estimate and the find is sent again.
+  std::optional<Document> first;
+  if (filter.UsesServerClock() && impl_->server_clock == MongoOptions::ServerClock::kAuto) {
+    const bson_t* b = nullptr;
+    bson_error_t error;
+    if (mongoc_cursor_next(c.get(), &b)) {
+      first = mongo::FromBson(b);
+    } else if (mongoc_cursor_error(c.get(), &error) && impl_->SwitchToDaemonClock(error.message)) {
+      c.reset();
+      coll.reset();
+      client = PooledClient();  // back to the pool before the retry takes one
+      return Find(ns, filter, options, cursor);
+    }
+  }
+  auto mc = std::make_unique<MongoCursor>(std::move(client), std::move(coll), std::move(c),
                                           "find on " + ns.ToString());
+  if (first) mc->Peeked(std::move(*first));
+  *cursor = std::move(mc);
   return Status::Ok();
 }
 
@@ -500,6 +527,11 @@ Status MongoStore::Count(const Namespace& ns, const Filter& filter, std::int64_t
   bson_error_t error;
   std::int64_t n = mongoc_collection_count_documents(coll.get(), query.get(), nullptr, nullptr,
                                                      reply.get(), &error);
+  if (n < 0 && impl_->SwitchToDaemonClock(error.message)) {
+    coll.reset();
+    client = PooledClient();  // back to the pool before the retry takes one
+    return Count(ns, filter, count);
+  }
   if (n < 0) return mongo::StatusFromBsonError(error, "count on " + ns.ToString());
   *count = n;
   return Status::Ok();
@@ -655,9 +687,33 @@ Status MongoStore::UpdateEach(const Namespace& ns, const std::vector<UpdateReque
                               BulkResult* result) {
   *result = BulkResult{};
   if (requests.empty()) return Status::Ok();
+  // Sent in the order of the documents they name (their first equality, _id above all),
+  // not the caller's: two daemons' bulks over the same documents then take the server's
+  // row locks in one order, and a server that locks per document (DocumentDB on
+  // PostgreSQL) cannot deadlock them against each other (it did: code 112 after 15-25 s).
+  // The contract lets a bulk apply its requests in any order; refusals are mapped back.
+  std::vector<std::size_t> order(requests.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  auto key = [&](std::size_t i) -> const Predicate* {
+    const Predicate* first = nullptr;
+    for (const Predicate& p : requests[i].filter.all()) {
+      if (p.op != Predicate::Op::kEq) continue;
+      if (p.path == "_id") return &p;
+      if (first == nullptr) first = &p;
+    }
+    return first;
+  };
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    const Predicate* ka = key(a);
+    const Predicate* kb = key(b);
+    if (ka == nullptr || kb == nullptr) return ka != nullptr && kb == nullptr;
+    if (ka->path != kb->path) return ka->path < kb->path;
+    return ka->value.ToString() < kb->value.ToString();
+  });
   std::vector<std::pair<mongo::BsonPtr, mongo::BsonPtr>> owned;
   owned.reserve(requests.size());
-  for (const UpdateRequest& r : requests) {
+  for (std::size_t i : order) {
+    const UpdateRequest& r = requests[i];
     owned.emplace_back(mongo::NewBson(), mongo::NewBson());
     if (Status s = impl_->Query(r.filter, owned.back().first.get()); !s.ok()) return s;
     if (Status s = mongo::UpdateToBson(r.update, owned.back().second.get()); !s.ok()) return s;
@@ -686,6 +742,7 @@ Status MongoStore::UpdateEach(const Namespace& ns, const std::vector<UpdateReque
       result->refused.clear();
       return s;
     }
+    for (auto& [i, why] : result->refused) i = i < order.size() ? order[i] : i;
   }
   result->matched = ReplyInt(reply.get(), "nMatched");
   result->modified = ReplyInt(reply.get(), "nModified");
