@@ -418,7 +418,7 @@ TEST(Cli, WatchNamesTheWatchesACommandActsOnAndAnUnknownOneIsAUsageError) {
   std::string path =
       WriteConfig("[mongodb]\nuri = \"" + uri + "\"\n[[watch]]\nname = \"bank\"\ndatabase = \"" +
                   backend->database() + "\"\n[[watch]]\nname = \"other\"\ndatabase = \"" +
-                  backend->database() + "_other\"\n");
+                  backend->database() + "_o2\"\n");  // 63 bytes at most, as MongoDB allows
 
   for (const char* command : {"sweep", "inspect", "pause", "resume"}) {
     ProcessResult r = Daemon(std::string(command) + " --watch nope --config " + path);
