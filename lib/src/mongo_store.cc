@@ -224,7 +224,13 @@ class MongoCursor final : public Cursor {
   }
   // Hands out `first` (a document already taken from the cursor) before the rest.
   void Peeked(Document first) { peeked_ = std::move(first); }
+  // The cursor was found empty already (it must not be advanced again).
+  void Exhausted() { exhausted_ = true; }
   Status Next(Document* doc, bool* has_doc) override {
+    if (exhausted_) {
+      *has_doc = false;
+      return Status::Ok();
+    }
     if (peeked_) {
       *doc = std::move(*peeked_);
       peeked_.reset();
@@ -245,6 +251,7 @@ class MongoCursor final : public Cursor {
 
  private:
   std::optional<Document> peeked_;
+  bool exhausted_ = false;
   PooledClient client_;
   CollectionPtr coll_;
   mongo::CursorPtr cursor_;
@@ -498,12 +505,15 @@ Status MongoStore::Find(const Namespace& ns, const Filter& filter, const FindOpt
   // A server that may refuse $$NOW answers the first batch before anything is handed out:
   // a refusal then switches to the estimate and the find is sent again.
   std::optional<Document> first;
+  bool empty = false;
   if (filter.UsesServerClock() && impl_->server_clock == MongoOptions::ServerClock::kAuto) {
     const bson_t* b = nullptr;
     bson_error_t error;
     if (mongoc_cursor_next(c.get(), &b)) {
       first = mongo::FromBson(b);
-    } else if (mongoc_cursor_error(c.get(), &error) && impl_->SwitchToDaemonClock(error.message)) {
+    } else if (!mongoc_cursor_error(c.get(), &error)) {
+      empty = true;
+    } else if (impl_->SwitchToDaemonClock(error.message)) {
       c.reset();
       coll.reset();
       client = PooledClient();  // back to the pool before the retry takes one
@@ -513,6 +523,7 @@ Status MongoStore::Find(const Namespace& ns, const Filter& filter, const FindOpt
   auto mc = std::make_unique<MongoCursor>(std::move(client), std::move(coll), std::move(c),
                                           "find on " + ns.ToString());
   if (first) mc->Peeked(std::move(*first));
+  if (empty) mc->Exhausted();
   *cursor = std::move(mc);
   return Status::Ok();
 }
