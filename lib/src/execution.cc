@@ -14,6 +14,7 @@
 // local deadline has not passed, and carries the lease's fence, which the server checks
 // as it applies the write. A LeaseGuard releases, on every way out of a batch, the leases
 // the batch still holds.
+#include <algorithm>
 #include <map>
 #include <random>
 #include <set>
@@ -346,6 +347,9 @@ class StateMachine::Batch {
     return found;
   }
 
+  // Each document once, as last read: a scan may return a document twice when it is
+  // updated meanwhile (DocumentDB does so readily), and two readings of one participant must
+  // not look like a key naming two documents.
   Status ReadAll(const Namespace& ns, const Filter& f, std::vector<Document>* out) {
     std::unique_ptr<Cursor> c;
     if (Status s = m_->store_->Find(ns, f, FindOptions{}, &c); !s.ok()) return s;
@@ -353,6 +357,15 @@ class StateMachine::Batch {
     for (bool has = true;;) {
       if (Status s = c->Next(&d, &has); !s.ok()) return s;
       if (!has) return Status::Ok();
+      const Value* id = d.Get("_id");
+      auto same = std::find_if(out->begin(), out->end(), [&](const Document& o) {
+        const Value* oid = o.Get("_id");
+        return id != nullptr && oid != nullptr && *id == *oid;
+      });
+      if (same != out->end()) {
+        *same = std::move(d);
+        continue;
+      }
       out->push_back(std::move(d));
     }
   }

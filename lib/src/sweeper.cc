@@ -143,6 +143,7 @@ class Sweeper::Pass {
   // A chunk of documents at once: the transactions to act on go through ExecuteBatch, a
   // few round trips for the whole chunk instead of several per transaction.
   void Process(std::vector<Document>& docs) {
+    DropRepeats(&docs);
     std::vector<Transaction> txns(docs.size());
     std::vector<TxnReport> reports(docs.size());
     std::vector<const Transaction*> batch;
@@ -168,6 +169,25 @@ class Sweeper::Pass {
       r.result = std::move(results[k]);
       Conclude(std::move(r));
     }
+  }
+
+  // A cursor may return a document twice when it is updated during the scan (DocumentDB does
+  // so readily; MongoDB when a document moves). Across chunks the guards make the second
+  // reading harmless (its claim finds the transaction moved on or leased); within one chunk
+  // the two readings would be driven in the same bulks, so the later one is dropped.
+  static void DropRepeats(std::vector<Document>* docs) {
+    std::vector<Document> kept;
+    kept.reserve(docs->size());
+    for (Document& d : *docs) {
+      const Value* id = d.Get("_id");
+      bool seen = false;
+      for (const Document& k : kept) {
+        const Value* kid = k.Get("_id");
+        seen = seen || (id != nullptr && kid != nullptr && *id == *kid);
+      }
+      if (!seen) kept.push_back(std::move(d));
+    }
+    *docs = std::move(kept);
   }
 
   // Parses and decides one document. True when it is to be executed (then *txn, *action

@@ -47,6 +47,9 @@ class FaultStore final : public Store {
     stall_for_ = d;
     before_stall_ = std::move(before);
   }
+  // Every find returns each document twice in a row, as a server's scan may when the
+  // document is updated during it (DocumentDB does so readily).
+  void RepeatEachDocument() { repeat_ = true; }
   bool crashed() const { return crashed_; }
   int writes() const { return writes_; }
 
@@ -57,7 +60,9 @@ class FaultStore final : public Store {
   Status Find(const Namespace& ns, const Filter& f, const FindOptions& o,
               std::unique_ptr<Cursor>* c) override {
     if (crashed_) return Dead();
-    return base_->Find(ns, f, o, c);
+    if (Status s = base_->Find(ns, f, o, c); !s.ok() || !repeat_) return s;
+    *c = std::make_unique<Repeating>(std::move(*c));
+    return Status::Ok();
   }
   Status Count(const Namespace& ns, const Filter& f, std::int64_t* n) override {
     if (crashed_) return Dead();
@@ -108,6 +113,26 @@ class FaultStore final : public Store {
   }
 
  private:
+  class Repeating final : public Cursor {
+   public:
+    explicit Repeating(std::unique_ptr<Cursor> base) : base_(std::move(base)) {}
+    Status Next(Document* doc, bool* has) override {
+      if (again_) {
+        *doc = *again_;
+        again_.reset();
+        *has = true;
+        return Status::Ok();
+      }
+      if (Status s = base_->Next(doc, has); !s.ok() || !*has) return s;
+      again_ = *doc;
+      return Status::Ok();
+    }
+
+   private:
+    std::unique_ptr<Cursor> base_;
+    std::optional<Document> again_;
+  };
+  bool repeat_ = false;
   static Status Dead() { return Status::Aborted("injected crash: the process is dead"); }
   bool Refused(const Namespace& ns, const Filter& f) const {
     if (!refused_id_ || !(ns == refused_ns_)) return false;
