@@ -171,11 +171,12 @@ struct MongoStore::Impl {
   // The query document of `filter`, its comparisons with the server's clock made by
   // whoever `server_clock` says (the server while it is kAuto).
   Status Query(const Filter& filter, bson_t* out);
-  // After a refusal: true when the store was kAuto and the server refused $$NOW in a filter
-  // (DocumentDB: "$$NOW operator cannot be used within this specific context", code 9). The
-  // store then compares on its estimate from now on, and the caller sends the refused
-  // request again, once. (A server may accept $$NOW in a filter that matches no document
-  // and refuse it once a document is evaluated, so asking it ahead of time proves nothing.)
+  // After a refusal: true when the store is not forced to kServer and the server refused
+  // $$NOW in a filter (DocumentDB: "$$NOW operator cannot be used within this specific
+  // context", code 9). The store then compares on its estimate from now on, and the caller
+  // sends the refused request again, once. (A server may accept $$NOW in a filter that matches no
+  // document and refuse it once a document is evaluated, so asking it ahead of time proves
+  // nothing.)
   bool SwitchToDaemonClock(const std::string& refusal);
 
   std::atomic<MongoOptions::ServerClock> server_clock{MongoOptions::ServerClock::kAuto};
@@ -462,7 +463,10 @@ Status MongoStore::Impl::EstimatedServerNow(DateTime* now) {
 }
 
 bool MongoStore::Impl::SwitchToDaemonClock(const std::string& refusal) {
-  if (server_clock != MongoOptions::ServerClock::kAuto) return false;
+  // kDaemon too: other workers' requests built with $$NOW before the first refusal switched
+  // the store come back refused after it, and are sent again like the first. (A request
+  // built on the estimate holds no $$NOW to be refused for, so this cannot loop.)
+  if (server_clock == MongoOptions::ServerClock::kServer) return false;
   if (refusal.find("$$NOW") == std::string::npos) return false;
   server_clock = MongoOptions::ServerClock::kDaemon;
   return true;
