@@ -133,9 +133,10 @@ TEST(ExampleConfiguration, ShowsEveryKeyAndTheLimitsTheCodeApplies) {
 }
 
 TEST(Tree, CitesOnlyDocumentsItContains) {
-  // DESIGN.md was the design notes of another tree; the prose contract here is docs/.
-  // state_machine.h is being rewritten by the engine work, which drops its citation.
-  const std::vector<std::string> exempt = {"lib/include/txn_recovery/state_machine.h"};
+  // The design card this project was started from is not part of the tree, and users do
+  // not have it: the prose contract is docs/. Its file name, spelt in parts so that this
+  // test does not cite it itself.
+  const std::string card = std::string("DESIGN") + ".md";
   std::vector<std::string> citing;
   fs::path root = Source("");
   for (auto it = fs::recursive_directory_iterator(root); it != fs::recursive_directory_iterator();
@@ -147,9 +148,8 @@ TEST(Tree, CitesOnlyDocumentsItContains) {
       it.disable_recursion_pending();
       continue;
     }
-    if (!it->is_regular_file() || rel == "tests/docs_test.cc") continue;
-    if (std::find(exempt.begin(), exempt.end(), rel) != exempt.end()) continue;
-    if (Read(it->path()).find("DESIGN.md") != std::string::npos) citing.push_back(rel);
+    if (!it->is_regular_file()) continue;
+    if (Read(it->path()).find(card) != std::string::npos) citing.push_back(rel);
   }
   EXPECT_TRUE(citing.empty()) << "cite docs/ instead: " << ::testing::PrintToString(citing);
 }
