@@ -28,31 +28,15 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
+# shellcheck source=scripts/testdb-lib.sh
+source "$here/testdb-lib.sh"
 # --engine, wherever it is: documentdb hands everything else to its own script.
-engine=embedded
-args=()
-while (($# > 0)); do
-  case "$1" in
-    --engine)
-      (($# >= 2)) || { echo "testdb-start: --engine needs embedded or documentdb" >&2; exit 64; }
-      engine="$2"
-      shift 2
-      ;;
-    *) args+=("$1"); shift ;;
-  esac
-done
-set -- ${args[@]+"${args[@]}"}
-case "$engine" in
-  embedded) ;;
-  documentdb) exec "$here/testdb-documentdb.sh" start "$@" ;;
-  *) echo "testdb-start: unknown engine: $engine (embedded or documentdb)" >&2; exit 64 ;;
-esac
+take_engine testdb-start start "$@"
+set -- ${engine_args[@]+"${engine_args[@]}"}
 
 root="$(dirname "$here")"
 src="$root/testdb"
 cache="$root/.cache/testdb"
-# shellcheck source=scripts/testdb-lib.sh
-source "$here/testdb-lib.sh"
 
 port=0
 owner=""

@@ -10,28 +10,13 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
-engine=embedded
-args=()
-while (($# > 0)); do
-  case "$1" in
-    --engine)
-      (($# >= 2)) || { echo "testdb-stop: --engine needs embedded or documentdb" >&2; exit 64; }
-      engine="$2"
-      shift 2
-      ;;
-    *) args+=("$1"); shift ;;
-  esac
-done
-set -- ${args[@]+"${args[@]}"}
-case "$engine" in
-  embedded) ;;
-  documentdb) exec "$here/testdb-documentdb.sh" stop "$@" ;;
-  *) echo "testdb-stop: unknown engine: $engine (embedded or documentdb)" >&2; exit 64 ;;
-esac
-
-root="$(dirname "$here")"
 # shellcheck source=scripts/testdb-lib.sh
 source "$here/testdb-lib.sh"
+# --engine, wherever it is: documentdb hands everything else to its own script.
+take_engine testdb-stop stop "$@"
+set -- ${engine_args[@]+"${engine_args[@]}"}
+
+root="$(dirname "$here")"
 state_dir="$root/.cache/testdb/run"
 
 usage() {

@@ -7,6 +7,12 @@
 
 namespace txn_recovery {
 
+Filter NotYetSeen(const Profile& profile, const RecoveryPaths& paths) {
+  Filter f;
+  f.NotExists(profile.time_field).NotExists(paths.FirstSeen());
+  return f;
+}
+
 std::vector<Filter> AgedAlternatives(const WatchSpec& watch, const std::vector<TxnState>& states,
                                      DateTime now, AgeClock clock) {
   const Profile& p = watch.profile;
@@ -63,7 +69,7 @@ Filter CandidateFilter(const WatchSpec& watch, DateTime now) {
     alternatives.push_back(Filter().NotExists(p.time_field).NotObjectId("_id"));
   } else if (p.missing_time == MissingTime::kFirstSeen) {
     // Not seen yet: the sweep stamps it. A stamp that is not a date: quarantined.
-    alternatives.push_back(Filter().NotExists(p.time_field).NotExists(first_seen));
+    alternatives.push_back(NotYetSeen(p, RecoveryPaths(watch.lease_field)));
     alternatives.push_back(
         Filter().NotExists(p.time_field).Exists(first_seen).NotDateTime(first_seen));
   } else {

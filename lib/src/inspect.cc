@@ -77,7 +77,7 @@ Status Inspect(Store* store, const WatchSpec& watch, StuckReport* report) {
   if (Status s = oldest(AgeClock::kObjectId, "_id"); !s.ok()) return s;
   if (Status s = oldest(AgeClock::kFirstSeen, paths.FirstSeen()); !s.ok()) return s;
   if (p.missing_time == MissingTime::kFirstSeen) {
-    Filter unseen = Filter(base).NotExists(p.time_field).NotExists(paths.FirstSeen());
+    Filter unseen = Filter(base).And(NotYetSeen(p, paths));
     unseen.In(p.state_field, p.states.NonTerminalSpellings());
     if (Status s = store->Count(watch.ns, unseen, &report->not_yet_seen); !s.ok()) return s;
   }

@@ -1,6 +1,7 @@
 #include "requests.h"
 
 #include "amounts.h"
+#include "txn_recovery/candidates.h"
 
 namespace txn_recovery::requests {
 namespace {
@@ -49,7 +50,7 @@ UpdateRequest Claim(const Transaction& txn, const Profile& profile, const Recove
 UpdateRequest StampFirstSeen(const Value& txn_id, const Profile& profile,
                              const RecoveryPaths& paths) {
   Filter f;
-  f.Eq("_id", txn_id).NotExists(profile.time_field).NotExists(paths.FirstSeen());
+  f.Eq("_id", txn_id).And(NotYetSeen(profile, paths));
   return {std::move(f), Update().CurrentDate(paths.FirstSeen())};
 }
 

@@ -10,7 +10,9 @@
 
 namespace txn_recovery {
 namespace steps {
+namespace {
 
+// Values the daemon can write back exactly: it keeps no bytes of types it does not model.
 bool IsWritable(const Value& v) {
   if (std::holds_alternative<OtherValue>(v.storage())) return false;
   if (const Array* a = v.as_array()) {
@@ -24,6 +26,7 @@ bool IsWritable(const Value& v) {
   return true;
 }
 
+// A `$` key inside a value would be read as an operator once the value is used in a filter.
 bool HasOperatorKey(const Value& v) {
   if (const Array* a = v.as_array()) {
     for (const auto& e : *a)
@@ -35,6 +38,8 @@ bool HasOperatorKey(const Value& v) {
   }
   return false;
 }
+
+}  // namespace
 
 // A value written into a participant, or compared with in a filter, as read.
 Status CheckWritable(const std::string& where, const Value& v) {

@@ -48,12 +48,8 @@ Status BuildStep(const Change& change, const Value& txn_id, ParticipantStep* out
 // steps in the message ("data.operations", "steps").
 Status CheckDistinctTargets(const std::vector<ParticipantStep>& steps, std::string_view what);
 
-// Values the daemon can write back exactly: it keeps no bytes of types it does not model.
-bool IsWritable(const Value& v);
-// A `$` key inside a value would be read as an operator once the value is used in a filter.
-bool HasOperatorKey(const Value& v);
-// Malformed, naming `where`, unless `v` is writable and free of `$` keys: a value written
-// into a participant or compared with in a filter, exactly as read.
+// Malformed, naming `where`, unless the daemon can write `v` back exactly (no type it does
+// not model) and it holds no `$` key (which a filter would read as an operator).
 Status CheckWritable(const std::string& where, const Value& v);
 
 }  // namespace txn_recovery::steps

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "txn_recovery/decision.h"
+#include "txn_recovery/recovery_record.h"
 #include "txn_recovery/store.h"
 #include "txn_recovery/watch.h"
 
@@ -19,6 +20,11 @@ enum class AgeClock {
   kFirstSeen,  // the daemon's first sighting, when the time field is absent
                // (missing_time = "first_seen"; seed 004 writes no time)
 };
+
+// Transactions with neither a time nor a first-sighting stamp (missing_time = "first_seen":
+// the next sweep stamps them). The one spelling of that condition: the candidate query, the
+// stamp's own guard and inspect's count use it.
+Filter NotYetSeen(const Profile& profile, const RecoveryPaths& paths);
 
 // The transactions of `watch` in one of `states` whose age at server time `now`, measured
 // by `clock`, is one the decision table acts on: one alternative per group of states that
