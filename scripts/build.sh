@@ -18,6 +18,13 @@ done
 if [[ -z "$build_dir" ]]; then
   if [[ "$sanitize" == ON ]]; then build_dir="$root/build-asan"; else build_dir="$root/build"; fi
 fi
-cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+# ccache (when installed) makes a rebuild in a fresh clone, CI's, or in a second work tree
+# cost only the files that changed: paths under the checkout are hashed relative to it.
+launcher=()
+if command -v ccache >/dev/null 2>&1; then
+  export CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=1
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
+cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" \
   -DTXN_RECOVERY_SANITIZE="$sanitize" -DTXN_RECOVERY_WERROR="$werror" >/dev/null
 cmake --build "$build_dir" -j"$(nproc)"

@@ -7,7 +7,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake ninja-build pkg-config
+  build-essential cmake ninja-build pkg-config ccache
   libmongoc-dev libbson-dev
   libspdlog-dev libcli11-dev libsystemd-dev libtomlplusplus-dev libcpp-httplib-dev
   nlohmann-json3-dev
