@@ -161,6 +161,11 @@ struct RunResult {
   std::optional<double> server_cpu;
   long peak_rss_kb = -1;  // sweeps only: the daemon's own
   Writes writes;
+  // Sweeps only: a sweep that did not end clean (exit code, the first watch's error), and
+  // how many such sweeps were repeated before one did (SweepUntilClean).
+  int exit_code = 0;
+  std::string failure;
+  int failed_sweeps = 0;
 };
 
 struct Verified {
@@ -578,6 +583,7 @@ struct Options {
   double baseline_budget = 600;
   int workers = 4, batch_size = 500, limit_threads = 4;
   int idle_sweeps = 3;
+  int sweep_attempts = 3;
   double idle_settle = 5;
   std::int32_t read_batch = 10'000;
   std::string database_prefix = "txnbench";
@@ -632,16 +638,25 @@ RunResult Sweep(const Options& o, const std::string& config, const std::string& 
     out = ss.str();
   }
   std::remove(out_path.c_str());
-  if (c.exit_code != 0)
-    throw std::runtime_error("sweep exited " + (c.term_signal
-                                                    ? "on signal " + std::to_string(c.term_signal)
-                                                    : std::to_string(c.exit_code)));
+  if (c.term_signal)
+    throw std::runtime_error("sweep ended on signal " + std::to_string(c.term_signal));
   // A dry run lists every planned transaction (a million lines at the largest size); only
-  // the summary is read here, so the list is dropped while parsing.
-  auto doc = nlohmann::json::parse(
-      out, [](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
-        return !(event == nlohmann::json::parse_event_t::key && parsed == "transactions");
-      });
+  // the summary is read here, so the list is dropped while parsing. A sweep that failed
+  // (exit 1: the server went away mid-sweep, say) still writes its report.
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(
+        out, [](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+          return !(event == nlohmann::json::parse_event_t::key && parsed == "transactions");
+        });
+  } catch (const nlohmann::json::exception&) {
+    throw std::runtime_error("sweep exited " + std::to_string(c.exit_code) +
+                             " without a readable report");
+  }
+  r.exit_code = c.exit_code;
+  for (const auto& w : doc["watches"])
+    if (w.contains("status") && w["status"] != "ok" && r.failure.empty())
+      r.failure = w["status"].get<std::string>();
   r.seconds = c.seconds;
   r.client_cpu = c.cpu_seconds;
   r.peak_rss_kb = c.peak_rss_kb;
@@ -649,6 +664,57 @@ RunResult Sweep(const Options& o, const std::string& config, const std::string& 
   r.documents_read = doc["wire"]["documents_read"].get<std::int64_t>();
   for (const auto& w : doc["watches"]) r.done += w["resolved"].get<std::int64_t>();
   return r;
+}
+
+// Waits up to two minutes for the server to answer again (after a restart).
+void WaitForServer(MongoStore* store) {
+  const auto deadline = Steady::now() + std::chrono::minutes(2);
+  while (!store->Ping().ok()) {
+    if (Steady::now() > deadline) throw std::runtime_error("the server did not come back");
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+}
+
+// Sweeps until one ends clean, as `txn-recoveryd run` would: a sweep the server fails (a
+// DocumentDB backend that crashes restarts every connection) exits 1 and the next goes on,
+// up to --sweep-attempts. With `sum`, the figures are those of all the sweeps, from the
+// first start to the last end (a recovery: its work is what every sweep did); without, the
+// clean sweep's alone (an idle sample). Either way the failed ones are counted.
+RunResult SweepUntilClean(const Options& o, const std::string& config, const std::string& uri,
+                          const ProcessTreeCpu& server, MongoStore* store, bool sum,
+                          bool dry_run = false) {
+  RunResult total;
+  ServerMeter meter(server);
+  const auto t0 = Steady::now();
+  for (int attempt = 1;; ++attempt) {
+    RunResult r = Sweep(o, config, uri, server, dry_run);
+    if (sum) {
+      total.done += r.done;
+      total.client_cpu += r.client_cpu;
+      total.round_trips += r.round_trips;
+      total.documents_read += r.documents_read;
+      total.peak_rss_kb = std::max(total.peak_rss_kb, r.peak_rss_kb);
+    }
+    if (r.exit_code == 0) {
+      if (!sum) {
+        r.failed_sweeps = total.failed_sweeps;
+        r.failure = total.failure;
+        return r;
+      }
+      break;
+    }
+    ++total.failed_sweeps;
+    total.failure = "exit " + std::to_string(r.exit_code) + ": " + r.failure;
+    if (attempt >= o.sweep_attempts)
+      throw std::runtime_error("sweep failed " + std::to_string(attempt) +
+                               " times, the last with " + total.failure);
+    std::fprintf(stderr, "txn-recovery-bench: a sweep failed (%s); sweeping again\n",
+                 total.failure.c_str());
+    WaitForServer(store);
+  }
+  total.seconds = Seconds(Steady::now() - t0).count();
+  total.server_cpu = meter.Elapsed();
+  return total;
 }
 
 // The update commands and statements a sweep sends and the documents they matched, counted
@@ -779,6 +845,15 @@ std::string LoadAverage() {
   return a + " " + b + " " + c;
 }
 
+// "; 1 sweep failed (...) and the next went on", recorded in `row` too; empty if none did.
+std::string Failures(const RunResult& r, nlohmann::json* row) {
+  if (r.failed_sweeps == 0) return "";
+  (*row)["failed_sweeps"] = r.failed_sweeps;
+  (*row)["failure"] = r.failure;
+  return "; " + std::to_string(r.failed_sweeps) + " sweep(s) failed (last: " + r.failure +
+         ") and the next went on";
+}
+
 // ---- The runs ---------------------------------------------------------------------------
 
 int Main(const Options& o) {
@@ -889,9 +964,9 @@ int Main(const Options& o) {
   for (std::int64_t n : o.ns) {
     Summary s{n, {}, {}, {}};
     seed(n, false);
-    s.sweep = Sweep(o, config, uri, server);
+    s.sweep = SweepUntilClean(o, config, uri, server, store.get(), /*sum=*/true);
     nlohmann::json j;
-    std::string check = verify(n, &j);
+    std::string check = verify(n, &j) + Failures(s.sweep, &j);
     recovery_row("sweep", n, s.sweep, check, std::move(j));
 
     seed(n, false);
@@ -956,10 +1031,11 @@ int Main(const Options& o) {
   if (writes_n > 0) {
     bench::WireCounter counter(uri);
     seed(writes_n, false);
-    RunResult r = Sweep(o, config, counter.Uri(), server);
+    RunResult r = SweepUntilClean(o, config, counter.Uri(), server, store.get(), /*sum=*/true);
     r.writes = Counted(&counter);
     nlohmann::json j;
     std::string check = verify(writes_n, &j);
+    Failures(r, &j);
     if (check.rfind("verified", 0) != 0)
       throw std::runtime_error("the sweep through the wire counter: " + check);
     j.update(Json(r));
@@ -987,7 +1063,7 @@ int Main(const Options& o) {
     seed(n, true);
     // The first sweep creates the indexes (manage_indexes); some servers build them in the
     // background, so the server is left to settle, and its CPU at rest measured meanwhile.
-    RunResult first = Sweep(o, config, uri, server);
+    RunResult first = SweepUntilClean(o, config, uri, server, store.get(), /*sum=*/false);
     std::optional<double> rest;
     {
       ServerMeter meter(server);
@@ -1003,7 +1079,7 @@ int Main(const Options& o) {
     }
     std::vector<RunResult> runs;
     for (int i = 0; i < std::max(1, o.idle_sweeps); ++i)
-      runs.push_back(Sweep(o, config, uri, server));
+      runs.push_back(SweepUntilClean(o, config, uri, server, store.get(), /*sum=*/false));
     std::sort(runs.begin(), runs.end(),
               [](const RunResult& a, const RunResult& b) { return a.seconds < b.seconds; });
     const RunResult& m = runs[runs.size() / 2];
@@ -1015,6 +1091,12 @@ int Main(const Options& o) {
     // The sweeps changed nothing: every transaction terminal, every balance as seeded.
     nlohmann::json j = Json(m);
     note += "; " + verify(n, &j);
+    int failed = first.failed_sweeps;
+    for (const auto& r : runs) failed += r.failed_sweeps;
+    if (failed) {
+      note += "; " + std::to_string(failed) + " sweep(s) failed and were repeated";
+      j["failed_sweeps"] = failed;
+    }
     idle_table.Print({"idle", Int(n), Fmt("%.2f", m.seconds), Fmt("%.2f", m.client_cpu),
                       Opt(m.server_cpu), MiB(m.peak_rss_kb), Int(m.round_trips),
                       Int(m.documents_read), note});
@@ -1032,18 +1114,23 @@ int Main(const Options& o) {
   Table dry_table(
       "Dry runs (plan every stuck transaction, write nothing: the memory of streaming N)",
       {"dry-run", "N", "wall s", "planned/s", "daemon CPU s", "server CPU s", "peak RSS MiB",
-       "RT/tx", "docs/tx"});
+       "RT/tx", "docs/tx", "note"});
   for (std::int64_t n : o.dry) {
     seed(n, false);
-    RunResult dry = Sweep(o, config, uri, server, /*dry_run=*/true);
+    RunResult dry =
+        SweepUntilClean(o, config, uri, server, store.get(), /*sum=*/false, /*dry_run=*/true);
+    nlohmann::json failed;
+    std::string failures = Failures(dry, &failed);
+    failures = failures.empty() ? "-" : failures.substr(2);
     dry_table.Print({"dry-run", Int(n), Fmt("%.1f", dry.seconds),
                      Fmt("%.0f", static_cast<double>(n) / dry.seconds), Fmt("%.1f", dry.client_cpu),
                      Opt(dry.server_cpu, "%.1f"), MiB(dry.peak_rss_kb),
                      Per(static_cast<double>(dry.round_trips), n, "%.3f"),
-                     Per(static_cast<double>(dry.documents_read), n)});
+                     Per(static_cast<double>(dry.documents_read), n), failures});
     nlohmann::json j = Json(dry);
     j["run"] = "dry-run";
     j["n"] = n;
+    if (!failed.is_null()) j.update(failed);
     report.Add(std::move(j));
   }
 
@@ -1120,6 +1207,10 @@ int main(int argc, char** argv) {
   app.add_option("--limit-threads", o.limit_threads, "Threads issuing the limit's bulk writes");
   app.add_option("--idle-sweeps", o.idle_sweeps, "Measured idle sweeps per N (the median shown)")
       ->check(CLI::Range(1, 100));
+  app.add_option("--sweep-attempts", o.sweep_attempts,
+                 "Sweeps tried before a failing one stops the bench (the server went away); "
+                 "failures are reported with the figures")
+      ->check(CLI::Range(1, 10));
   app.add_option("--idle-settle", o.idle_settle,
                  "Seconds between the first idle sweep (which builds the indexes) and the "
                  "measured ones");
