@@ -583,7 +583,7 @@ struct Options {
   double baseline_budget = 600;
   int workers = 4, batch_size = 500, limit_threads = 4;
   int idle_sweeps = 3;
-  int sweep_attempts = 3;
+  int sweep_attempts = 10;
   double idle_settle = 5;
   std::int32_t read_batch = 10'000;
   std::string database_prefix = "txnbench";
@@ -666,10 +666,14 @@ RunResult Sweep(const Options& o, const std::string& config, const std::string& 
   return r;
 }
 
-// Waits up to two minutes for the server to answer again (after a restart).
-void WaitForServer(MongoStore* store) {
-  const auto deadline = Steady::now() + std::chrono::minutes(2);
-  while (!store->Ping().ok()) {
+// Waits up to three minutes for the server to answer again (after a restart): a count on
+// `probe`, twice in a row a second apart. A ping is not enough: DocumentDB's gateway answers
+// it while PostgreSQL is still in crash recovery.
+void WaitForServer(MongoStore* store, const Namespace& probe) {
+  const auto deadline = Steady::now() + std::chrono::minutes(3);
+  for (int ok = 0; ok < 2;) {
+    std::int64_t n = 0;
+    ok = store->Count(probe, Filter(), &n).ok() ? ok + 1 : 0;
     if (Steady::now() > deadline) throw std::runtime_error("the server did not come back");
     std::this_thread::sleep_for(std::chrono::seconds(1));
   }
@@ -677,7 +681,7 @@ void WaitForServer(MongoStore* store) {
 
 // Sweeps until one ends clean, as `txn-recoveryd run` would: a sweep the server fails (a
 // DocumentDB backend that crashes restarts every connection) exits 1 and the next goes on,
-// up to --sweep-attempts. With `sum`, the figures are those of all the sweeps, from the
+// up to --sweep-attempts (10). With `sum`, the figures are those of all the sweeps, from the
 // first start to the last end (a recovery: its work is what every sweep did); without, the
 // clean sweep's alone (an idle sample). Either way the failed ones are counted.
 RunResult SweepUntilClean(const Options& o, const std::string& config, const std::string& uri,
@@ -710,7 +714,7 @@ RunResult SweepUntilClean(const Options& o, const std::string& config, const std
                                " times, the last with " + total.failure);
     std::fprintf(stderr, "txn-recovery-bench: a sweep failed (%s); sweeping again\n",
                  total.failure.c_str());
-    WaitForServer(store);
+    WaitForServer(store, Namespace{o.database_prefix + "_probe", "probe"});
   }
   total.seconds = Seconds(Steady::now() - t0).count();
   total.server_cpu = meter.Elapsed();
@@ -1210,7 +1214,7 @@ int main(int argc, char** argv) {
   app.add_option("--sweep-attempts", o.sweep_attempts,
                  "Sweeps tried before a failing one stops the bench (the server went away); "
                  "failures are reported with the figures")
-      ->check(CLI::Range(1, 10));
+      ->check(CLI::Range(1, 100));
   app.add_option("--idle-settle", o.idle_settle,
                  "Seconds between the first idle sweep (which builds the indexes) and the "
                  "measured ones");
