@@ -166,6 +166,10 @@ struct RunResult {
   int exit_code = 0;
   std::string failure;
   int failed_sweeps = 0;
+  // Transactions a sweep found leased by another (a failed sweep's claims, until their lease
+  // expires) or could not drive, and the sweeps repeated for them after a clean one.
+  std::int64_t left = 0;
+  int follow_ups = 0;
 };
 
 struct Verified {
@@ -662,7 +666,10 @@ RunResult Sweep(const Options& o, const std::string& config, const std::string& 
   r.peak_rss_kb = c.peak_rss_kb;
   r.round_trips = doc["wire"]["round_trips"].get<std::int64_t>();
   r.documents_read = doc["wire"]["documents_read"].get<std::int64_t>();
-  for (const auto& w : doc["watches"]) r.done += w["resolved"].get<std::int64_t>();
+  for (const auto& w : doc["watches"]) {
+    r.done += w["resolved"].get<std::int64_t>();
+    r.left += w["busy"].get<std::int64_t>() + w["failed"].get<std::int64_t>();
+  }
   return r;
 }
 
@@ -681,16 +688,18 @@ void WaitForServer(MongoStore* store, const Namespace& probe) {
 
 // Sweeps until one ends clean, as `txn-recoveryd run` would: a sweep the server fails (a
 // DocumentDB backend that crashes restarts every connection) exits 1 and the next goes on,
-// up to --sweep-attempts (10). With `sum`, the figures are those of all the sweeps, from the
-// first start to the last end (a recovery: its work is what every sweep did); without, the
-// clean sweep's alone (an idle sample). Either way the failed ones are counted.
+// up to --sweep-attempts (10). With `sum` (a recovery), it also sweeps again, every 10 s, as
+// long as a sweep leaves transactions busy or failed (a failed sweep's claims stay leased
+// until their lease expires, 60 s by default), and the figures are those of all the sweeps,
+// from the first start to the last end: its work is what every sweep did. Without (an idle
+// or dry-run sample), the clean sweep's alone. Either way the failed ones are counted.
 RunResult SweepUntilClean(const Options& o, const std::string& config, const std::string& uri,
                           const ProcessTreeCpu& server, MongoStore* store, bool sum,
                           bool dry_run = false) {
   RunResult total;
   ServerMeter meter(server);
   const auto t0 = Steady::now();
-  for (int attempt = 1;; ++attempt) {
+  for (int attempt = 1;;) {
     RunResult r = Sweep(o, config, uri, server, dry_run);
     if (sum) {
       total.done += r.done;
@@ -699,18 +708,25 @@ RunResult SweepUntilClean(const Options& o, const std::string& config, const std
       total.documents_read += r.documents_read;
       total.peak_rss_kb = std::max(total.peak_rss_kb, r.peak_rss_kb);
     }
+    if (r.exit_code == 0 && !sum) {
+      r.failed_sweeps = total.failed_sweeps;
+      r.failure = total.failure;
+      return r;
+    }
+    if (r.exit_code == 0 && r.left == 0) break;
     if (r.exit_code == 0) {
-      if (!sum) {
-        r.failed_sweeps = total.failed_sweeps;
-        r.failure = total.failure;
-        return r;
-      }
-      break;
+      if (++total.follow_ups > 30)
+        throw std::runtime_error(std::to_string(r.left) + " transactions still left after " +
+                                 std::to_string(total.follow_ups) + " sweeps");
+      std::fprintf(stderr, "txn-recovery-bench: %lld transactions busy or failed; sweeping again\n",
+                   static_cast<long long>(r.left));
+      std::this_thread::sleep_for(std::chrono::seconds(10));
+      continue;
     }
     ++total.failed_sweeps;
     total.failure = "exit " + std::to_string(r.exit_code) + ": " + r.failure;
-    if (attempt >= o.sweep_attempts)
-      throw std::runtime_error("sweep failed " + std::to_string(attempt) +
+    if (attempt++ >= o.sweep_attempts)
+      throw std::runtime_error("sweep failed " + std::to_string(total.failed_sweeps) +
                                " times, the last with " + total.failure);
     std::fprintf(stderr, "txn-recovery-bench: a sweep failed (%s); sweeping again\n",
                  total.failure.c_str());
@@ -851,11 +867,19 @@ std::string LoadAverage() {
 
 // "; 1 sweep failed (...) and the next went on", recorded in `row` too; empty if none did.
 std::string Failures(const RunResult& r, nlohmann::json* row) {
-  if (r.failed_sweeps == 0) return "";
-  (*row)["failed_sweeps"] = r.failed_sweeps;
-  (*row)["failure"] = r.failure;
-  return "; " + std::to_string(r.failed_sweeps) + " sweep(s) failed (last: " + r.failure +
-         ") and the next went on";
+  std::string text;
+  if (r.failed_sweeps) {
+    (*row)["failed_sweeps"] = r.failed_sweeps;
+    (*row)["failure"] = r.failure;
+    text += "; " + std::to_string(r.failed_sweeps) + " sweep(s) failed (last: " + r.failure +
+            ") and the next went on";
+  }
+  if (r.follow_ups) {
+    (*row)["follow_up_sweeps"] = r.follow_ups;
+    text += "; " + std::to_string(r.follow_ups) +
+            " more sweep(s), 10 s apart, for what the failed ones left leased";
+  }
+  return text;
 }
 
 // ---- The runs ---------------------------------------------------------------------------
@@ -929,7 +953,8 @@ int Main(const Options& o) {
     for (const auto& p : profiles) {
       Verified v = p->Verify(store.get(), db_of(*p), n / share, o.read_batch);
       repeats += v.repeats;
-      if (!v.problem.empty()) problems += p->name() + ": " + v.problem + "; ";
+      if (!v.problem.empty())
+        problems += (problems.empty() ? "" : "; ") + p->name() + ": " + v.problem;
     }
     (*row)["verified"] = problems.empty();
     (*row)["repeats_read"] = repeats;
