@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "txn_recovery/query_log.h"
 #include "txn_recovery/store.h"
 #include "txn_recovery/uri_redaction.h"  // RedactUri, for every caller that shows a URI
 
@@ -101,6 +102,12 @@ class MongoStore final : public Store {
   // sent (server monitoring heartbeats excluded), and the documents in every reply's
   // cursor batch or findAndModify value.
   bool GetWireStats(WireStats* stats) const override;
+
+  // How the server runs `query`, by its own account (the explain command with
+  // "executionStats": the read is executed, nothing is written), sent exactly as Find or
+  // Count would send it (a count is the aggregation the driver sends for it). For tests and
+  // the benchmark. ServerError when the server does not answer explain (mongo-java-server).
+  Status Explain(const ReadQuery& query, QueryPlan* plan);
 
   // Drops a database (tests and the demo only).
   Status DropDatabase(const std::string& database);
