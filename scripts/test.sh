@@ -7,10 +7,11 @@
 # it the first time, into the shared cache the README describes) and stopped afterwards
 # unless it was already running. CI (.ci/run) runs exactly this.
 #
-# Usage: scripts/test.sh [--sanitize] [--engine embedded|documentdb]
+# Usage: scripts/test.sh [--sanitize] [--engine embedded|documentdb] [-- CTEST_ARGS...]
 #   --sanitize       ASan/UBSan build in build-asan/
 #   --engine E       only the build and the pass against E (no Release check, formatting or
 #                    model check; against DocumentDB, the database tests only)
+#   -- CTEST_ARGS    given to every ctest pass, e.g. `-- -R Retention`
 # With TXN_RECOVERY_TEST_URI set, the one pass runs every test against that server (a real
 # mongod or replica set) instead of the two engines.
 # Safe to run again: installs only what is missing, reuses the build.
@@ -32,8 +33,14 @@ sanitize=""
 build_dir="$root/build"
 engines=(embedded documentdb)
 only=0
+ctest_args=()
 while (($# > 0)); do
   case "$1" in
+    --)
+      shift
+      ctest_args=("$@")
+      break
+      ;;
     --sanitize)
       sanitize="--sanitize"
       build_dir="$root/build-asan"
@@ -47,7 +54,7 @@ while (($# > 0)); do
       only=1
       shift 2
       ;;
-    *) echo "usage: scripts/test.sh [--sanitize] [--engine embedded|documentdb]" >&2; exit 64 ;;
+    *) echo "usage: scripts/test.sh [--sanitize] [--engine embedded|documentdb] [-- CTEST_ARGS...]" >&2; exit 64 ;;
   esac
 done
 if [[ -n "${TXN_RECOVERY_TEST_URI:-}" ]]; then
@@ -93,13 +100,18 @@ stop_documentdb() {
 }
 trap stop_documentdb EXIT
 
+# Starts DocumentDB, or makes sure it runs (after a crash: the gateway may be gone, and come
+# back on another port; PostgreSQL restarts its backends itself). Sets docdb_uri; fails
+# when the server cannot be had.
 start_documentdb() {
-  if ! "$root/scripts/testdb-documentdb.sh" status --state-dir "$docdb_state" >/dev/null 2>&1; then
+  if [[ "${1:-}" != again ]] &&
+    ! "$root/scripts/testdb-documentdb.sh" status --state-dir "$docdb_state" >/dev/null 2>&1; then
     docdb_started=1
   fi
   # The URI carries the generated password: kept in a variable and handed to ctest through
   # the environment, never argv.
-  docdb_uri="$("$root/scripts/testdb-start.sh" --engine documentdb --state-dir "$docdb_state")"
+  docdb_uri="$("$root/scripts/testdb-start.sh" --engine documentdb --state-dir "$docdb_state")" &&
+    [[ "$docdb_uri" == mongodb://* ]]
 }
 
 # Log sizes at the start of a pass: only what the servers logged since is examined.
@@ -158,8 +170,13 @@ run_pass() {
   for attempt in 1 2; do
     rm -f "$embedded_state/crashed"
     mark_logs
-    if [[ "$pass" == documentdb ]]; then export TXN_RECOVERY_TEST_URI="$docdb_uri"; fi
-    if ctest --test-dir "$build_dir" --output-on-failure -j"$(nproc)" --timeout 600 "$@"; then
+    if [[ "$pass" == documentdb ]]; then
+      # Never empty: the ctest fixture would then start the embedded server instead.
+      [[ -n "$docdb_uri" ]] || { echo "== documentdb: no URI" >&2; return 1; }
+      export TXN_RECOVERY_TEST_URI="$docdb_uri"
+    fi
+    if ctest --test-dir "$build_dir" --output-on-failure -j"$(nproc)" --timeout 600 "$@" \
+      ${ctest_args[@]+"${ctest_args[@]}"}; then
       ((attempt == 1)) || echo "== $pass: the rerun passed (the first run was lost to a server crash, above)"
       return 0
     fi
@@ -174,8 +191,10 @@ run_pass() {
       return 1
     fi
     echo "== $pass: running the pass once more" >&2
-    # The gateway may be gone, and restarted on another port; PostgreSQL restarts itself.
-    if [[ "$pass" == documentdb ]]; then start_documentdb; fi
+    if [[ "$pass" == documentdb ]] && ! start_documentdb again; then
+      echo "== $pass: DocumentDB could not be started again" >&2
+      return 1
+    fi
   done
 }
 
@@ -192,7 +211,11 @@ for engine in "${engines[@]}"; do
       ;;
     documentdb)
       echo "== database tests and chaos rounds against DocumentDB"
-      start_documentdb
+      if ! start_documentdb; then
+        echo "== documentdb: the server did not start (above)" >&2
+        status=1
+        continue
+      fi
       run_pass documentdb -L '^database$' || status=1
       unset TXN_RECOVERY_TEST_URI
       stop_documentdb

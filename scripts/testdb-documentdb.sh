@@ -358,11 +358,15 @@ free_port() {
   die "step 'pick port': no free port found"
 }
 
-postgres_alive() { # the postmaster recorded in the data dir runs and answers
+postmaster_running() { # the postmaster recorded in the data dir runs
   local pid
   [[ -f "$pgdata/postmaster.pid" ]] || return 1
   pid="$(head -n 1 "$pgdata/postmaster.pid")"
-  [[ "$pid" =~ ^[0-9]+$ ]] && pid_running "$pid" || return 1
+  [[ "$pid" =~ ^[0-9]+$ ]] && pid_running "$pid"
+}
+
+postgres_alive() { # the postmaster recorded in the data dir runs and answers
+  postmaster_running || return 1
   as_svc "$pg_bin/pg_isready" -q -h "$sock" -p "$pg_port" -d postgres
 }
 
@@ -459,8 +463,19 @@ EOF
 }
 
 start_postgres() {
-  local log="$state_dir/postgres.log"
+  local log="$state_dir/postgres.log" deadline
   postgres_alive && return 0
+  if postmaster_running; then
+    # Running but not answering: starting, or recovering after a backend crashed (it then
+    # restarts every backend by itself). Wait for it rather than start a second one.
+    note "waiting for the running PostgreSQL to accept connections (log $log)"
+    deadline=$((SECONDS + timeout_s))
+    until postgres_alive; do
+      ((SECONDS < deadline)) || die "step 'start postgres': running but not answering on $sock within ${timeout_s}s (log $log): $(tail_of "$log")"
+      sleep 0.5
+    done
+    return 0
+  fi
   write_postgres_config
   as_svc mkdir -p -m 0700 "$sock"
   note "starting PostgreSQL (log $log)"
