@@ -369,5 +369,20 @@ TEST(MongoStore, AnUnreachableServerIsUnavailableWithinTheSelectionTimeout) {
   EXPECT_TRUE(store->ServerTime(&now).IsUnavailable());
 }
 
+// The URI's own timeouts win over the options (the configuration's defaults): an
+// operator who writes serverSelectionTimeoutMS=1000 into the URI hears about an unreachable
+// database within a second, not after the configuration's 20 s.
+TEST(MongoStore, TheUrisServerSelectionTimeoutWinsOverTheOptions) {
+  std::unique_ptr<MongoStore> store;
+  MongoOptions o;
+  o.uri = "mongodb://app:hunter2@127.0.0.1:1/?serverSelectionTimeoutMS=1000";
+  o.server_selection_timeout = std::chrono::seconds(20);
+  Must(MongoStore::Open(o, &store));
+  auto t0 = std::chrono::steady_clock::now();
+  Status s = store->Ping();
+  EXPECT_TRUE(s.IsUnavailable()) << s.ToString();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(4));
+}
+
 }  // namespace
 }  // namespace txn_recovery::testing
