@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -149,6 +150,20 @@ TEST(Cli, UnreachableDatabaseExits69AndNeverPrintsThePassword) {
     EXPECT_EQ(r.exit_code, 69) << flags << "\n" << r.out << r.err;
     EXPECT_EQ((r.out + r.err).find("s3cr3t-pw"), std::string::npos) << flags << r.out << r.err;
   }
+}
+
+// The URI's serverSelectionTimeoutMS wins over mongodb.server_selection_timeout (5 s by
+// default): the whole sweep, index check included, reported an unreachable database after
+// 15 s (three waits of the configuration's 5 s) before.
+TEST(Cli, AnUnreachableDatabaseIsReportedWithinTheTimeoutTheUriSets) {
+  std::string path = WriteConfig(
+      "[mongodb]\nuri = \"mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=1000\"\n"
+      "[[watch]]\nname = \"w\"\ndatabase = \"d\"\n");
+  auto t0 = std::chrono::steady_clock::now();
+  ProcessResult r = Daemon("sweep --config " + path);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(r.exit_code, 69) << r.out << r.err;
+  EXPECT_LT(took, std::chrono::seconds(6)) << r.err;
 }
 
 TEST(Cli, SweepResolvesStuckTransfersAndReportsThemAsJson) {

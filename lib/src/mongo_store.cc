@@ -382,12 +382,16 @@ Status MongoStore::Open(const MongoOptions& options, std::unique_ptr<MongoStore>
     uri.reset(mongoc_uri_new_with_error(options.uri.c_str(), &error));
   }
   if (!uri) return Status::InvalidArgument("not a usable MongoDB URI (not shown)");
-  mongoc_uri_set_option_as_int32(
-      uri.get(), MONGOC_URI_SERVERSELECTIONTIMEOUTMS,
-      static_cast<std::int32_t>(options.server_selection_timeout.count()));
+  // A timeout written in the URI wins over the options' (the configuration's defaults): the
+  // URI is where drivers, and operators, expect to set it, and it names one deployment.
+  // connectTimeoutMS has no option here: the URI's, else the driver's 10 s.
+  if (!mongoc_uri_has_option(uri.get(), MONGOC_URI_SERVERSELECTIONTIMEOUTMS))
+    mongoc_uri_set_option_as_int32(
+        uri.get(), MONGOC_URI_SERVERSELECTIONTIMEOUTMS,
+        static_cast<std::int32_t>(options.server_selection_timeout.count()));
   // Without a socket timeout a connection to a server that stopped answering (a network
   // partition without a reset) blocks its call for libmongoc's default of five minutes,
-  // long past the watchdog. A timeout written in the URI wins.
+  // long past the watchdog.
   if (!mongoc_uri_has_option(uri.get(), MONGOC_URI_SOCKETTIMEOUTMS) &&
       options.socket_timeout.count() > 0)
     mongoc_uri_set_option_as_int32(uri.get(), MONGOC_URI_SOCKETTIMEOUTMS,

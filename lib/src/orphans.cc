@@ -114,11 +114,16 @@ class OrphanScan {
     std::unique_ptr<Cursor> cursor;
     if (Status s = store_->Find(loc.ns, marked, fo, &cursor); !s.ok()) return s;
     Document participant;
+    // A scan may return a document twice (DocumentDB does): each participant is checked,
+    // counted and reported once.
+    std::set<std::string> scanned;
     for (bool has = true;;) {
       if (options_.stop != nullptr && options_.stop->load())
         return Status::Aborted("orphan scan stopped");
       if (Status s = cursor->Next(&participant, &has); !s.ok()) return s;
       if (!has) return Status::Ok();
+      if (const Value* pid = participant.Get("_id"); pid && !scanned.insert(pid->ToString()).second)
+        continue;
       if (Status s = ScanParticipant(loc, participant); !s.ok()) return s;
     }
   }

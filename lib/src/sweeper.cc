@@ -127,6 +127,7 @@ class Sweeper::Pass {
     target.transactions = watch_.ns;
     target.finished.In(watch_.profile.state_field, watch_.profile.states.TerminalSpellings());
     target.time_field = watch_.profile.time_field;
+    target.missing_time = watch_.profile.missing_time;
     target.lease_field = watch_.lease_field;
     target.late_write_window = watch_.thresholds.late_write_window;
     RetentionResult removed;

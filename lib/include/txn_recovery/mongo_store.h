@@ -37,7 +37,9 @@ struct MongoOptions {
   std::string uri;  // a mongodb:// or mongodb+srv:// URI; may carry credentials
   std::string app_name = "txn-recoveryd";
   int max_pool_size = 16;
-  // How long a call waits for a usable server before failing with Unavailable.
+  // How long a call waits for a usable server before failing with Unavailable, unless the
+  // URI sets serverSelectionTimeoutMS (which wins; so do its socketTimeoutMS and
+  // connectTimeoutMS).
   std::chrono::milliseconds server_selection_timeout{5000};
   // How long one operation may wait on a connected server's reply (socketTimeoutMS, unless
   // the URI sets it). 0 leaves the driver's default.
