@@ -1,48 +1,63 @@
 // txn-recovery-bench: how fast stuck transactions are cleared, against the two references
-// that matter, on the same data:
+// that matter, on the same data, and what an idle sweep costs the server:
 //   sweep     `txn-recoveryd sweep` as an operator runs it (a separate process: its wall
-//             time, its peak RSS from wait4, its round trips from its --json report);
-//   baseline  the seeds' recovery procedure as a user writes it from seeds 002/004: find
-//             one stale transaction, replay its steps one update at a time, repeat;
+//             time, its CPU time and its own peak RSS (child_process.h), its round trips and
+//             documents read from its --json report);
+//   baseline  the applications' own step-by-step recovery loop, as a user writes it from
+//             the MongoDB manual's two-phase-commit transfer: find one stale transaction,
+//             replay its steps one update at a time, repeat;
 //   limit     the server's own limit: the same writes, no reads, no guards, no leases,
 //             as unordered bulk writes (phase by phase so that every $push precedes its
-//             $pull).
-// and the idle cost: a sweep over terminal transactions only, whose reads must not grow
-// with their number.
+//             $pull);
+//   writes    the update commands, their statements and the documents they matched per
+//             recovered transfer
+//             (the sweep's counted on the wire by a forwarder, the others' as they send them);
+//   idle      sweeps over terminal transactions only, after a first sweep has built the
+//             indexes: their wall time, the daemon's and the server's CPU time next to
+//             their round trips and documents returned;
+//   dry-run   a sweep that plans every stuck transaction and writes nothing (memory).
+// The server's CPU time is read from /proc for the processes named by the test server's
+// state directory (--server-state-dir); the bench and the server share the machine.
 //
-// The URI comes from TXN_RECOVERY_TEST_URI or TXN_RECOVERYD_MONGODB_URI (never argv).
+// The URI comes from TXN_RECOVERY_TEST_URI or TXN_RECOVERYD_MONGODB_URI (never argv) and
+// reaches the daemon through its environment (never its configuration file).
 // scripts/bench.sh starts the embedded server and runs the whole set.
 //
 // Workloads are profiles (BenchProfile below); `--profiles` picks the mix. Every profile
 // seeds its own database with a deterministic plan (the same data for each of the three
-// runs), and verifies the end state after each.
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
+// runs), and verifies the end state after each, reading in batches and counting each _id
+// once (a server may return a document twice within one cursor: DocumentDB does).
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <sstream>
 #include <thread>
+#include <unordered_set>
+#include <utility>
 
+#include "child_process.h"
 #include "txn_recovery/mongo_store.h"
-
-extern char** environ;
+#include "wire_counter.h"
 
 namespace {
 
 using namespace txn_recovery;
+using bench::ProcessTreeCpu;
 using Seconds = std::chrono::duration<double>;
 using Steady = std::chrono::steady_clock;
 
@@ -73,14 +88,89 @@ std::uint64_t Mix(std::uint64_t x) {
 
 constexpr std::int64_t kMinute = 60'000;
 
+// ---- Reading ----------------------------------------------------------------------------
+
+struct ReadCount {
+  std::int64_t documents = 0;  // distinct _ids
+  std::int64_t repeats = 0;    // documents the server returned again within the cursor
+};
+
+// Every document matching `filter`, `batch` per reply (a whole collection in one reply is
+// more than a server sends: 150 MB at N = 1,000,000 on the embedded server), each _id
+// once. A scan may return a document twice (DocumentDB does, even with no writer running,
+// docs/compatibility.md): a repeat is counted, never used.
+ReadCount ReadEach(Store* store, const Namespace& ns, const Filter& filter, std::int32_t batch,
+                   const std::function<void(const Document&)>& each) {
+  FindOptions options;
+  options.batch_size = batch;
+  std::unique_ptr<Cursor> c;
+  Check(store->Find(ns, filter, options, &c), "find " + ns.collection);
+  std::unordered_set<std::string> seen;
+  ReadCount n;
+  Document d;
+  for (bool has = true;;) {
+    Check(c->Next(&d, &has), "read " + ns.collection);
+    if (!has) break;
+    const Value* id = d.Get("_id");
+    if (!seen.insert(id ? id->ToString() : std::string()).second) {
+      ++n.repeats;
+      continue;
+    }
+    ++n.documents;
+    each(d);
+  }
+  return n;
+}
+
 // ---- Profiles ---------------------------------------------------------------------------
+
+// Update commands sent and, by collection, the update statements in them and the documents
+// those matched.
+struct Writes {
+  struct Of {
+    std::int64_t statements = 0, matched = 0;
+  };
+  std::int64_t commands = 0;
+  std::map<std::string, Of> by;
+
+  void Add(const Writes& w) {
+    commands += w.commands;
+    for (const auto& [k, v] : w.by) {
+      by[k].statements += v.statements;
+      by[k].matched += v.matched;
+    }
+  }
+  std::int64_t statements() const {
+    std::int64_t t = 0;
+    for (const auto& [k, v] : by) t += v.statements;
+    return t;
+  }
+  std::int64_t matched() const {
+    std::int64_t t = 0;
+    for (const auto& [k, v] : by) t += v.matched;
+    return t;
+  }
+};
 
 struct RunResult {
   std::int64_t done = 0;  // transactions driven to a terminal state
   double seconds = 0;
   bool complete = true;  // false when the time budget ran out first
   std::int64_t round_trips = 0, documents_read = 0;
-  long peak_rss_kb = 0;  // sweep only
+  double client_cpu = 0;  // the daemon's (sweeps) or the bench's own (baseline, limit)
+  std::optional<double> server_cpu;
+  long peak_rss_kb = -1;  // sweeps only: the daemon's own
+  Writes writes;
+  // Sweeps only: a sweep that did not end clean (exit code, the first watch's error), and
+  // how many such sweeps were repeated before one did (SweepUntilClean).
+  int exit_code = 0;
+  std::string failure;
+  int failed_sweeps = 0;
+};
+
+struct Verified {
+  std::string problem;  // empty when verified
+  std::int64_t repeats = 0;
 };
 
 class BenchProfile {
@@ -97,18 +187,21 @@ class BenchProfile {
   // window: an idle sweep has nothing to do there.
   virtual void SeedTerminal(Store* store, const std::string& database, std::int64_t n,
                             DateTime now) = 0;
-  // The seeds' procedure, one transaction at a time, until nothing is stale or `deadline`.
+  // The applications' own recovery loop, one transaction at a time, until nothing is stale
+  // or `deadline`.
   virtual RunResult Baseline(Store* store, const std::string& database, DateTime now,
                              Steady::time_point deadline) = 0;
   // The same writes as bulk writes without logic; returns how many transactions they cover.
   virtual RunResult Limit(Store* store, const std::string& database, std::int64_t n,
                           int threads) = 0;
-  // Empty when every transaction is terminal and the participants agree; else the problem.
-  virtual std::string Verify(Store* store, const std::string& database, std::int64_t n) = 0;
+  // Whether every transaction is terminal and the participants agree, reading `batch`
+  // documents per reply; and how many documents the server returned twice meanwhile.
+  virtual Verified Verify(Store* store, const std::string& database, std::int64_t n,
+                          std::int32_t batch) = 0;
 };
 
-// Seeds 002/004: transfers between accounts, the application killed after each of its
-// steps 1..7 in turn (initial; pending before/after the debit and after the credit;
+// The MongoDB manual's two-phase-commit transfer between accounts, the application killed after
+// each of its steps 1..7 in turn (initial; pending before/after the debit and after the credit;
 // applied with both, one or no marker pulled). Pending ones are half stale (resume) and
 // half expired (roll back); the others are past every threshold.
 class TransferBench final : public BenchProfile {
@@ -229,42 +322,43 @@ class TransferBench final : public BenchProfile {
     InsertAccounts(store, db, m, delta, {});
   }
 
-  // Seed 002 §2.5/2.6 and seed 004, as a user would write them with this driver: the
+  // The recovery procedure of the MongoDB manual's transfer (resume a stale pending or
+  // applied one, roll back an expired one), as a user would write it with this driver: the
   // threshold computed once, then for each kind of stale transaction, findOne it, replay
-  // the steps in order, each one guarded as the seed guards it, and loop.
+  // the steps in order, each one guarded as the manual guards it, and loop.
   RunResult Baseline(Store* store, const std::string& db, DateTime now,
                      Steady::time_point deadline) override {
     RunResult r;
     const Namespace txns = Txns(db), accts = Accts(db);
     const DateTime resume_threshold{now.millis - kMinute};
     const DateTime expire_threshold{now.millis - 30 * kMinute};
-    WriteResult w;
+    auto update_one = [&](const Namespace& ns, const Filter& f, const Update& u, const char* what) {
+      WriteResult w;
+      Check(store->UpdateOne(ns, f, u, &w), what);
+      ++r.writes.commands;
+      ++r.writes.by[ns.collection].statements;
+      r.writes.by[ns.collection].matched += w.matched;
+    };
     auto set_state = [&](const Value& id, const char* from, const char* to) {
-      Check(store->UpdateOne(txns, Filter().Eq("_id", id).Eq("state", from),
-                             Update().Set("state", to).CurrentDate("lastModified"), &w),
-            "update state");
+      update_one(txns, Filter().Eq("_id", id).Eq("state", from),
+                 Update().Set("state", to).CurrentDate("lastModified"), "update state");
     };
     auto apply = [&](const Document& t, const char* who, bool debit) {
       const Value& id = *t.Get("_id");
       std::int32_t v = static_cast<std::int32_t>(*t.Get("value")->as_double());
-      Check(store->UpdateOne(
-                accts, Filter().Eq("_id", *t.Get(who)).Ne("pendingTransactions", id),
-                Update().Inc("balance", debit ? -v : v).Push("pendingTransactions", id), &w),
-            "apply");
+      update_one(accts, Filter().Eq("_id", *t.Get(who)).Ne("pendingTransactions", id),
+                 Update().Inc("balance", debit ? -v : v).Push("pendingTransactions", id), "apply");
     };
     auto undo = [&](const Document& t, const char* who, bool debit) {
       const Value& id = *t.Get("_id");
       std::int32_t v = static_cast<std::int32_t>(*t.Get("value")->as_double());
-      Check(store->UpdateOne(
-                accts, Filter().Eq("_id", *t.Get(who)).Eq("pendingTransactions", id),
-                Update().Inc("balance", debit ? v : -v).Pull("pendingTransactions", id), &w),
-            "undo");
+      update_one(accts, Filter().Eq("_id", *t.Get(who)).Eq("pendingTransactions", id),
+                 Update().Inc("balance", debit ? v : -v).Pull("pendingTransactions", id), "undo");
     };
     auto pull = [&](const Document& t, const char* who) {
       const Value& id = *t.Get("_id");
-      Check(store->UpdateOne(accts, Filter().Eq("_id", *t.Get(who)).Eq("pendingTransactions", id),
-                             Update().Pull("pendingTransactions", id), &w),
-            "pull");
+      update_one(accts, Filter().Eq("_id", *t.Get(who)).Eq("pendingTransactions", id),
+                 Update().Pull("pendingTransactions", id), "pull");
     };
     struct Pass {
       const char* state;
@@ -273,14 +367,14 @@ class TransferBench final : public BenchProfile {
     };
     const std::vector<Pass> passes = {
         {"pending", expire_threshold,
-         [&](const Document& t) {  // seed 002 §2.6.1: roll back an expired pending transfer
+         [&](const Document& t) {  // roll back an expired pending transfer
            set_state(*t.Get("_id"), "pending", "canceling");
            undo(t, "destination", false);
            undo(t, "source", true);
            set_state(*t.Get("_id"), "canceling", "cancelled");
          }},
         {"pending", resume_threshold,
-         [&](const Document& t) {  // §2.5.1: redo the account updates, then finish
+         [&](const Document& t) {  // redo the account updates, then finish
            apply(t, "source", true);
            apply(t, "destination", false);
            set_state(*t.Get("_id"), "pending", "applied");
@@ -289,7 +383,7 @@ class TransferBench final : public BenchProfile {
            set_state(*t.Get("_id"), "applied", "done");
          }},
         {"applied", resume_threshold,
-         [&](const Document& t) {  // §2.5.2: remove the markers, then finish
+         [&](const Document& t) {  // remove the markers, then finish
            pull(t, "source");
            pull(t, "destination");
            set_state(*t.Get("_id"), "applied", "done");
@@ -298,6 +392,7 @@ class TransferBench final : public BenchProfile {
          [&](const Document& t) { set_state(*t.Get("_id"), "initial", "cancelled"); }},
     };
     Store::WireStats before = Wire(store);
+    const double cpu0 = bench::SelfCpuSeconds();
     auto t0 = Steady::now();
     for (const Pass& pass : passes) {
       while (true) {
@@ -316,6 +411,7 @@ class TransferBench final : public BenchProfile {
       if (!r.complete) break;
     }
     r.seconds = Seconds(Steady::now() - t0).count();
+    r.client_cpu = bench::SelfCpuSeconds() - cpu0;
     Store::WireStats after = Wire(store);
     r.round_trips = after.round_trips - before.round_trips;
     r.documents_read = after.documents_returned - before.documents_returned;
@@ -373,30 +469,41 @@ class TransferBench final : public BenchProfile {
         },
     };
     RunResult r;
+    std::mutex mu;  // guards r.writes
     Store::WireStats before = Wire(store);
+    const double cpu0 = bench::SelfCpuSeconds();
     auto t0 = Steady::now();
     for (const Phase& phase : phases) {
       std::vector<std::thread> pool;
       std::vector<std::string> errors(static_cast<std::size_t>(threads));
       for (int th = 0; th < threads; ++th) {
         pool.emplace_back([&, th] {
+          Writes mine;
+          auto bulk = [&](const Namespace& ns, const std::vector<UpdateRequest>& requests) {
+            if (requests.empty()) return;
+            BulkResult w;
+            Check(store->UpdateEach(ns, requests, &w), "bulk " + ns.collection);
+            if (!w.refused.empty()) Check(w.refused.front().second, "bulk " + ns.collection);
+            ++mine.commands;
+            mine.by[ns.collection].statements += static_cast<std::int64_t>(requests.size());
+            mine.by[ns.collection].matched += w.matched;
+          };
           try {
             std::vector<UpdateRequest> t, a;
-            BulkResult w;
             const std::int64_t chunk = 1000;
             for (std::int64_t start = th * chunk; start < n; start += chunk * threads) {
               for (std::int64_t i = start; i < std::min(n, start + chunk); ++i)
                 phase(PlanOf(i, n), &t, &a);
-              Check(store->UpdateEach(txns, t, &w), "bulk transactions");
-              if (!w.refused.empty()) Check(w.refused.front().second, "bulk transactions");
-              Check(store->UpdateEach(accts, a, &w), "bulk accounts");
-              if (!w.refused.empty()) Check(w.refused.front().second, "bulk accounts");
+              bulk(txns, t);
+              bulk(accts, a);
               t.clear();
               a.clear();
             }
           } catch (const std::exception& e) {
             errors[static_cast<std::size_t>(th)] = e.what();
           }
+          std::lock_guard lock(mu);
+          r.writes.Add(mine);
         });
       }
       for (auto& th : pool) th.join();
@@ -404,6 +511,7 @@ class TransferBench final : public BenchProfile {
         if (!e.empty()) throw std::runtime_error(e);
     }
     r.seconds = Seconds(Steady::now() - t0).count();
+    r.client_cpu = bench::SelfCpuSeconds() - cpu0;
     r.done = n;
     Store::WireStats after = Wire(store);
     r.round_trips = after.round_trips - before.round_trips;
@@ -411,121 +519,146 @@ class TransferBench final : public BenchProfile {
     return r;
   }
 
-  std::string Verify(Store* store, const std::string& db, std::int64_t n) override {
-    std::int64_t count = 0;
-    Check(
-        store->Count(Txns(db), Filter().Nin("state", {Value("done"), Value("cancelled")}), &count),
-        "count");
-    if (count) return std::to_string(count) + " transactions not terminal";
-    Check(store->Count(Accts(db), Filter().Exists("pendingTransactions.0"), &count), "count");
-    if (count) return std::to_string(count) + " accounts still carry markers";
-    // Conservation, and atomicity in aggregate: the total is unchanged and the balances
-    // are exactly the opening ones plus the transfers that ended done.
+  Verified Verify(Store* store, const std::string& db, std::int64_t n,
+                  std::int32_t batch) override {
+    // Conservation, and atomicity in aggregate: every transaction terminal, no marker left,
+    // the total unchanged and the balances exactly the opening ones plus the transfers that
+    // ended done. Each collection is read once, in batches, each _id counted once.
+    Verified v;
     const std::int64_t m = Accounts(n);
     std::vector<std::int64_t> expected(static_cast<std::size_t>(m), kOpening);
-    std::unique_ptr<Cursor> c;
-    Check(store->Find(Txns(db), Filter().Eq("state", "done"), {}, &c), "find done");
-    Document d;
-    for (bool has = true;;) {
-      Check(c->Next(&d, &has), "next");
-      if (!has) break;
-      Plan p = PlanOf(static_cast<std::int64_t>(*d.Get("_id")->as_double()) - 1, n);
-      expected[static_cast<std::size_t>(p.from)] -= p.amount;
-      expected[static_cast<std::size_t>(p.to)] += p.amount;
-    }
-    Check(store->Find(Accts(db), Filter(), {}, &c), "find accounts");
-    std::int64_t total = 0, wrong = 0;
-    for (bool has = true;;) {
-      Check(c->Next(&d, &has), "next");
-      if (!has) break;
+    std::int64_t not_terminal = 0;
+    ReadCount txns = ReadEach(store, Txns(db), Filter(), batch, [&](const Document& d) {
+      const Value* st = d.Get("state");
+      const std::string state = st && st->is_string() ? *st->as_string() : "";
+      if (state == "done") {
+        Plan p = PlanOf(static_cast<std::int64_t>(*d.Get("_id")->as_double()) - 1, n);
+        expected[static_cast<std::size_t>(p.from)] -= p.amount;
+        expected[static_cast<std::size_t>(p.to)] += p.amount;
+      } else if (state != "cancelled") {
+        ++not_terminal;
+      }
+    });
+    std::int64_t total = 0, wrong = 0, marked = 0;
+    ReadCount accts = ReadEach(store, Accts(db), Filter(), batch, [&](const Document& d) {
       std::int64_t k = std::stoll(d.Get("_id")->as_string()->substr(1));
       std::int64_t b = static_cast<std::int64_t>(*d.Get("balance")->as_double());
       total += b;
       if (b != expected[static_cast<std::size_t>(k)]) ++wrong;
-    }
-    if (total != kOpening * m)
-      return "total balance " + std::to_string(total) + " != " + std::to_string(kOpening * m);
-    if (wrong) return std::to_string(wrong) + " accounts disagree with the done transfers";
-    return "";
+      const Value* marks = d.Get("pendingTransactions");
+      if (marks && marks->is_array() && !marks->as_array()->empty()) ++marked;
+    });
+    v.repeats = txns.repeats + accts.repeats;
+    if (txns.documents != n)
+      v.problem =
+          std::to_string(txns.documents) + " transactions read, " + std::to_string(n) + " seeded";
+    else if (accts.documents != m)
+      v.problem =
+          std::to_string(accts.documents) + " accounts read, " + std::to_string(m) + " seeded";
+    else if (not_terminal)
+      v.problem = std::to_string(not_terminal) + " transactions not terminal";
+    else if (marked)
+      v.problem = std::to_string(marked) + " accounts still carry markers";
+    else if (total != kOpening * m)
+      v.problem = "total balance " + std::to_string(total) + " != " + std::to_string(kOpening * m);
+    else if (wrong)
+      v.problem = std::to_string(wrong) + " accounts disagree with the done transfers";
+    return v;
   }
 };
 
 std::unique_ptr<BenchProfile> MakeProfile(const std::string& name) {
   if (name == "transfer") return std::make_unique<TransferBench>();
-  // The operations (seed 000) and tagged-insert (seed 003) profiles plug in here.
+  // The operations and tagged-insert profiles plug in here.
   return nullptr;
 }
 
-// ---- The daemon as a child process ------------------------------------------------------
-
-struct ChildRun {
-  int exit_code = -1;
-  double seconds = 0;
-  long peak_rss_kb = 0;
-  std::string out;
-};
-
-ChildRun RunDaemon(const std::string& binary, const std::vector<std::string>& args) {
-  std::string out_path = "/tmp/txn-recovery-bench-" + std::to_string(getpid()) + ".out";
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  std::vector<char*> argv;
-  argv.push_back(const_cast<char*>(binary.c_str()));
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  ChildRun r;
-  pid_t pid = 0;
-  auto t0 = Steady::now();
-  int rc = posix_spawn(&pid, binary.c_str(), &fa, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) throw std::runtime_error("cannot start " + binary);
-  int status = 0;
-  struct rusage ru {};
-  if (wait4(pid, &status, 0, &ru) != pid) throw std::runtime_error("wait4 failed");
-  r.seconds = Seconds(Steady::now() - t0).count();
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.peak_rss_kb = ru.ru_maxrss;  // kilobytes on Linux: VmHWM of the child
-  std::ifstream in(out_path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  r.out = ss.str();
-  std::remove(out_path.c_str());
-  return r;
-}
+// ---- Measuring --------------------------------------------------------------------------
 
 struct Options {
-  std::string uri, daemon;
+  std::string uri, daemon, server_state_dir, json_path;
   std::vector<std::int64_t> ns, idle, dry;
+  std::int64_t writes_n = -1;  // -1: the first of `ns`; 0: none
   std::vector<std::string> profiles{"transfer"};
   double baseline_budget = 600;
   int workers = 4, batch_size = 500, limit_threads = 4;
+  int idle_sweeps = 3;
+  int sweep_attempts = 10;
+  double idle_settle = 5;
+  std::int32_t read_batch = 10'000;
   std::string database_prefix = "txnbench";
 };
 
+// The server's CPU time over a run, or nullopt when no server process is known.
+class ServerMeter {
+ public:
+  explicit ServerMeter(const ProcessTreeCpu& tree) : tree_(tree), start_(tree.Seconds()) {}
+  std::optional<double> Elapsed() const {
+    std::optional<double> now = tree_.Seconds();
+    if (!start_ || !now) return std::nullopt;
+    return *now - *start_;
+  }
+
+ private:
+  const ProcessTreeCpu& tree_;
+  std::optional<double> start_;
+};
+
+std::string TempPath(const std::string& suffix) {
+  return "/tmp/txn-recovery-bench-" + std::to_string(getpid()) + suffix;
+}
+
+// The daemon's configuration: everything but the URI, which it reads from its environment.
 std::string WriteConfig(const Options& o, const std::vector<std::string>& watches) {
-  std::string path = "/tmp/txn-recovery-bench-" + std::to_string(getpid()) + ".toml";
+  std::string path = TempPath(".toml");
   std::ofstream f(path);
-  f << "[mongodb]\nuri = \"" << o.uri << "\"\nsocket_timeout = \"10m\"\n"
+  f << "[mongodb]\nsocket_timeout = \"10m\"\n"
     << "[sweep]\nworkers = " << o.workers << "\nbatch_size = " << o.batch_size
     << "\nmanage_indexes = true\n[log]\nlevel = \"warn\"\n";
   for (const auto& w : watches) f << w;
   return path;
 }
 
-RunResult Sweep(const Options& o, const std::string& config, bool dry_run = false) {
+// One `txn-recoveryd sweep --json` reaching the server at `uri`.
+RunResult Sweep(const Options& o, const std::string& config, const std::string& uri,
+                const ProcessTreeCpu& server, bool dry_run = false) {
   std::vector<std::string> args = {"sweep", "--json", "--config", config};
   if (dry_run) args.push_back("--dry-run");
-  ChildRun c = RunDaemon(o.daemon, args);
-  if (c.exit_code != 0) throw std::runtime_error("sweep exited " + std::to_string(c.exit_code));
-  // A dry run lists every planned transaction (a million lines at the largest size); only
-  // the summary is read here, so the list is dropped while parsing.
-  auto doc = nlohmann::json::parse(
-      c.out, [](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
-        return !(event == nlohmann::json::parse_event_t::key && parsed == "transactions");
-      });
+  setenv("TXN_RECOVERYD_MONGODB_URI", uri.c_str(), 1);
+  const std::string out_path = TempPath(".out");
+  ServerMeter meter(server);
+  bench::ChildRun c = bench::RunChild(o.daemon, args, out_path);
   RunResult r;
+  r.server_cpu = meter.Elapsed();
+  std::string out;
+  {
+    std::ifstream in(out_path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    out = ss.str();
+  }
+  std::remove(out_path.c_str());
+  if (c.term_signal)
+    throw std::runtime_error("sweep ended on signal " + std::to_string(c.term_signal));
+  // A dry run lists every planned transaction (a million lines at the largest size); only
+  // the summary is read here, so the list is dropped while parsing. A sweep that failed
+  // (exit 1: the server went away mid-sweep, say) still writes its report.
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(
+        out, [](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+          return !(event == nlohmann::json::parse_event_t::key && parsed == "transactions");
+        });
+  } catch (const nlohmann::json::exception&) {
+    throw std::runtime_error("sweep exited " + std::to_string(c.exit_code) +
+                             " without a readable report");
+  }
+  r.exit_code = c.exit_code;
+  for (const auto& w : doc["watches"])
+    if (w.contains("status") && w["status"] != "ok" && r.failure.empty())
+      r.failure = w["status"].get<std::string>();
   r.seconds = c.seconds;
+  r.client_cpu = c.cpu_seconds;
   r.peak_rss_kb = c.peak_rss_kb;
   r.round_trips = doc["wire"]["round_trips"].get<std::int64_t>();
   r.documents_read = doc["wire"]["documents_read"].get<std::int64_t>();
@@ -533,22 +666,199 @@ RunResult Sweep(const Options& o, const std::string& config, bool dry_run = fals
   return r;
 }
 
+// Waits up to three minutes for the server to answer again (after a restart): a count on
+// `probe`, twice in a row a second apart. A ping is not enough: DocumentDB's gateway answers
+// it while PostgreSQL is still in crash recovery.
+void WaitForServer(MongoStore* store, const Namespace& probe) {
+  const auto deadline = Steady::now() + std::chrono::minutes(3);
+  for (int ok = 0; ok < 2;) {
+    std::int64_t n = 0;
+    ok = store->Count(probe, Filter(), &n).ok() ? ok + 1 : 0;
+    if (Steady::now() > deadline) throw std::runtime_error("the server did not come back");
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+}
+
+// Sweeps until one ends clean, as `txn-recoveryd run` would: a sweep the server fails (a
+// DocumentDB backend that crashes restarts every connection) exits 1 and the next goes on,
+// up to --sweep-attempts (10). With `sum`, the figures are those of all the sweeps, from the
+// first start to the last end (a recovery: its work is what every sweep did); without, the
+// clean sweep's alone (an idle sample). Either way the failed ones are counted.
+RunResult SweepUntilClean(const Options& o, const std::string& config, const std::string& uri,
+                          const ProcessTreeCpu& server, MongoStore* store, bool sum,
+                          bool dry_run = false) {
+  RunResult total;
+  ServerMeter meter(server);
+  const auto t0 = Steady::now();
+  for (int attempt = 1;; ++attempt) {
+    RunResult r = Sweep(o, config, uri, server, dry_run);
+    if (sum) {
+      total.done += r.done;
+      total.client_cpu += r.client_cpu;
+      total.round_trips += r.round_trips;
+      total.documents_read += r.documents_read;
+      total.peak_rss_kb = std::max(total.peak_rss_kb, r.peak_rss_kb);
+    }
+    if (r.exit_code == 0) {
+      if (!sum) {
+        r.failed_sweeps = total.failed_sweeps;
+        r.failure = total.failure;
+        return r;
+      }
+      break;
+    }
+    ++total.failed_sweeps;
+    total.failure = "exit " + std::to_string(r.exit_code) + ": " + r.failure;
+    if (attempt >= o.sweep_attempts)
+      throw std::runtime_error("sweep failed " + std::to_string(attempt) +
+                               " times, the last with " + total.failure);
+    std::fprintf(stderr, "txn-recovery-bench: a sweep failed (%s); sweeping again\n",
+                 total.failure.c_str());
+    WaitForServer(store, Namespace{o.database_prefix + "_probe", "probe"});
+  }
+  total.seconds = Seconds(Steady::now() - t0).count();
+  total.server_cpu = meter.Elapsed();
+  return total;
+}
+
+// The update commands and statements a sweep sends and the documents they matched, counted
+// by a forwarder between the daemon and the server (wire_counter.h).
+Writes Counted(bench::WireCounter* counter) {
+  Writes w;
+  for (const auto& [collection, k] : counter->Take()) {
+    w.commands += k.commands;
+    w.by[collection].statements += k.statements;
+    w.by[collection].matched += k.matched;
+  }
+  return w;
+}
+
+// ---- Output -----------------------------------------------------------------------------
+
 std::string Fmt(const char* f, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, f, v);
   return buf;
 }
-
-void Row(const std::string& label, std::int64_t n, const RunResult& r, const std::string& note) {
-  double per = r.done ? 1.0 / static_cast<double>(r.done) : 0;
-  std::printf("| %-8s | %9lld | %9lld | %8.1f | %9.0f | %8s | %7.2f | %7.2f | %s\n", label.c_str(),
-              static_cast<long long>(n), static_cast<long long>(r.done), r.seconds,
-              r.seconds > 0 ? static_cast<double>(r.done) / r.seconds : 0,
-              r.peak_rss_kb ? Fmt("%.1f", static_cast<double>(r.peak_rss_kb) / 1024).c_str() : "-",
-              static_cast<double>(r.round_trips) * per, static_cast<double>(r.documents_read) * per,
-              note.c_str());
-  std::fflush(stdout);
+std::string Int(std::int64_t v) {
+  return std::to_string(v);
 }
+std::string Opt(const std::optional<double>& v, const char* f = "%.2f") {
+  return v ? Fmt(f, *v) : "-";
+}
+std::string MiB(long kb) {
+  return kb >= 0 ? Fmt("%.1f", static_cast<double>(kb) / 1024) : "-";
+}
+std::string Per(double v, std::int64_t n, const char* f = "%.2f") {
+  return n > 0 ? Fmt(f, v / static_cast<double>(n)) : "-";
+}
+
+// A Markdown table printed row by row as the figures come; its header before the first.
+class Table {
+ public:
+  Table(std::string title, std::vector<std::string> headers)
+      : title_(std::move(title)), headers_(std::move(headers)) {}
+  void Print(const std::vector<std::string>& cells) {
+    if (!printed_) {
+      std::printf("\n%s\n\n", title_.c_str());
+      for (std::size_t i = 0; i < headers_.size(); ++i)
+        widths_.push_back(std::max<std::size_t>(headers_[i].size(), i == 0 ? 8 : 9));
+      Line(headers_);
+      std::string rule = "|";  // numbers right-aligned (":"), the first and last column not
+      for (std::size_t i = 0; i < widths_.size(); ++i)
+        rule += i == 0                    ? std::string(widths_[i] + 2, '-') + "|"
+                : i + 1 == widths_.size() ? std::string("---|")
+                                          : std::string(widths_[i] + 1, '-') + ":|";
+      std::printf("%s", rule.c_str());
+      std::printf("\n");
+      printed_ = true;
+    }
+    Line(cells);
+    std::fflush(stdout);
+  }
+
+ private:
+  void Line(const std::vector<std::string>& cells) {
+    std::printf("|");
+    for (std::size_t i = 0; i < cells.size() && i < widths_.size(); ++i) {
+      const int w = static_cast<int>(widths_[i]);
+      if (i + 1 == widths_.size())
+        std::printf(" %s |", cells[i].c_str());
+      else if (i == 0)
+        std::printf(" %-*s |", w, cells[i].c_str());
+      else
+        std::printf(" %*s |", w, cells[i].c_str());
+    }
+    std::printf("\n");
+  }
+  std::string title_;
+  std::vector<std::string> headers_;
+  std::vector<std::size_t> widths_;
+  bool printed_ = false;
+};
+
+// The --json report, rewritten after every row so that a run cut short keeps its figures.
+class JsonReport {
+ public:
+  explicit JsonReport(std::string path) : path_(std::move(path)) {
+    doc_["rows"] = nlohmann::json::array();
+  }
+  nlohmann::json& doc() { return doc_; }
+  void Add(nlohmann::json row) {
+    doc_["rows"].push_back(std::move(row));
+    Save();
+  }
+  void Save() const {
+    if (path_.empty()) return;
+    std::ofstream(path_) << doc_.dump(2) << "\n";
+  }
+
+ private:
+  std::string path_;
+  nlohmann::json doc_;
+};
+
+nlohmann::json Json(const std::optional<double>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json();
+}
+
+nlohmann::json Json(const RunResult& r) {
+  nlohmann::json j = {{"done", r.done},
+                      {"seconds", r.seconds},
+                      {"complete", r.complete},
+                      {"round_trips", r.round_trips},
+                      {"documents_read", r.documents_read},
+                      {"client_cpu_seconds", r.client_cpu},
+                      {"server_cpu_seconds", Json(r.server_cpu)}};
+  if (r.peak_rss_kb >= 0) j["peak_rss_kb"] = r.peak_rss_kb;
+  return j;
+}
+
+nlohmann::json Json(const Writes& w) {
+  nlohmann::json j = {
+      {"update_commands", w.commands}, {"statements", w.statements()}, {"matched", w.matched()}};
+  for (const auto& [k, v] : w.by)
+    j["by_collection"][k] = {{"statements", v.statements}, {"matched", v.matched}};
+  return j;
+}
+
+std::string LoadAverage() {
+  std::ifstream in("/proc/loadavg");
+  std::string a, b, c;
+  in >> a >> b >> c;
+  return a + " " + b + " " + c;
+}
+
+// "; 1 sweep failed (...) and the next went on", recorded in `row` too; empty if none did.
+std::string Failures(const RunResult& r, nlohmann::json* row) {
+  if (r.failed_sweeps == 0) return "";
+  (*row)["failed_sweeps"] = r.failed_sweeps;
+  (*row)["failure"] = r.failure;
+  return "; " + std::to_string(r.failed_sweeps) + " sweep(s) failed (last: " + r.failure +
+         ") and the next went on";
+}
+
+// ---- The runs ---------------------------------------------------------------------------
 
 int Main(const Options& o) {
   MongoDriver driver;
@@ -571,17 +881,35 @@ int Main(const Options& o) {
   const std::string config = WriteConfig(o, watches);
   // Every profile gets n / profiles of the transactions.
   const std::int64_t share = static_cast<std::int64_t>(profiles.size());
+  const ProcessTreeCpu server = o.server_state_dir.empty()
+                                    ? ProcessTreeCpu()
+                                    : ProcessTreeCpu::FromStateDir(o.server_state_dir);
+  if (!o.server_state_dir.empty() && !server.Seconds())
+    throw std::runtime_error("no live server process named in " + o.server_state_dir);
 
+  JsonReport report(o.json_path);
+  const std::string server_text =
+      server.empty()
+          ? "not measured (no --server-state-dir)"
+          : server.description() + " (" + std::to_string(server.Processes()) + " processes now)";
   std::printf("profiles:");
   for (const auto& p : profiles) std::printf(" %s", p->name().c_str());
-  std::printf("; sweep: %d workers, batch %d; limit: %d threads of 1000-write bulks\n\n", o.workers,
-              o.batch_size, o.limit_threads);
   std::printf(
-      "| run      |         N |      done |  seconds |      tx/s | RSS MiB  | RT/tx   | docs/tx | "
-      "note\n");
-  std::printf(
-      "|----------|-----------|-----------|----------|-----------|----------|---------|---------|--"
-      "---\n");
+      "; sweep: %d workers, batch %d; limit: %d threads of 1000-write bulks\n"
+      "server CPU: %s\nmachine: %u cores, load average %s at the start\n",
+      o.workers, o.batch_size, o.limit_threads, server_text.c_str(),
+      std::thread::hardware_concurrency(), LoadAverage().c_str());
+  report.doc()["config"] = {{"profiles", o.profiles},
+                            {"workers", o.workers},
+                            {"batch_size", o.batch_size},
+                            {"limit_threads", o.limit_threads},
+                            {"baseline_budget_seconds", o.baseline_budget},
+                            {"idle_sweeps", o.idle_sweeps},
+                            {"read_batch", o.read_batch}};
+  report.doc()["server"] = server_text;
+  report.doc()["machine"] = {{"cores", std::thread::hardware_concurrency()},
+                             {"load_average_start", LoadAverage()}};
+
   auto seed = [&](std::int64_t n, bool terminal) {
     auto t0 = Steady::now();
     for (const auto& p : profiles) {
@@ -595,101 +923,258 @@ int Main(const Options& o) {
     std::fprintf(stderr, "seeded %lld %s transactions in %.1fs\n", static_cast<long long>(n),
                  terminal ? "terminal" : "stuck", Seconds(Steady::now() - t0).count());
   };
-  auto verify = [&](std::int64_t n) {
+  auto verify = [&](std::int64_t n, nlohmann::json* row) {
     std::string problems;
+    std::int64_t repeats = 0;
     for (const auto& p : profiles) {
-      std::string v = p->Verify(store.get(), db_of(*p), n / share);
-      if (!v.empty()) problems += p->name() + ": " + v + "; ";
+      Verified v = p->Verify(store.get(), db_of(*p), n / share, o.read_batch);
+      repeats += v.repeats;
+      if (!v.problem.empty()) problems += p->name() + ": " + v.problem + "; ";
     }
-    return problems.empty() ? std::string("verified") : "NOT VERIFIED: " + problems;
+    (*row)["verified"] = problems.empty();
+    (*row)["repeats_read"] = repeats;
+    if (!problems.empty()) (*row)["problem"] = problems;
+    std::string text = problems.empty() ? "verified" : "NOT VERIFIED: " + problems;
+    if (repeats)
+      text += " (the server returned " + std::to_string(repeats) +
+              " documents twice; each counted once)";
+    return text;
+  };
+  const std::string uri = o.uri;
+
+  Table recovery(
+      "Recovery (per run; client CPU: the daemon's for sweep, the bench's own otherwise)",
+      {"run", "N", "done", "wall s", "tx/s", "client CPU s", "server CPU s", "peak RSS MiB",
+       "RT/tx", "docs/tx", "check"});
+  auto recovery_row = [&](const std::string& run, std::int64_t n, const RunResult& r,
+                          const std::string& check, nlohmann::json j) {
+    recovery.Print({run, Int(n), Int(r.done), Fmt("%.1f", r.seconds),
+                    r.seconds > 0 ? Fmt("%.0f", static_cast<double>(r.done) / r.seconds) : "-",
+                    Fmt("%.1f", r.client_cpu), Opt(r.server_cpu, "%.1f"), MiB(r.peak_rss_kb),
+                    Per(static_cast<double>(r.round_trips), r.done),
+                    Per(static_cast<double>(r.documents_read), r.done), check});
+    j.update(Json(r));
+    j["run"] = run;
+    j["n"] = n;
+    j["writes"] = Json(r.writes);
+    report.Add(std::move(j));
   };
 
   struct Summary {
     std::int64_t n;
-    double sweep, baseline, limit;
-    bool baseline_complete;
-    long rss;
+    RunResult sweep, baseline, limit;
   };
   std::vector<Summary> summaries;
   for (std::int64_t n : o.ns) {
-    Summary s{n, 0, 0, 0, true, 0};
+    Summary s{n, {}, {}, {}};
     seed(n, false);
-    RunResult sw = Sweep(o, config);
-    Row("sweep", n, sw, verify(n));
-    s.sweep = static_cast<double>(sw.done) / sw.seconds;
-    s.rss = sw.peak_rss_kb;
+    s.sweep = SweepUntilClean(o, config, uri, server, store.get(), /*sum=*/true);
+    nlohmann::json j;
+    std::string check = verify(n, &j) + Failures(s.sweep, &j);
+    recovery_row("sweep", n, s.sweep, check, std::move(j));
 
     seed(n, false);
     auto deadline =
         Steady::now() + std::chrono::duration_cast<Steady::duration>(Seconds(o.baseline_budget));
-    RunResult base;
-    for (const auto& p : profiles) {
-      RunResult r = p->Baseline(store.get(), db_of(*p), ServerNow(store.get()), deadline);
-      base.done += r.done;
-      base.seconds += r.seconds;
-      base.round_trips += r.round_trips;
-      base.documents_read += r.documents_read;
-      base.complete = base.complete && r.complete;
+    {
+      ServerMeter meter(server);
+      for (const auto& p : profiles) {
+        RunResult r = p->Baseline(store.get(), db_of(*p), ServerNow(store.get()), deadline);
+        s.baseline.done += r.done;
+        s.baseline.seconds += r.seconds;
+        s.baseline.client_cpu += r.client_cpu;
+        s.baseline.round_trips += r.round_trips;
+        s.baseline.documents_read += r.documents_read;
+        s.baseline.complete = s.baseline.complete && r.complete;
+        s.baseline.writes.Add(r.writes);
+      }
+      s.baseline.server_cpu = meter.Elapsed();
     }
-    Row("baseline", n, base,
-        base.complete ? verify(n)
-                      : "time budget of " + Fmt("%.0f", o.baseline_budget) + "s ran out");
-    s.baseline = static_cast<double>(base.done) / base.seconds;
-    s.baseline_complete = base.complete;
+    j = nlohmann::json::object();
+    check = s.baseline.complete ? verify(n, &j)
+                                : "time budget of " + Fmt("%.0f", o.baseline_budget) + " s ran out";
+    recovery_row("baseline", n, s.baseline, check, std::move(j));
 
     seed(n, false);
-    RunResult lim;
-    for (const auto& p : profiles) {
-      RunResult r = p->Limit(store.get(), db_of(*p), n / share, o.limit_threads);
-      lim.done += r.done;
-      lim.seconds += r.seconds;
-      lim.round_trips += r.round_trips;
+    {
+      ServerMeter meter(server);
+      for (const auto& p : profiles) {
+        RunResult r = p->Limit(store.get(), db_of(*p), n / share, o.limit_threads);
+        s.limit.done += r.done;
+        s.limit.seconds += r.seconds;
+        s.limit.client_cpu += r.client_cpu;
+        s.limit.round_trips += r.round_trips;
+        s.limit.documents_read += r.documents_read;
+        s.limit.writes.Add(r.writes);
+      }
+      s.limit.server_cpu = meter.Elapsed();
     }
-    Row("limit", n, lim, verify(n));
-    s.limit = static_cast<double>(lim.done) / lim.seconds;
+    j = nlohmann::json::object();
+    check = verify(n, &j);
+    recovery_row("limit", n, s.limit, check, std::move(j));
     summaries.push_back(s);
   }
+
+  // Writes per recovered transfer: the sweep's through a counting forwarder (a run of its own, not
+  // timed: forwarding costs time), the baseline's and the limit's as they sent them.
+  const std::int64_t writes_n = o.writes_n >= 0 ? o.writes_n : (o.ns.empty() ? 0 : o.ns.front());
+  Table writes_table(
+      "Writes per recovered transaction (update and findAndModify commands, the statements in "
+      "them, the documents they matched; the sweep's counted on the wire, in a run of its own)",
+      {"run", "N", "update commands/tx", "statements/tx", "matched/tx",
+       "by collection: statements / matched per tx"});
+  auto writes_row = [&](const std::string& run, std::int64_t n, const RunResult& r) {
+    std::string by;
+    for (const auto& [k, v] : r.writes.by)
+      by += (by.empty() ? "" : ", ") + k + " " + Per(static_cast<double>(v.statements), r.done) +
+            " / " + Per(static_cast<double>(v.matched), r.done);
+    writes_table.Print({run, Int(n), Per(static_cast<double>(r.writes.commands), r.done),
+                        Per(static_cast<double>(r.writes.statements()), r.done),
+                        Per(static_cast<double>(r.writes.matched()), r.done), by});
+  };
+  if (writes_n > 0) {
+    bench::WireCounter counter(uri);
+    seed(writes_n, false);
+    RunResult r = SweepUntilClean(o, config, counter.Uri(), server, store.get(), /*sum=*/true);
+    r.writes = Counted(&counter);
+    nlohmann::json j;
+    std::string check = verify(writes_n, &j);
+    Failures(r, &j);
+    if (check.rfind("verified", 0) != 0)
+      throw std::runtime_error("the sweep through the wire counter: " + check);
+    j.update(Json(r));
+    j["run"] = "sweep-writes";
+    j["n"] = writes_n;
+    j["writes"] = Json(r.writes);
+    report.Add(std::move(j));
+    writes_row("sweep", writes_n, r);
+  }
+  for (const auto& s : summaries) {
+    if (s.baseline.complete) writes_row("baseline", s.n, s.baseline);
+    writes_row("limit", s.n, s.limit);
+  }
+
+  Table idle_table(
+      "Idle sweeps over terminal transactions only (after a first sweep built the indexes)",
+      {"idle", "N terminal", "wall s", "daemon CPU s", "server CPU s", "peak RSS MiB",
+       "round trips", "docs returned", "note"});
+  struct IdleFigures {
+    std::int64_t n;
+    RunResult median;
+  };
+  std::vector<IdleFigures> idles;
   for (std::int64_t n : o.idle) {
     seed(n, true);
-    RunResult idle = Sweep(o, config);
-    // An idle sweep resolves nothing: report its cost per sweep, not per transaction.
-    std::printf(
-        "| idle     | %9lld | %9s | %8.2f | %9s | %8.1f | %7lld | %7lld | per sweep, "
-        "over terminal transactions only\n",
-        static_cast<long long>(n), "-", idle.seconds, "-",
-        static_cast<double>(idle.peak_rss_kb) / 1024, static_cast<long long>(idle.round_trips),
-        static_cast<long long>(idle.documents_read));
-    std::fflush(stdout);
+    // The first sweep creates the indexes (manage_indexes); some servers build them in the
+    // background, so the server is left to settle, and its CPU at rest measured meanwhile.
+    RunResult first = SweepUntilClean(o, config, uri, server, store.get(), /*sum=*/false);
+    std::optional<double> rest;
+    {
+      ServerMeter meter(server);
+      auto t0 = Steady::now();
+      std::this_thread::sleep_for(Seconds(o.idle_settle));
+      if (auto cpu = meter.Elapsed()) rest = *cpu / Seconds(Steady::now() - t0).count();
+    }
+    std::int64_t indexes = 0;
+    for (const auto& p : profiles) {
+      std::vector<IndexSpec> specs;
+      Check(store->ListIndexes(TransferBench::Txns(db_of(*p)), &specs), "list indexes");
+      indexes += static_cast<std::int64_t>(specs.size());
+    }
+    std::vector<RunResult> runs;
+    for (int i = 0; i < std::max(1, o.idle_sweeps); ++i)
+      runs.push_back(SweepUntilClean(o, config, uri, server, store.get(), /*sum=*/false));
+    std::sort(runs.begin(), runs.end(),
+              [](const RunResult& a, const RunResult& b) { return a.seconds < b.seconds; });
+    const RunResult& m = runs[runs.size() / 2];
+    std::string note = "median of " + std::to_string(runs.size()) + " (wall " +
+                       Fmt("%.2f", runs.front().seconds) + "-" + Fmt("%.2f", runs.back().seconds) +
+                       " s); first sweep " + Fmt("%.2f", first.seconds) + " s; " +
+                       std::to_string(indexes) + " indexes on transactions";
+    if (rest) note += "; server at rest " + Fmt("%.0f", 100 * *rest) + " % of a core";
+    // The sweeps changed nothing: every transaction terminal, every balance as seeded.
+    nlohmann::json j = Json(m);
+    note += "; " + verify(n, &j);
+    int failed = first.failed_sweeps;
+    for (const auto& r : runs) failed += r.failed_sweeps;
+    if (failed) {
+      note += "; " + std::to_string(failed) + " sweep(s) failed and were repeated";
+      j["failed_sweeps"] = failed;
+    }
+    idle_table.Print({"idle", Int(n), Fmt("%.2f", m.seconds), Fmt("%.2f", m.client_cpu),
+                      Opt(m.server_cpu), MiB(m.peak_rss_kb), Int(m.round_trips),
+                      Int(m.documents_read), note});
+    j["run"] = "idle";
+    j["n"] = n;
+    j["first_sweep_seconds"] = first.seconds;
+    j["indexes_on_transactions"] = indexes;
+    j["server_cpu_at_rest"] = Json(rest);
+    j["sweeps"] = nlohmann::json::array();
+    for (const auto& r : runs) j["sweeps"].push_back(Json(r));
+    report.Add(std::move(j));
+    idles.push_back({n, m});
   }
+
+  Table dry_table(
+      "Dry runs (plan every stuck transaction, write nothing: the memory of streaming N)",
+      {"dry-run", "N", "wall s", "planned/s", "daemon CPU s", "server CPU s", "peak RSS MiB",
+       "RT/tx", "docs/tx", "note"});
   for (std::int64_t n : o.dry) {
-    // Reads and decides every stuck transaction through the same cursor, queue and
-    // batches as a real sweep, and writes nothing: the memory a sweep of n needs to
-    // stream them, measurable at sizes whose real sweep this server cannot finish.
     seed(n, false);
-    RunResult dry = Sweep(o, config, /*dry_run=*/true);
-    std::printf(
-        "| dry-run  | %9lld | %9s | %8.1f | %9.0f | %8.1f | %7.3f | %7.2f | plans "
-        "every one, writes nothing\n",
-        static_cast<long long>(n), "-", dry.seconds, static_cast<double>(n) / dry.seconds,
-        static_cast<double>(dry.peak_rss_kb) / 1024,
-        static_cast<double>(dry.round_trips) / static_cast<double>(n),
-        static_cast<double>(dry.documents_read) / static_cast<double>(n));
-    std::fflush(stdout);
+    RunResult dry =
+        SweepUntilClean(o, config, uri, server, store.get(), /*sum=*/false, /*dry_run=*/true);
+    nlohmann::json failed;
+    std::string failures = Failures(dry, &failed);
+    failures = failures.empty() ? "-" : failures.substr(2);
+    dry_table.Print({"dry-run", Int(n), Fmt("%.1f", dry.seconds),
+                     Fmt("%.0f", static_cast<double>(n) / dry.seconds), Fmt("%.1f", dry.client_cpu),
+                     Opt(dry.server_cpu, "%.1f"), MiB(dry.peak_rss_kb),
+                     Per(static_cast<double>(dry.round_trips), n, "%.3f"),
+                     Per(static_cast<double>(dry.documents_read), n), failures});
+    nlohmann::json j = Json(dry);
+    j["run"] = "dry-run";
+    j["n"] = n;
+    if (!failed.is_null()) j.update(failed);
+    report.Add(std::move(j));
   }
+
   if (!summaries.empty()) {
-    std::printf("\n|         N | sweep/baseline | sweep/limit | sweep peak RSS MiB |\n");
-    std::printf("|-----------|----------------|-------------|--------------------|\n");
-    for (const auto& s : summaries)
-      std::printf("| %9lld | %13.1fx%s | %10.0f%% | %18.1f |\n", static_cast<long long>(s.n),
-                  s.sweep / s.baseline, s.baseline_complete ? " " : "*", 100 * s.sweep / s.limit,
-                  static_cast<double>(s.rss) / 1024);
-    for (const auto& s : summaries)
-      if (!s.baseline_complete) {
-        std::printf(
-            "(* the baseline ran out of its time budget: its rate is over the part it did)\n");
-        break;
-      }
+    Table t("Side by side (same run, same data)",
+            {"N", "sweep/baseline", "sweep/limit", "server CPU s: sweep", "baseline", "limit",
+             "sweep peak RSS MiB"});
+    bool cut = false;
+    for (const auto& s : summaries) {
+      auto rate = [](const RunResult& r) { return static_cast<double>(r.done) / r.seconds; };
+      cut = cut || !s.baseline.complete;
+      t.Print({Int(s.n),
+               Fmt("%.1fx", rate(s.sweep) / rate(s.baseline)) + (s.baseline.complete ? "" : "*"),
+               Fmt("%.0f %%", 100 * rate(s.sweep) / rate(s.limit)), Opt(s.sweep.server_cpu, "%.1f"),
+               Opt(s.baseline.server_cpu, "%.1f"), Opt(s.limit.server_cpu, "%.1f"),
+               MiB(s.sweep.peak_rss_kb)});
+    }
+    if (cut)
+      std::printf(
+          "(* the baseline ran out of its time budget: its rate is over the part it did)\n");
   }
+  if (idles.size() >= 2) {
+    const IdleFigures& lo = idles.front();
+    const IdleFigures& hi = idles.back();
+    auto ratio = [](double a, double b) { return b > 0 ? Fmt("%.1fx", a / b) : "-"; };
+    Table t("Idle sweep cost, largest vs smallest N (target: within 1.5x)",
+            {"N", "wall", "daemon CPU", "server CPU", "round trips", "docs returned"});
+    t.Print({Int(hi.n) + " vs " + Int(lo.n), ratio(hi.median.seconds, lo.median.seconds),
+             ratio(hi.median.client_cpu, lo.median.client_cpu),
+             hi.median.server_cpu && lo.median.server_cpu
+                 ? ratio(*hi.median.server_cpu, *lo.median.server_cpu)
+                 : "-",
+             ratio(static_cast<double>(hi.median.round_trips),
+                   static_cast<double>(lo.median.round_trips)),
+             ratio(static_cast<double>(hi.median.documents_read),
+                   static_cast<double>(lo.median.documents_read))});
+  }
+  std::printf("\nload average at the end: %s\n", LoadAverage().c_str());
+  report.doc()["machine"]["load_average_end"] = LoadAverage();
+  report.Save();
   for (const auto& p : profiles) (void)store->DropDatabase(db_of(*p));
   std::remove(config.c_str());
   return 0;
@@ -706,19 +1191,39 @@ std::vector<std::int64_t> ParseList(const std::string& text) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"txn-recovery-bench: sweep vs the seeds' loop vs the server's bulk-write limit"};
+  CLI::App app{
+      "txn-recovery-bench: the daemon's sweep vs the applications' own step-by-step recovery "
+      "loop vs the server's bulk-write limit; idle sweeps; dry runs"};
   Options o;
   std::string ns = "1000,10000", idle = "10000", profiles = "transfer";
   o.daemon = TXN_RECOVERYD_BINARY;
-  app.add_option("--n", ns, "Stuck transactions per run, comma-separated");
+  app.add_option("--n", ns, "Stuck transactions per recovery run, comma-separated");
   app.add_option("--idle", idle, "Terminal transactions for the idle sweeps (empty: none)");
   std::string dry;
   app.add_option("--dry-run-n", dry, "Stuck transactions for dry-run sweeps (memory)");
+  app.add_option("--writes-n", o.writes_n,
+                 "Stuck transactions for the sweep whose writes are counted through a wire "
+                 "proxy (default: the first --n; 0: none)");
   app.add_option("--profiles", profiles, "Comma-separated mix of profiles (transfer)");
   app.add_option("--baseline-budget", o.baseline_budget, "Seconds the baseline may run per N");
   app.add_option("--workers", o.workers, "sweep.workers of the daemon");
   app.add_option("--batch-size", o.batch_size, "sweep.batch_size of the daemon");
   app.add_option("--limit-threads", o.limit_threads, "Threads issuing the limit's bulk writes");
+  app.add_option("--idle-sweeps", o.idle_sweeps, "Measured idle sweeps per N (the median shown)")
+      ->check(CLI::Range(1, 100));
+  app.add_option("--sweep-attempts", o.sweep_attempts,
+                 "Sweeps tried before a failing one stops the bench (the server went away); "
+                 "failures are reported with the figures")
+      ->check(CLI::Range(1, 100));
+  app.add_option("--idle-settle", o.idle_settle,
+                 "Seconds between the first idle sweep (which builds the indexes) and the "
+                 "measured ones");
+  app.add_option("--read-batch", o.read_batch, "Documents per reply when the bench verifies")
+      ->check(CLI::Range(1, 1'000'000));
+  app.add_option("--server-state-dir", o.server_state_dir,
+                 "The test server's state directory (scripts/testdb-start.sh): its processes' "
+                 "CPU time is measured");
+  app.add_option("--json", o.json_path, "Also write every figure to this JSON file");
   app.add_option("--daemon", o.daemon, "The txn-recoveryd binary");
   CLI11_PARSE(app, argc, argv);
   o.ns = ParseList(ns);

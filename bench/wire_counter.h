@@ -1,0 +1,61 @@
+// WireCounter: a TCP forwarder between a client (the daemon) and a MongoDB-wire server that
+// counts, per collection, the update commands the client sends, the update statements in
+// them, and the documents the server says those statements matched. The bytes pass
+// unchanged. OP_MSG requests are read (the `updates` array of an `update` command, or its
+// document sequence, is the statements; a findAndModify is one); the replies' `n`
+// (`lastErrorObject.n` for findAndModify) are the documents matched. Anything else, and
+// OP_COMPRESSED, is forwarded without a look (the URIs built here ask for no compression).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace txn_recovery::bench {
+
+class WireCounter {
+ public:
+  struct Counts {
+    std::int64_t commands = 0;    // update and findAndModify commands
+    std::int64_t statements = 0;  // single-document updates in them
+    std::int64_t matched = 0;     // documents they matched, as the server replied
+  };
+
+  // Listens on 127.0.0.1 (a free port) and forwards to the first host of `server_uri`, a
+  // mongodb:// URI of a server speaking plain TCP. Throws std::runtime_error on failure.
+  explicit WireCounter(const std::string& server_uri);
+  ~WireCounter();
+  WireCounter(const WireCounter&) = delete;
+  WireCounter& operator=(const WireCounter&) = delete;
+
+  // `server_uri` with this forwarder as its only host (and directConnection=true): same
+  // credentials and options. Holds the password when the URI does: never put it in argv.
+  std::string Uri() const { return uri_; }
+  // The counts so far, by collection; and resets them.
+  std::map<std::string, Counts> Take();
+
+  // For tests: the statements of one OP_MSG request (its whole message), and the
+  // collection it names; 0 when it is not an update or findAndModify.
+  static std::int64_t Statements(const std::string& message, std::string* collection);
+
+ private:
+  struct Conn;
+  void AcceptLoop();
+  void Pump(std::shared_ptr<Conn> c, bool to_server);
+
+  std::string host_, uri_;
+  int target_port_ = 0, listen_fd_ = -1;
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;  // guards counts_, conns_, threads_
+  std::map<std::string, Counts> counts_;
+  std::vector<std::shared_ptr<Conn>> conns_;
+  std::vector<std::thread> threads_;
+  std::thread accept_thread_;
+};
+
+}  // namespace txn_recovery::bench
