@@ -4,8 +4,11 @@
 #                with the official Python client from PyPI in .cache/deploy-venv), and the
 #                configuration in the ConfigMap through `txn-recoveryd check-config`;
 #   prometheus/  `promtool check rules` and `promtool test rules` (promtool from PATH, or
-#                Debian's `prometheus` package, installed when this runs as root);
-#   grafana/     the dashboard is JSON and queries only metrics the daemon exports.
+#                Debian's `prometheus` package, installed when this runs as root); every
+#                alert fires and stays quiet in a test and has its section in
+#                docs/runbook.md;
+#   grafana/     the dashboard is JSON and queries only metrics the daemon exports, each
+#                per-watch gauge through max by (watch).
 # A check whose tool cannot be installed here is skipped with the reason printed.
 # Usage: scripts/check-deploy.sh --binary PATH/TO/txn-recoveryd
 set -euo pipefail
@@ -53,8 +56,7 @@ fi
 
 echo "== prometheus rules"
 if ! command -v promtool >/dev/null && [[ $EUID -eq 0 ]] && command -v apt-get >/dev/null; then
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus \
-    >"$work/apt.log" 2>&1 || true
+  "$root/scripts/install-debs.sh" prometheus >"$work/apt.log" 2>&1 || true
 fi
 if command -v promtool >/dev/null; then
   (cd "$root/deploy/prometheus" && promtool check rules alerts.yml && promtool test rules alerts_test.yml) ||
@@ -63,6 +65,49 @@ else
   echo "SKIPPED: promtool is not installed and Debian's prometheus package could not be installed"
   tail -3 "$work/apt.log" 2>/dev/null || true
 fi
+
+# Every alert: a test in which it fires, and a runbook_url to a section of docs/runbook.md
+# that says what it means and what to do.
+yaml_python=python3
+"$venv/bin/python" -c 'import yaml' 2>/dev/null && yaml_python="$venv/bin/python"
+"$yaml_python" - "$root/deploy/prometheus" "$root/docs/runbook.md" <<'PY' || status=1
+import re, sys
+import yaml
+rules_dir, runbook = sys.argv[1], sys.argv[2]
+rules = [r for g in yaml.safe_load(open(f"{rules_dir}/alerts.yml"))["groups"] for r in g["rules"]]
+tests = yaml.safe_load(open(f"{rules_dir}/alerts_test.yml"))["tests"]
+firing = {c["alertname"] for t in tests for c in t.get("alert_rule_test", []) if c.get("exp_alerts")}
+quiet = {c["alertname"] for t in tests for c in t.get("alert_rule_test", []) if not c.get("exp_alerts")}
+# Sections of the runbook by their GitHub anchor, with their text.
+sections, current = {}, None
+for line in open(runbook):
+    if line.startswith("## "):
+        current = re.sub(r"[^a-z0-9 -]", "", line[3:].strip().lower()).replace(" ", "-")
+        sections[current] = ""
+    elif current:
+        sections[current] += line
+problems = []
+for r in rules:
+    name = r.get("alert")
+    if not name:
+        continue
+    if name not in firing:
+        problems.append(f"{name}: no test in alerts_test.yml in which it fires")
+    if name not in quiet:
+        problems.append(f"{name}: no test in alerts_test.yml in which it stays quiet")
+    url = r.get("annotations", {}).get("runbook_url", "")
+    m = re.fullmatch(r"https://\S+/docs/runbook\.md#([a-z0-9-]+)", url)
+    if not m:
+        problems.append(f"{name}: runbook_url {url!r} is not a link to a section of docs/runbook.md")
+    elif m.group(1) not in sections:
+        problems.append(f"{name}: docs/runbook.md has no section #{m.group(1)}")
+    elif not all(h in sections[m.group(1)] for h in ("What it means", "What to do")):
+        problems.append(f"{name}: its runbook section lacks 'What it means' or 'What to do'")
+if problems:
+    print("\n".join(problems))
+    sys.exit(1)
+print(f"alerts.yml: {len(rules)} alerts, each fires and stays quiet in a test and has a runbook section")
+PY
 
 echo "== grafana dashboard"
 python3 - "$root/deploy/grafana/txn-recoveryd.json" "$root/daemon" <<'PY' || status=1
@@ -81,6 +126,19 @@ for e in exprs:
             unknown.add(name)
 if unknown:
     print("the dashboard queries metrics the daemon does not export:", sorted(unknown))
+    sys.exit(1)
+# A gauge per watch is the same number on every instance that sweeps the watch: summed, two
+# daemons seeing one quarantined transaction would show 2. Each is aggregated with max by
+# (watch, ...), and never summed.
+per_watch = ["txn_recoveryd_quarantined_transactions", "txn_recoveryd_oldest_stuck_age_seconds",
+             "txn_recoveryd_stuck_transactions", "txn_recoveryd_paused",
+             "txn_recoveryd_orphan_markers",
+             "txn_recoveryd_last_successful_sweep_timestamp_seconds"]
+summed = [e for e in exprs for g in per_watch
+          if re.search(rf"\b{g}\b", e)
+          and (not re.search(rf"max by \(watch[^)]*\) \(\s*{g}\b", e) or re.search(r"\bsum\b", e))]
+if summed:
+    print("per-watch gauges not aggregated with max by (watch):", summed)
     sys.exit(1)
 print(f"{sys.argv[1]}: {len(dashboard['panels'])} panels, {len(exprs)} queries, every metric exported")
 PY
