@@ -3,6 +3,10 @@
 #   kubernetes/  every manifest against the Kubernetes schema (scripts/check-k8s-manifests.py,
 #                with the official Python client from PyPI in .cache/deploy-venv), and the
 #                configuration in the ConfigMap through `txn-recoveryd check-config`;
+#   prometheus-operator/  the PodMonitor, ServiceMonitor and PrometheusRule against the
+#                operator's CRD schemas (its Go module, pinned, from proxy.golang.org),
+#                the monitors' selectors against the manifests, and the PrometheusRule
+#                against alerts.yml (scripts/prometheusrule.py --check);
 #   prometheus/  `promtool check rules` and `promtool test rules` (promtool from PATH, or
 #                Debian's `prometheus` package, installed when this runs as root); every
 #                alert fires and stays quiet in a test and has its section in
@@ -27,13 +31,74 @@ status=0
 
 echo "== kubernetes manifests"
 venv="$root/.cache/deploy-venv"
-if [[ ! -x "$venv/bin/python" ]] || ! "$venv/bin/python" -c 'import kubernetes, yaml' 2>/dev/null; then
+if [[ ! -x "$venv/bin/python" ]] || ! "$venv/bin/python" -c 'import kubernetes, yaml, jsonschema' 2>/dev/null; then
   python3 -m venv "$venv" >/dev/null 2>&1 &&
-    "$venv/bin/pip" install --quiet --disable-pip-version-check kubernetes pyyaml >"$work/pip.log" 2>&1 ||
+    "$venv/bin/pip" install --quiet --disable-pip-version-check \
+      kubernetes==37.0.2 PyYAML==6.0.4 jsonschema==4.26.0 >"$work/pip.log" 2>&1 ||
     true
 fi
-if "$venv/bin/python" -c 'import kubernetes, yaml' 2>/dev/null; then
-  "$venv/bin/python" "$root/scripts/check-k8s-manifests.py" "$root"/deploy/kubernetes/*.yaml || status=1
+# prometheus-operator's CustomResourceDefinitions (PodMonitor, ServiceMonitor,
+# PrometheusRule), for the schema of deploy/prometheus-operator/: from the operator's Go
+# module, pinned by version and checksum, through the Go module proxy.
+po_version=v0.85.0
+po_sha256=0bdb88ed823d0f2e86cf909638439b6ad1da744a228172c7411d9987527dc5d1
+crds="$root/.cache/prometheus-operator-crds-$po_version"
+if [[ ! -f "$crds/complete" ]]; then
+  if curl -fsSL --max-time 300 -o "$work/operator.zip" \
+    "https://proxy.golang.org/github.com/prometheus-operator/prometheus-operator/@v/$po_version.zip" \
+    >"$work/curl.log" 2>&1 && echo "$po_sha256  $work/operator.zip" | sha256sum -c --quiet; then
+    mkdir -p "$crds"
+    for kind in podmonitors servicemonitors prometheusrules; do
+      unzip -p "$work/operator.zip" \
+        "github.com/prometheus-operator/prometheus-operator@$po_version/example/prometheus-operator-crd/monitoring.coreos.com_$kind.yaml" \
+        >"$crds/$kind.yaml"
+    done
+    touch "$crds/complete"
+  fi
+fi
+if "$venv/bin/python" -c 'import kubernetes, yaml, jsonschema' 2>/dev/null; then
+  if [[ -f "$crds/complete" ]]; then
+    "$venv/bin/python" "$root/scripts/check-k8s-manifests.py" --crds "$crds" \
+      "$root"/deploy/kubernetes/*.yaml "$root"/deploy/prometheus-operator/*.yaml || status=1
+  else
+    "$venv/bin/python" "$root/scripts/check-k8s-manifests.py" "$root"/deploy/kubernetes/*.yaml || status=1
+    echo "SKIPPED: deploy/prometheus-operator/ against its schema: the operator's module $po_version could not be fetched from proxy.golang.org"
+    tail -3 "$work/curl.log" 2>/dev/null || true
+  fi
+  # The monitors select what the manifests deploy, by the port name they expose; the
+  # PrometheusRule is alerts.yml's rules.
+  "$venv/bin/python" - "$root" <<'PY' || status=1
+import sys, yaml
+root = sys.argv[1]
+def docs(path):
+    return [d for d in yaml.safe_load_all(open(f"{root}/{path}")) if d]
+def has(labels, selector):
+    return all(labels.get(k) == v for k, v in selector["matchLabels"].items())
+problems = []
+(pm,) = docs("deploy/prometheus-operator/podmonitor.yaml")
+(sidecar,) = docs("deploy/kubernetes/sidecar.yaml")
+pod = sidecar["spec"]["template"]
+ports = {p["name"] for c in pod["spec"]["containers"] if c["name"] == "txn-recoveryd"
+         for p in c.get("ports", [])}
+if not has(pod["metadata"]["labels"], pm["spec"]["selector"]):
+    problems.append("podmonitor.yaml does not select the pods of sidecar.yaml")
+for e in pm["spec"]["podMetricsEndpoints"]:
+    if e["port"] not in ports:
+        problems.append(f"podmonitor.yaml: port {e['port']!r} is not the sidecar's ({sorted(ports)})")
+(sm,) = docs("deploy/prometheus-operator/servicemonitor.yaml")
+(svc,) = [d for d in docs("deploy/kubernetes/deployment.yaml") if d["kind"] == "Service"]
+if not has(svc["metadata"]["labels"], sm["spec"]["selector"]):
+    problems.append("servicemonitor.yaml does not select the Service of deployment.yaml")
+for e in sm["spec"]["endpoints"]:
+    if e["port"] not in {p["name"] for p in svc["spec"]["ports"]}:
+        problems.append(f"servicemonitor.yaml: port {e['port']!r} is not one of the Service's")
+for p in problems:
+    print(p)
+if not problems:
+    print("deploy/prometheus-operator/: the monitors select the sidecar's pods and the Service, by their metrics port")
+sys.exit(1 if problems else 0)
+PY
+  "$venv/bin/python" "$root/scripts/prometheusrule.py" --check || status=1
   # The configuration the ConfigMap carries, with the Secret's URI where uri_file points.
   "$venv/bin/python" - "$root/deploy/kubernetes" "$work" <<'PY' || status=1
 import sys, yaml
