@@ -322,6 +322,11 @@ TEST(Cli, InspectExits1WhileATransactionIsQuarantinedAsTheManPageSays) {
   EXPECT_EQ(text.exit_code, 1) << text.out;
   EXPECT_NE(text.out.find("_id=bad-42  pending  field 'value' is missing"), std::string::npos)
       << text.out;
+  // Nothing is stuck any more, and the quarantine is what needs attention: said first, where
+  // "stuck: none" would otherwise read as all clear.
+  auto attention = text.out.find("ATTENTION: 1 quarantined transaction waits for an operator");
+  EXPECT_NE(attention, std::string::npos) << text.out;
+  EXPECT_LT(attention, text.out.find("stuck (older than")) << text.out;
   ProcessResult json = Daemon("inspect --json --config " + path);
   EXPECT_EQ(json.exit_code, 1);
   auto doc = nlohmann::json::parse(json.out);
