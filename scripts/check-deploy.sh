@@ -7,6 +7,9 @@
 #                operator's CRD schemas (its Go module, pinned, from proxy.golang.org),
 #                the monitors' selectors against the manifests, and the PrometheusRule
 #                against alerts.yml (scripts/prometheusrule.py --check);
+#   helm/        the chart linted (helm, pinned, built from its Go module by scripts/helm.sh)
+#                and rendered, the manifests checked as kubernetes/'s are, its
+#                configuration through check-config, its rules alerts.yml's;
 #   prometheus/  `promtool check rules` and `promtool test rules` (promtool from PATH, or
 #                Debian's `prometheus` package, installed when this runs as root); every
 #                alert fires and stays quiet in a test and has its section in
@@ -117,6 +120,79 @@ PY
 else
   echo "SKIPPED: the Kubernetes Python client could not be installed from PyPI here:"
   sed 's/^/  /' "$work/pip.log" 2>/dev/null | tail -5 || true
+fi
+
+echo "== helm chart"
+chart="$root/deploy/helm/txn-recoveryd"
+if ! "$venv/bin/python" -c 'import kubernetes, yaml, jsonschema' 2>/dev/null; then
+  echo "SKIPPED: the chart's manifests: the Kubernetes Python client could not be installed (above)"
+elif helm="$("$root/scripts/helm.sh" 2>"$work/helm.log")"; then
+  "$helm" lint --strict "$chart" || status=1
+  # Rendered with the defaults, and with every optional part and a changed configuration.
+  "$helm" template recovery "$chart" --namespace bank >"$work/default.yaml" || status=1
+  "$helm" template recovery "$chart" --namespace bank --set serviceMonitor.enabled=true \
+    --set prometheusRule.enabled=true --set-string config.daemon.interval=30s \
+    >"$work/everything.yaml" || status=1
+  mkdir -p "$work/rendered"
+  "$venv/bin/python" - "$root" "$work" <<'PY' || status=1
+import sys, yaml
+root, work = sys.argv[1], sys.argv[2]
+def load(path):
+    return [d for d in yaml.safe_load_all(open(path)) if d]
+default, everything = load(f"{work}/default.yaml"), load(f"{work}/everything.yaml")
+for name, docs in (("default", default), ("everything", everything)):
+    with open(f"{work}/rendered/{name}.yaml", "w") as f:
+        yaml.safe_dump_all(docs, f)
+problems = []
+kinds = lambda docs: sorted(d["kind"] for d in docs)
+if kinds(default) != ["ConfigMap", "Deployment", "PodDisruptionBudget", "Service"]:
+    problems.append(f"default render: {kinds(default)}")
+def one(docs, kind):
+    return next(d for d in docs if d["kind"] == kind)
+# A changed configuration changes the pods' checksum, so that an upgrade rolls them.
+checksum = lambda docs: one(docs, "Deployment")["spec"]["template"]["metadata"]["annotations"]["checksum/config"]
+if checksum(default) == checksum(everything):
+    problems.append("a changed configuration leaves checksum/config as it was")
+# The rules are alerts.yml's; the chart's copy is alerts.yml.
+alerts = yaml.safe_load(open(f"{root}/deploy/prometheus/alerts.yml"))
+if one(everything, "PrometheusRule")["spec"]["groups"] != alerts["groups"]:
+    problems.append("the chart's PrometheusRule differs from deploy/prometheus/alerts.yml")
+if open(f"{root}/deploy/helm/txn-recoveryd/files/alerts.yml").read() != open(f"{root}/deploy/prometheus/alerts.yml").read():
+    problems.append("deploy/helm/txn-recoveryd/files/alerts.yml is not a copy of deploy/prometheus/alerts.yml")
+sm, svc = one(everything, "ServiceMonitor"), one(everything, "Service")
+if any(svc["metadata"]["labels"].get(k) != v for k, v in sm["spec"]["selector"]["matchLabels"].items()):
+    problems.append("the chart's ServiceMonitor does not select its Service")
+# The configuration, for check-config, with the Secret's URI where uri_file points.
+config = one(everything, "ConfigMap")["data"]["txn-recoveryd.toml"]
+open(f"{work}/chart-uri", "w").write("mongodb://db.example:27017\n")
+open(f"{work}/chart.toml", "w").write(config.replace("/var/run/secrets/txn-recoveryd/mongodb-uri", f"{work}/chart-uri"))
+# The README's sidecar snippet is sidecar.yaml's container and volumes.
+readme = open(f"{root}/deploy/helm/txn-recoveryd/README.md").read()
+snippet = yaml.safe_load(readme.split("```yaml\n")[1].split("```")[0])["spec"]
+(sidecar,) = load(f"{root}/deploy/kubernetes/sidecar.yaml")
+pod = sidecar["spec"]["template"]["spec"]
+mine = lambda spec: [c for c in spec["containers"] if c["name"] == "txn-recoveryd"]
+if mine(snippet) != mine(pod) or snippet["volumes"] != [v for v in pod["volumes"] if v["name"].startswith("txn-recoveryd")]:
+    problems.append("the README's sidecar snippet differs from deploy/kubernetes/sidecar.yaml")
+for p in problems:
+    print("helm chart:", p)
+if not problems:
+    print("deploy/helm/txn-recoveryd: renders the manifests, rolls on a changed configuration, alerts.yml's rules, the sidecar snippet of sidecar.yaml")
+sys.exit(1 if problems else 0)
+PY
+  if [[ -f "$crds/complete" ]]; then
+    "$venv/bin/python" "$root/scripts/check-k8s-manifests.py" --crds "$crds" "$work"/rendered/*.yaml || status=1
+  else
+    "$venv/bin/python" "$root/scripts/check-k8s-manifests.py" "$work/rendered/default.yaml" || status=1
+  fi
+  if env -u TXN_RECOVERYD_MONGODB_URI "$binary" check-config --config "$work/chart.toml" >/dev/null; then
+    echo "deploy/helm/txn-recoveryd: the rendered configuration passes txn-recoveryd check-config"
+  else
+    status=1
+  fi
+else
+  echo "SKIPPED: helm is not installed and could not be built from its Go module here:"
+  sed 's/^/  /' "$work/helm.log" | tail -5
 fi
 
 echo "== prometheus rules"
