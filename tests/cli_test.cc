@@ -75,6 +75,28 @@ TEST(Cli, AnUnknownCommandIsNamedWithTheCommandsThereAre) {
   EXPECT_NE(r.err.find("sweep"), std::string::npos) << r.err;
 }
 
+TEST(Cli, AMisspeltCommandIsNamedWithTheCommandItResembles) {
+  ProcessResult r = Daemon("sweeep --config /dev/null");
+  EXPECT_EQ(r.exit_code, 64);
+  EXPECT_NE(r.err.find("unknown command 'sweeep' (did you mean 'sweep'?"), std::string::npos)
+      << r.err;
+  ProcessResult far = Daemon("frobnicate --config /dev/null");
+  EXPECT_EQ(far.err.find("did you mean"), std::string::npos) << "nothing close: " << far.err;
+}
+
+// check-config and every other command print every problem of the file, each with its
+// line, on stderr, and exit 78 once.
+TEST(Cli, EveryProblemOfTheFileIsPrintedAtOnce) {
+  std::string path = WriteConfig(
+      "[mongodb]\nuri = \"mongodb://h\"\n[daemon]\nintreval = \"30s\"\n[[watch]]\nname = \"w\"\n");
+  ProcessResult r = Daemon("check-config --config " + path);
+  EXPECT_EQ(r.exit_code, 78);
+  EXPECT_NE(r.err.find(path + ":4:1: daemon.intreval: unknown key (did you mean 'interval'?"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find(path + ":5:1: watch[0].database: is required"), std::string::npos) << r.err;
+}
+
 TEST(Cli, WithoutItsConfigurationFileItSaysWhereItLookedAndHowToProvideOne) {
   for (const char* command : {"run", "sweep", "check-config"}) {
     ProcessResult r = Daemon(std::string(command) + " --config /nonexistent/txn-recoveryd.toml");
@@ -337,6 +359,11 @@ TEST(Cli, InspectExits1WhileATransactionIsQuarantinedAsTheManPageSays) {
   EXPECT_EQ(text.exit_code, 1) << text.out;
   EXPECT_NE(text.out.find("_id=bad-42  pending  field 'value' is missing"), std::string::npos)
       << text.out;
+  // Nothing is stuck any more, and the quarantine is what needs attention: said first, where
+  // "stuck: none" would otherwise read as all clear.
+  auto attention = text.out.find("ATTENTION: 1 quarantined transaction waits for an operator");
+  EXPECT_NE(attention, std::string::npos) << text.out;
+  EXPECT_LT(attention, text.out.find("stuck (older than")) << text.out;
   ProcessResult json = Daemon("inspect --json --config " + path);
   EXPECT_EQ(json.exit_code, 1);
   auto doc = nlohmann::json::parse(json.out);

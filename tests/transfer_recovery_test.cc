@@ -393,6 +393,27 @@ TEST_P(TransferRecovery, ThePauseSwitchStopsEveryInstanceUntilResumed) {
   EXPECT_EQ(bank_->State(id), "done");
 }
 
+// A paused watch is left alone, but what waits in its quarantine is still counted: the
+// txn_recoveryd_quarantined_transactions gauge, and the alert on it, must not drop to
+// zero because an operator paused the watch while deciding what to do.
+TEST_P(TransferRecovery, WhatWaitsInQuarantineIsStillCountedWhileTheWatchIsPaused) {
+  bank_->Open(2);
+  ASSERT_TRUE(backend_->store()
+                  ->InsertMany(bank_->txns(), {Document{{"_id", "no-time"},
+                                                        {"source", "A0"},
+                                                        {"destination", "A1"},
+                                                        {"value", 5},
+                                                        {"state", "pending"}}})
+                  .ok());
+  ASSERT_EQ(Sweep().quarantined_total, 1);
+  ASSERT_TRUE(SetPaused(backend_->store(), bank_->Watch(), true, "operator").ok());
+
+  WatchSummary s = Sweep();
+
+  EXPECT_TRUE(s.paused);
+  EXPECT_EQ(s.quarantined_total, 1);
+}
+
 TEST_P(TransferRecovery, InspectCountsStuckTransactionsPerStateAndTheOldest) {
   bank_->Open(6);
   Value a = bank_->Transfer("A0", "A1", 1, 3);
