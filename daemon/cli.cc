@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <iostream>
 
 #include "config.h"
@@ -10,6 +11,7 @@
 #include "inspect_command.h"
 #include "logging.h"
 #include "revision.h"
+#include "suggest.h"
 #include "transaction_commands.h"
 #include "txn_recovery/mongo_store.h"
 
@@ -104,13 +106,16 @@ namespace {
 // that an argument was not expected.
 int RefuseUnknownCommand(const CLI::App& app, int argc, char** argv) {
   if (argc < 2 || argv[1][0] == '-') return kExitOk;
-  std::string names;
+  std::vector<std::string> names;
   for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
     if (sub->get_name() == argv[1]) return kExitOk;
-    names += (names.empty() ? "" : ", ") + sub->get_name();
+    names.push_back(sub->get_name());
   }
-  std::cerr << "txn-recoveryd: unknown command '" << argv[1] << "' (commands: " << names
-            << "; see txn-recoveryd --help)\n";
+  std::string closest = Closest(argv[1], names);
+  std::cerr << "txn-recoveryd: unknown command '" << argv[1] << "' ("
+            << (closest.empty() ? "" : "did you mean '" + closest + "'? ") << "commands: ";
+  for (std::size_t i = 0; i < names.size(); ++i) std::cerr << (i ? ", " : "") << names[i];
+  std::cerr << "; see txn-recoveryd --help)\n";
   return kExitUsage;
 }
 
@@ -133,7 +138,14 @@ int RequireConfigFile(const std::string& path) {
 
 int LoadOrExit(const std::string& path, const std::vector<std::string>& watches, Config* config) {
   if (txn_recovery::Status s = LoadConfig(path, ProcessEnv(), config); !s.ok()) {
-    std::cerr << "txn-recoveryd: bad configuration: " << s.message() << "\n";
+    // Every problem of the file, one "FILE:LINE:COL: KEY: problem" line each, as compilers
+    // print them (editors jump to each).
+    auto lines = std::count(s.message().begin(), s.message().end(), '\n') + 1;
+    if (lines == 1)
+      std::cerr << "txn-recoveryd: bad configuration: " << s.message() << "\n";
+    else
+      std::cerr << "txn-recoveryd: bad configuration, " << lines << " problems:\n"
+                << s.message() << "\n";
     return kExitConfig;
   }
   if (txn_recovery::Status s = SelectWatches(watches, config); !s.ok()) {

@@ -8,12 +8,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
 
 #include "http_server.h"
 #include "logging.h"
+#include "suggest.h"
 #include "txn_recovery/config_problem.h"
 #include "txn_recovery/mongo_store.h"
 
@@ -72,22 +74,6 @@ std::string VariableName(const std::string& section, const std::string& key) {
   return name;
 }
 
-// Levenshtein distance, for "did you mean".
-std::size_t EditDistance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
-
 }  // namespace
 
 std::vector<std::string> EnvironmentVariables() {
@@ -104,13 +90,7 @@ std::vector<std::string> UnknownEnvironmentVariables(const std::vector<std::stri
   for (const auto& name : present) {
     if (name.rfind(kVariablePrefix, 0) != 0) continue;
     if (std::find(known.begin(), known.end(), name) != known.end()) continue;
-    std::string closest;
-    std::size_t best = 4;  // suggest only near misses
-    for (const auto& k : known)
-      if (std::size_t d = EditDistance(name, k); d < best) {
-        best = d;
-        closest = k;
-      }
+    std::string closest = Closest(name, known);
     out.push_back(closest.empty() ? name : name + " (did you mean " + closest + "?)");
   }
   std::sort(out.begin(), out.end());
@@ -182,6 +162,55 @@ std::string FormatDuration(std::chrono::milliseconds d) {
 
 namespace {
 
+// Where an installed system keeps the documented example of every key (the Debian package
+// and the container image both carry it there), for the hints of configuration errors.
+constexpr const char* kInstalledExample = "/usr/share/doc/txn-recoveryd/txn-recoveryd.toml";
+
+// "unknown key (did you mean 'interval'? every key: EXAMPLE)".
+std::string UnknownKey(std::string_view what, std::string_view key,
+                       const std::vector<std::string>& known) {
+  std::string closest = Closest(key, known);
+  return "unknown " + std::string(what) + " (" +
+         (closest.empty() ? "" : "did you mean '" + closest + "'? ") +
+         "every key is explained in " + kInstalledExample + ")";
+}
+
+// The problems of a part of the file, one "FILE:LINE:COL: KEY: problem" line each: the
+// loaders go on after a problem so that an operator learns of every one at once, not one
+// per attempt. Checks that relate several values run only once each value was read.
+class Collected {
+ public:
+  // Keeps the problem `s` reports, if any; whether it reported none.
+  bool Add(const Status& s) {
+    if (s.ok()) return true;
+    if (!text_.empty()) text_ += "\n";
+    text_ += s.message();
+    return false;
+  }
+  bool ok() const { return text_.empty(); }
+  Status status() const { return ok() ? Status::Ok() : Status::InvalidArgument(text_); }
+  // The problems in the order of their lines in `path` (then those without a position).
+  Status InFileOrder(const std::string& path) const {
+    if (ok()) return Status::Ok();
+    std::vector<std::pair<std::pair<long, long>, std::string>> lines;
+    std::istringstream in(text_);
+    for (std::string line; std::getline(in, line);) {
+      long row = std::numeric_limits<long>::max(), column = 0;
+      if (line.rfind(path + ":", 0) == 0)
+        std::sscanf(line.c_str() + path.size(), ":%ld:%ld:", &row, &column);
+      lines.push_back({{row, column}, line});
+    }
+    std::stable_sort(lines.begin(), lines.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::string text;
+    for (const auto& [where, line] : lines) text += (text.empty() ? "" : "\n") + line;
+    return Status::InvalidArgument(text);
+  }
+
+ private:
+  std::string text_;
+};
+
 // Collects the file name and turns a node's position into the "FILE:LINE:COL: KEY: ..."
 // prefix every message carries.
 class Reader {
@@ -204,14 +233,13 @@ class Reader {
   // default that could roll back live transactions.
   Status OnlyKnownKeys(const toml::table& t, const std::string& prefix,
                        std::initializer_list<std::string_view> known) const {
-    for (const auto& [k, v] : t) {
-      bool ok = false;
-      for (auto name : known) ok = ok || k.str() == name;
-      if (!ok)
-        return Error(k.source(), prefix + std::string(k.str()),
-                     "unknown key (check the spelling against config/txn-recoveryd.toml)");
-    }
-    return Status::Ok();
+    const std::vector<std::string> names(known.begin(), known.end());
+    Collected problems;
+    for (const auto& [k, v] : t)
+      if (std::find(names.begin(), names.end(), k.str()) == names.end())
+        problems.Add(
+            Error(k.source(), prefix + std::string(k.str()), UnknownKey("key", k.str(), names)));
+    return problems.status();
   }
 
   Status String(const toml::table& t, const std::string& prefix, std::string_view key,
@@ -348,6 +376,10 @@ const std::vector<ProtocolKeys>& AllProtocolKeys() {
 // named as such, since it would otherwise be silently ignored.
 Status CheckWatchKeys(const Reader& r, const toml::table& t, const std::string& prefix,
                       std::string_view profile) {
+  std::vector<std::string> keys(std::begin(kCommonWatchKeys), std::end(kCommonWatchKeys));
+  for (const auto& pk : AllProtocolKeys())
+    if (pk.profile == profile) keys.insert(keys.end(), pk.keys.begin(), pk.keys.end());
+  Collected problems;
   for (const auto& [k, v] : t) {
     std::string_view key = k.str();
     bool known = false;
@@ -364,56 +396,53 @@ Status CheckWatchKeys(const Reader& r, const toml::table& t, const std::string& 
         }
     if (known) continue;
     if (!other.empty())
-      return r.Error(k.source(), prefix + std::string(key),
-                     "is a key of profile '" + std::string(other) + "', not of '" +
-                         std::string(profile) + "'");
-    return r.Error(k.source(), prefix + std::string(key),
-                   "unknown key (check the spelling against config/txn-recoveryd.toml)");
+      problems.Add(r.Error(k.source(), prefix + std::string(key),
+                           "is a key of profile '" + std::string(other) + "', not of '" +
+                               std::string(profile) + "'"));
+    else
+      problems.Add(r.Error(k.source(), prefix + std::string(key), UnknownKey("key", key, keys)));
   }
-  return Status::Ok();
+  return problems.status();
 }
 
 Status LoadTransferKeys(const Reader& r, const toml::table& t, const std::string& prefix,
                         txn_recovery::TransferProfile* p) {
-  Status s;
-  if (!(s = r.String(t, prefix, "participants", &p->participants_collection)).ok() ||
-      !(s = r.String(t, prefix, "source_field", &p->source_field)).ok() ||
-      !(s = r.String(t, prefix, "destination_field", &p->destination_field)).ok() ||
-      !(s = r.String(t, prefix, "amount_field", &p->amount_field)).ok() ||
-      !(s = r.String(t, prefix, "participant_key", &p->participant_key)).ok() ||
-      !(s = r.String(t, prefix, "balance_field", &p->balance_field)).ok() ||
-      !(s = r.String(t, prefix, "marker_field", &p->marker_field)).ok() ||
-      !(s = r.Bool(t, prefix, "require_funds", &p->require_funds)).ok())
-    return s;
-  return Status::Ok();
+  Collected problems;
+  problems.Add(r.String(t, prefix, "participants", &p->participants_collection));
+  problems.Add(r.String(t, prefix, "source_field", &p->source_field));
+  problems.Add(r.String(t, prefix, "destination_field", &p->destination_field));
+  problems.Add(r.String(t, prefix, "amount_field", &p->amount_field));
+  problems.Add(r.String(t, prefix, "participant_key", &p->participant_key));
+  problems.Add(r.String(t, prefix, "balance_field", &p->balance_field));
+  problems.Add(r.String(t, prefix, "marker_field", &p->marker_field));
+  problems.Add(r.Bool(t, prefix, "require_funds", &p->require_funds));
+  return problems.status();
 }
 
 Status LoadOperationsKeys(const Reader& r, const toml::table& t, const std::string& prefix,
                           txn_recovery::OperationsProfile* p) {
-  Status s;
+  Collected problems;
   long long max_operations = p->max_operations;
-  if (!(s = r.String(t, prefix, "operations_field", &p->operations_field)).ok() ||
-      !(s = r.String(t, prefix, "collection_key", &p->collection_key)).ok() ||
-      !(s = r.String(t, prefix, "id_key", &p->id_key)).ok() ||
-      !(s = r.String(t, prefix, "inc_key", &p->inc_key)).ok() ||
-      !(s = r.String(t, prefix, "set_key", &p->set_key)).ok() ||
-      !(s = r.String(t, prefix, "previous_key", &p->previous_key)).ok() ||
-      !(s = r.String(t, prefix, "marker_field", &p->marker_field)).ok() ||
-      !(s = r.StringList(t, prefix, "allowed_collections", &p->collections)).ok() ||
-      !(s = r.Int(t, prefix, "max_operations", 1, 1'000'000, &max_operations)).ok())
-    return s;
+  problems.Add(r.String(t, prefix, "operations_field", &p->operations_field));
+  problems.Add(r.String(t, prefix, "collection_key", &p->collection_key));
+  problems.Add(r.String(t, prefix, "id_key", &p->id_key));
+  problems.Add(r.String(t, prefix, "inc_key", &p->inc_key));
+  problems.Add(r.String(t, prefix, "set_key", &p->set_key));
+  problems.Add(r.String(t, prefix, "previous_key", &p->previous_key));
+  problems.Add(r.String(t, prefix, "marker_field", &p->marker_field));
+  problems.Add(r.StringList(t, prefix, "allowed_collections", &p->collections));
+  problems.Add(r.Int(t, prefix, "max_operations", 1, 1'000'000, &max_operations));
   p->max_operations = max_operations;
-  return Status::Ok();
+  return problems.status();
 }
 
 Status LoadTaggedInsertKeys(const Reader& r, const toml::table& t, const std::string& prefix,
                             txn_recovery::TaggedInsertProfile* p) {
-  Status s;
-  if (!(s = r.StringList(t, prefix, "tagged_collections", &p->tagged_collections)).ok() ||
-      !(s = r.String(t, prefix, "tag_field", &p->tag_field)).ok() ||
-      !(s = r.String(t, prefix, "valid_field", &p->valid_field)).ok())
-    return s;
-  return Status::Ok();
+  Collected problems;
+  problems.Add(r.StringList(t, prefix, "tagged_collections", &p->tagged_collections));
+  problems.Add(r.String(t, prefix, "tag_field", &p->tag_field));
+  problems.Add(r.String(t, prefix, "valid_field", &p->valid_field));
+  return problems.status();
 }
 
 // A table of `field = "path"` entries of one step (inc, set, previous): each value a
@@ -444,18 +473,18 @@ Status LoadStep(const Reader& r, const toml::node& node, const std::string& at,
   if (t == nullptr)
     return r.Error(node.source(), at.substr(0, at.size() - 1),
                    "must be a table: {collection = ..., key_path = ..., inc = {...}}");
+  Collected problems;
   Status s;
-  if (!(s = r.OnlyKnownKeys(*t, at,
-                            {"collection", "key", "key_path", "inc", "set", "previous", "guard",
-                             "marker", "label", "positive"}))
-           .ok() ||
-      !(s = r.String(*t, at, "collection", &spec->collection, true)).ok() ||
-      !(s = r.String(*t, at, "key", &spec->key)).ok() ||
-      !(s = r.String(*t, at, "key_path", &spec->key_path, true)).ok() ||
-      !(s = r.String(*t, at, "marker", &spec->marker_field)).ok() ||
-      !(s = r.String(*t, at, "label", &spec->label)).ok() ||
-      !(s = r.Bool(*t, at, "positive", &spec->positive_amounts)).ok())
-    return s;
+  problems.Add(r.OnlyKnownKeys(*t, at,
+                               {"collection", "key", "key_path", "inc", "set", "previous", "guard",
+                                "marker", "label", "positive"}));
+  problems.Add(r.String(*t, at, "collection", &spec->collection, true));
+  problems.Add(r.String(*t, at, "key", &spec->key));
+  problems.Add(r.String(*t, at, "key_path", &spec->key_path, true));
+  problems.Add(r.String(*t, at, "marker", &spec->marker_field));
+  problems.Add(r.String(*t, at, "label", &spec->label));
+  problems.Add(r.Bool(*t, at, "positive", &spec->positive_amounts));
+  if (!problems.ok()) return problems.status();
   std::vector<std::pair<std::string, std::string>> inc, set, previous;
   if (!(s = StepFields(r, *t, at, "inc", &inc)).ok() ||
       !(s = StepFields(r, *t, at, "set", &set)).ok() ||
@@ -506,16 +535,19 @@ Status LoadStepsKeys(const Reader& r, const toml::table& t, const std::string& p
   const toml::array* list = n->as_array();
   if (list == nullptr || list->empty())
     return r.Error(n->source(), prefix + "steps", "must be a non-empty list of steps");
+  Collected problems;
   for (std::size_t i = 0; i < list->size(); ++i) {
     const std::string at = prefix + "steps[" + std::to_string(i) + "].";
     txn_recovery::StepSpec spec;
-    if (Status s = LoadStep(r, *list->get(i), at, &spec); !s.ok()) return s;
-    if (spec.collection == own_collection)
-      return r.Error(list->get(i)->source(), at + "collection",
-                     "must not name the transactions collection '" + own_collection + "'");
+    if (!problems.Add(LoadStep(r, *list->get(i), at, &spec))) continue;
+    if (spec.collection == own_collection) {
+      problems.Add(r.Error(list->get(i)->source(), at + "collection",
+                           "must not name the transactions collection '" + own_collection + "'"));
+      continue;
+    }
     p->steps.push_back(std::move(spec));
   }
-  return Status::Ok();
+  return problems.status();
 }
 
 // A collection list key naming the watch's own transactions collection: the daemon would
@@ -554,16 +586,20 @@ Status LoadStates(const Reader& r, const toml::node& node, const std::string& pr
   const toml::table* st = node.as_table();
   if (st == nullptr) return r.Error(node.source(), prefix + "states", "must be a table");
   const std::string sp = prefix + "states.";
+  std::vector<std::string> names = {"resuming"};
+  for (const auto& sk : AllStateKeys()) names.insert(names.end(), sk.keys.begin(), sk.keys.end());
+  Collected unknown;
   for (const auto& [k, v] : *st) {
-    bool known = k.str() == "resuming";
-    for (const auto& sk : AllStateKeys())
-      for (auto key : sk.keys) known = known || k.str() == key;
-    if (!known)
-      return r.Error(k.source(), sp + std::string(k.str()),
-                     "unknown state (one of initial|new, pending|started, resuming, "
-                     "applied|committed|finishing, done, canceling|cancelling|rollback, "
-                     "cancelled|canceled)");
+    if (std::find(names.begin(), names.end(), k.str()) != names.end()) continue;
+    std::string closest = Closest(k.str(), names);
+    unknown.Add(r.Error(k.source(), sp + std::string(k.str()),
+                        "unknown state (" +
+                            (closest.empty() ? "" : "did you mean '" + closest + "'? ") +
+                            "one of initial|new, pending|started, resuming, "
+                            "applied|committed|finishing, done, canceling|cancelling|rollback, "
+                            "cancelled|canceled)"));
   }
+  if (!unknown.ok()) return unknown.status();
   // Pending as the daemon writes it once it has taken a transaction over to resume it.
   if (Status s = r.StringList(*st, sp, "resuming", &states->resuming); !s.ok()) return s;
   for (const auto& sk : AllStateKeys()) {
@@ -636,7 +672,6 @@ Status LoadWatchProfile(const Reader& r, const toml::table& t, const std::string
     return r.Error(t.get("profile")->source(), prefix + "profile",
                    "unknown profile '" + kind +
                        "' (this version supports: transfer, operations, tagged-insert, steps)");
-  if (Status s = CheckWatchKeys(r, t, prefix, kind); !s.ok()) return s;
   w->profile = std::move(*profile);
   return Status::Ok();
 }
@@ -647,63 +682,57 @@ Status LoadCommonWatchKeys(const Reader& r, const toml::table& t, const std::str
   Profile& p = w->profile;
   w->ns.collection = "transactions";
   std::string missing_time;
-  Status s;
-  if (!(s = r.String(t, prefix, "name", &w->name, true)).ok() ||
-      !(s = r.String(t, prefix, "database", &w->ns.database, true)).ok() ||
-      !(s = r.String(t, prefix, "collection", &w->ns.collection)).ok() ||
-      !(s = r.Duration(t, prefix, "resume_after", &w->thresholds.resume_after)).ok() ||
-      !(s = r.Duration(t, prefix, "rollback_after", &w->thresholds.rollback_after)).ok() ||
-      !(s = r.Duration(t, prefix, "initial_timeout", &w->thresholds.initial_timeout)).ok() ||
-      !(s = r.Duration(t, prefix, "late_write_window", &w->thresholds.late_write_window)).ok() ||
-      !(s = r.Duration(t, prefix, "max_clock_skew", &w->thresholds.max_clock_skew)).ok() ||
-      !(s = r.String(t, prefix, "state_field", &p.state_field)).ok() ||
-      !(s = r.String(t, prefix, "time_field", &p.time_field)).ok() ||
-      !(s = r.String(t, prefix, "missing_time", &missing_time)).ok() ||
-      !(s = r.String(t, prefix, "owner_field", &p.owner.field)).ok() ||
-      !(s = r.StringList(t, prefix, "applications", &p.owner.applications)).ok() ||
-      !(s = r.Bool(t, prefix, "include_unowned", &p.owner.include_unowned)).ok() ||
-      !(s = r.String(t, prefix, "lease_field", &w->lease_field)).ok() ||
-      !(s = r.Duration(t, prefix, "retain_finished", &w->retention.retain_finished)).ok() ||
-      !(s = r.String(t, prefix, "archive_collection", &w->retention.archive_collection)).ok())
-    return s;
+  Collected problems;
+  problems.Add(r.String(t, prefix, "name", &w->name, true));
+  problems.Add(r.String(t, prefix, "database", &w->ns.database, true));
+  problems.Add(r.String(t, prefix, "collection", &w->ns.collection));
+  problems.Add(r.Duration(t, prefix, "resume_after", &w->thresholds.resume_after));
+  problems.Add(r.Duration(t, prefix, "rollback_after", &w->thresholds.rollback_after));
+  problems.Add(r.Duration(t, prefix, "initial_timeout", &w->thresholds.initial_timeout));
+  problems.Add(r.Duration(t, prefix, "late_write_window", &w->thresholds.late_write_window));
+  problems.Add(r.Duration(t, prefix, "max_clock_skew", &w->thresholds.max_clock_skew));
+  problems.Add(r.String(t, prefix, "state_field", &p.state_field));
+  problems.Add(r.String(t, prefix, "time_field", &p.time_field));
+  problems.Add(r.String(t, prefix, "missing_time", &missing_time));
+  problems.Add(r.String(t, prefix, "owner_field", &p.owner.field));
+  problems.Add(r.StringList(t, prefix, "applications", &p.owner.applications));
+  problems.Add(r.Bool(t, prefix, "include_unowned", &p.owner.include_unowned));
+  problems.Add(r.String(t, prefix, "lease_field", &w->lease_field));
+  problems.Add(r.Duration(t, prefix, "retain_finished", &w->retention.retain_finished));
+  problems.Add(r.String(t, prefix, "archive_collection", &w->retention.archive_collection));
   if (missing_time.empty()) {
     // An application that names no time field may write none (seed 004).
     p.missing_time = p.DefaultMissingTime(/*time_field_named=*/t.get("time_field") != nullptr);
   } else if (auto parsed = txn_recovery::ParseMissingTime(missing_time)) {
     p.missing_time = *parsed;
   } else {
-    return r.Error(t.get("missing_time")->source(), prefix + "missing_time",
-                   "must be \"first_seen\", \"quarantine\" or \"object_id\"");
+    problems.Add(r.Error(t.get("missing_time")->source(), prefix + "missing_time",
+                         "must be \"first_seen\", \"quarantine\" or \"object_id\""));
   }
-  return Status::Ok();
+  return problems.status();
 }
 
 // The keys of the watch's protocol, and its state spellings.
 Status LoadProtocolKeys(const Reader& r, const toml::table& t, const std::string& prefix,
                         WatchSpec* w) {
   Profile& p = w->profile;
-  Status s;
-  if (auto* transfer = p.transfer())
-    if (!(s = LoadTransferKeys(r, t, prefix, transfer)).ok()) return s;
+  Collected problems;
+  if (auto* transfer = p.transfer()) problems.Add(LoadTransferKeys(r, t, prefix, transfer));
   if (auto* ops = p.operations()) {
-    if (!(s = LoadOperationsKeys(r, t, prefix, ops)).ok() ||
-        !(s = RefuseOwnCollection(r, t, prefix, "allowed_collections", ops->collections,
-                                  w->ns.collection))
-             .ok())
-      return s;
+    if (problems.Add(LoadOperationsKeys(r, t, prefix, ops)))
+      problems.Add(RefuseOwnCollection(r, t, prefix, "allowed_collections", ops->collections,
+                                       w->ns.collection));
   }
   if (auto* tagged = p.tagged_insert()) {
-    if (!(s = LoadTaggedInsertKeys(r, t, prefix, tagged)).ok() ||
-        !(s = RefuseOwnCollection(r, t, prefix, "tagged_collections", tagged->tagged_collections,
-                                  w->ns.collection))
-             .ok())
-      return s;
+    if (problems.Add(LoadTaggedInsertKeys(r, t, prefix, tagged)))
+      problems.Add(RefuseOwnCollection(r, t, prefix, "tagged_collections",
+                                       tagged->tagged_collections, w->ns.collection));
   }
   if (auto* described = p.steps())
-    if (!(s = LoadStepsKeys(r, t, prefix, w->ns.collection, described)).ok()) return s;
+    problems.Add(LoadStepsKeys(r, t, prefix, w->ns.collection, described));
   if (const toml::node* states = t.get("states"))
-    if (!(s = LoadStates(r, *states, prefix, p, &p.states)).ok()) return s;
-  return Status::Ok();
+    problems.Add(LoadStates(r, *states, prefix, p, &p.states));
+  return problems.status();
 }
 
 // What the library says of the loaded watch: its profile, thresholds and retention, every
@@ -725,12 +754,18 @@ Status ValidateWatch(const Reader& r, const toml::table& t, const std::string& p
 
 Status LoadWatch(const Reader& r, const toml::table& t, std::size_t index, WatchSpec* w) {
   const std::string prefix = "watch[" + std::to_string(index) + "].";
-  Status s;
-  if (!(s = LoadWatchProfile(r, t, prefix, w)).ok() ||
-      !(s = LoadCommonWatchKeys(r, t, prefix, w)).ok() ||
-      !(s = LoadProtocolKeys(r, t, prefix, w)).ok())
-    return s;
-  return ValidateWatch(r, t, prefix, *w);
+  // Without a known profile, no other key of the watch can be judged.
+  if (Status s = LoadWatchProfile(r, t, prefix, w); !s.ok()) return s;
+  Collected problems;
+  std::string kind = "transfer";
+  if (const toml::node* n = t.get("profile")) kind = n->value_or(kind);
+  problems.Add(CheckWatchKeys(r, t, prefix, kind));
+  problems.Add(LoadCommonWatchKeys(r, t, prefix, w));
+  problems.Add(LoadProtocolKeys(r, t, prefix, w));
+  // The profile's, thresholds' and retention's checks weigh values together: only once each
+  // was read.
+  if (problems.ok()) problems.Add(ValidateWatch(r, t, prefix, *w));
+  return problems.status();
 }
 
 // InvalidArgument naming the variable when its value holds a control character: no
@@ -845,33 +880,31 @@ Status LoadMongo(const Reader& r, const toml::table& root, const EnvLookup& env,
   if (Status s = Section(r, root, "mongodb", &m); !s.ok()) return s;
   std::string uri_file;
   const toml::node* uri_node = nullptr;
+  Collected problems;
   if (m != nullptr) {
-    Status s;
-    if (!(s = r.OnlyKnownKeys(
-              *m, "mongodb.",
-              {"uri", "uri_file", "server_selection_timeout", "socket_timeout", "write_concern",
-               "write_concern_timeout", "read_concern", "server_clock"}))
-             .ok() ||
-        !(s = ReadWriteConcern(r, *m, &c->mongodb.write_concern)).ok() ||
-        !(s = r.Duration(*m, "mongodb.", "write_concern_timeout",
-                         &c->mongodb.write_concern_timeout))
-             .ok() ||
-        !(s = r.String(*m, "mongodb.", "read_concern", &c->mongodb.read_concern)).ok() ||
-        !(s = r.String(*m, "mongodb.", "server_clock", &c->mongodb.server_clock)).ok() ||
-        !(s = r.String(*m, "mongodb.", "uri", &c->mongodb.uri)).ok() ||
-        !(s = r.String(*m, "mongodb.", "uri_file", &uri_file)).ok() ||
-        !(s = r.Duration(*m, "mongodb.", "server_selection_timeout",
-                         &c->mongodb.server_selection_timeout))
-             .ok() ||
-        !(s = r.Duration(*m, "mongodb.", "socket_timeout", &c->mongodb.socket_timeout)).ok())
-      return s;
+    problems.Add(r.OnlyKnownKeys(
+        *m, "mongodb.",
+        {"uri", "uri_file", "server_selection_timeout", "socket_timeout", "write_concern",
+         "write_concern_timeout", "read_concern", "server_clock"}));
+    problems.Add(ReadWriteConcern(r, *m, &c->mongodb.write_concern));
+    problems.Add(
+        r.Duration(*m, "mongodb.", "write_concern_timeout", &c->mongodb.write_concern_timeout));
+    problems.Add(r.String(*m, "mongodb.", "read_concern", &c->mongodb.read_concern));
+    problems.Add(r.String(*m, "mongodb.", "server_clock", &c->mongodb.server_clock));
+    problems.Add(r.String(*m, "mongodb.", "uri", &c->mongodb.uri));
+    problems.Add(r.String(*m, "mongodb.", "uri_file", &uri_file));
+    problems.Add(r.Duration(*m, "mongodb.", "server_selection_timeout",
+                            &c->mongodb.server_selection_timeout));
+    problems.Add(r.Duration(*m, "mongodb.", "socket_timeout", &c->mongodb.socket_timeout));
     if (c->mongodb.read_concern != "majority" && c->mongodb.read_concern != "local")
-      return r.Error(m->get("read_concern")->source(), "mongodb.read_concern",
-                     "must be \"majority\" or \"local\"");
+      problems.Add(r.Error(m->get("read_concern")->source(), "mongodb.read_concern",
+                           "must be \"majority\" or \"local\""));
     if (c->mongodb.server_clock != "auto" && c->mongodb.server_clock != "server" &&
         c->mongodb.server_clock != "daemon")
-      return r.Error(m->get("server_clock")->source(), "mongodb.server_clock",
-                     "must be \"auto\", \"server\" or \"daemon\"");
+      problems.Add(r.Error(m->get("server_clock")->source(), "mongodb.server_clock",
+                           "must be \"auto\", \"server\" or \"daemon\""));
+    // Where the URI comes from is decided below: not before the file's keys are sound.
+    if (!problems.ok()) return problems.status();
     if (!c->mongodb.uri.empty() && !uri_file.empty())
       return r.Error(m->source(), "mongodb", "set either uri or uri_file, not both");
     if (!c->mongodb.uri.empty()) {
@@ -922,23 +955,21 @@ Status LoadSweep(const Reader& r, const toml::table& root, Config* c) {
             max_failures = c->sweep.max_failures;
   long long retention_batch = c->sweep.retention_batch_size,
             retention_batches = c->sweep.retention_max_batches, marker_cap = c->sweep.marker_cap;
-  Status s;
-  if (!(s = r.OnlyKnownKeys(
-            *t, "sweep.",
-            {"workers", "batch_size", "bulk_size", "lease", "max_failures", "retention_batch_size",
-             "retention_pause", "retention_max_batches", "marker_cap", "manage_indexes"}))
-           .ok() ||
-      !(s = r.Bool(*t, "sweep.", "manage_indexes", &c->sweep.manage_indexes)).ok() ||
-      !(s = r.Int(*t, "sweep.", "marker_cap", 1, 1'000'000, &marker_cap)).ok() ||
-      !(s = r.Int(*t, "sweep.", "retention_batch_size", 1, 100'000, &retention_batch)).ok() ||
-      !(s = r.Int(*t, "sweep.", "retention_max_batches", 0, 1'000'000, &retention_batches)).ok() ||
-      !(s = r.Duration(*t, "sweep.", "retention_pause", &c->sweep.retention_pause)).ok() ||
-      !(s = r.Int(*t, "sweep.", "max_failures", 1, 1000, &max_failures)).ok() ||
-      !(s = r.Int(*t, "sweep.", "workers", 1, 256, &workers)).ok() ||
-      !(s = r.Int(*t, "sweep.", "batch_size", 1, 100'000, &batch)).ok() ||
-      !(s = r.Int(*t, "sweep.", "bulk_size", 1, 10'000, &bulk)).ok() ||
-      !(s = r.Duration(*t, "sweep.", "lease", &c->sweep.lease_duration)).ok())
-    return s;
+  Collected problems;
+  problems.Add(r.OnlyKnownKeys(
+      *t, "sweep.",
+      {"workers", "batch_size", "bulk_size", "lease", "max_failures", "retention_batch_size",
+       "retention_pause", "retention_max_batches", "marker_cap", "manage_indexes"}));
+  problems.Add(r.Bool(*t, "sweep.", "manage_indexes", &c->sweep.manage_indexes));
+  problems.Add(r.Int(*t, "sweep.", "marker_cap", 1, 1'000'000, &marker_cap));
+  problems.Add(r.Int(*t, "sweep.", "retention_batch_size", 1, 100'000, &retention_batch));
+  problems.Add(r.Int(*t, "sweep.", "retention_max_batches", 0, 1'000'000, &retention_batches));
+  problems.Add(r.Duration(*t, "sweep.", "retention_pause", &c->sweep.retention_pause));
+  problems.Add(r.Int(*t, "sweep.", "max_failures", 1, 1000, &max_failures));
+  problems.Add(r.Int(*t, "sweep.", "workers", 1, 256, &workers));
+  problems.Add(r.Int(*t, "sweep.", "batch_size", 1, 100'000, &batch));
+  problems.Add(r.Int(*t, "sweep.", "bulk_size", 1, 10'000, &bulk));
+  problems.Add(r.Duration(*t, "sweep.", "lease", &c->sweep.lease_duration));
   c->sweep.workers = static_cast<int>(workers);
   c->sweep.batch_size = static_cast<std::int32_t>(batch);
   c->sweep.bulk_size = static_cast<std::int32_t>(bulk);
@@ -947,32 +978,31 @@ Status LoadSweep(const Reader& r, const toml::table& root, Config* c) {
   c->sweep.retention_max_batches = static_cast<std::int32_t>(retention_batches);
   c->sweep.marker_cap = marker_cap;
   if (c->sweep.lease_duration < std::chrono::seconds(15))
-    return r.Error(t->get("lease")->source(), "sweep.lease",
-                   "must be at least 15s (the daemon stops writing 10s before it expires)");
-  return Status::Ok();
+    problems.Add(r.Error(t->get("lease")->source(), "sweep.lease",
+                         "must be at least 15s (the daemon stops writing 10s before it expires)"));
+  return problems.status();
 }
 
 Status LoadDaemon(const Reader& r, const toml::table& root, Config* c) {
   const toml::table* t = nullptr;
   if (Status s = Section(r, root, "daemon", &t); !s.ok() || t == nullptr) return s;
-  Status s;
-  if (!(s = r.OnlyKnownKeys(*t, "daemon.",
-                            {"interval", "jitter", "backoff_initial", "backoff_max",
-                             "drain_deadline", "orphan_scan_interval"}))
-           .ok() ||
-      !(s = r.Duration(*t, "daemon.", "orphan_scan_interval", &c->daemon.orphan_scan_interval))
-           .ok() ||
-      !(s = r.Duration(*t, "daemon.", "interval", &c->daemon.interval)).ok() ||
-      !(s = r.Duration(*t, "daemon.", "backoff_initial", &c->daemon.backoff_initial)).ok() ||
-      !(s = r.Duration(*t, "daemon.", "backoff_max", &c->daemon.backoff_max)).ok() ||
-      !(s = r.Duration(*t, "daemon.", "drain_deadline", &c->daemon.drain_deadline)).ok())
-    return s;
+  Collected problems;
+  problems.Add(r.OnlyKnownKeys(*t, "daemon.",
+                               {"interval", "jitter", "backoff_initial", "backoff_max",
+                                "drain_deadline", "orphan_scan_interval"}));
+  problems.Add(r.Duration(*t, "daemon.", "orphan_scan_interval", &c->daemon.orphan_scan_interval));
+  problems.Add(r.Duration(*t, "daemon.", "interval", &c->daemon.interval));
+  problems.Add(r.Duration(*t, "daemon.", "backoff_initial", &c->daemon.backoff_initial));
+  problems.Add(r.Duration(*t, "daemon.", "backoff_max", &c->daemon.backoff_max));
+  problems.Add(r.Duration(*t, "daemon.", "drain_deadline", &c->daemon.drain_deadline));
   if (const toml::node* j = t->get("jitter")) {
     std::optional<double> v = j->value<double>();
     if (!v || *v < 0 || *v > 0.9)
-      return r.Error(j->source(), "daemon.jitter", "must be a number from 0 to 0.9");
-    c->daemon.jitter = *v;
+      problems.Add(r.Error(j->source(), "daemon.jitter", "must be a number from 0 to 0.9"));
+    else
+      c->daemon.jitter = *v;
   }
+  if (!problems.ok()) return problems.status();
   if (c->daemon.backoff_max < c->daemon.backoff_initial)
     return r.Error(t->get("backoff_max") ? t->get("backoff_max")->source()
                                          : t->get("backoff_initial")->source(),
@@ -985,18 +1015,18 @@ Status LoadLog(const Reader& r, const toml::table& root, const EnvLookup& env, C
   if (Status s = Section(r, root, "log", &t); !s.ok()) return s;
   std::string format;
   if (t != nullptr) {
-    Status s;
-    if (!(s = r.OnlyKnownKeys(*t, "log.", {"format", "level"})).ok() ||
-        !(s = r.String(*t, "log.", "format", &format)).ok() ||
-        !(s = r.String(*t, "log.", "level", &c->log.level)).ok())
-      return s;
+    Collected problems;
+    problems.Add(r.OnlyKnownKeys(*t, "log.", {"format", "level"}));
+    problems.Add(r.String(*t, "log.", "format", &format));
+    problems.Add(r.String(*t, "log.", "level", &c->log.level));
     if (!format.empty() && format != "text" && format != "json" && format != "journal")
-      return r.Error(t->get("format")->source(), "log.format",
-                     "must be \"text\", \"json\" or \"journal\"");
+      problems.Add(r.Error(t->get("format")->source(), "log.format",
+                           "must be \"text\", \"json\" or \"journal\""));
     if (c->log.level != "trace" && c->log.level != "debug" && c->log.level != "info" &&
         c->log.level != "warn" && c->log.level != "error")
-      return r.Error(t->get("level")->source(), "log.level",
-                     "must be trace, debug, info, warn or error");
+      problems.Add(r.Error(t->get("level")->source(), "log.level",
+                           "must be trace, debug, info, warn or error"));
+    if (!problems.ok()) return problems.status();
   }
   std::optional<std::string> v;
   if (Status s = Variable(env, kLogFormatVariable, &v); !s.ok()) return s;
@@ -1023,13 +1053,12 @@ Status LoadHttp(const Reader& r, const toml::table& root, const EnvLookup& env, 
   const toml::table* t = nullptr;
   if (Status s = Section(r, root, "http", &t); !s.ok()) return s;
   if (t != nullptr) {
-    Status s;
-    if (!(s = r.OnlyKnownKeys(*t, "http.", {"listen"})).ok() ||
-        !(s = r.String(*t, "http.", "listen", &c->http.listen)).ok())
-      return s;
-    if (!c->http.listen.empty())
+    Collected problems;
+    problems.Add(r.OnlyKnownKeys(*t, "http.", {"listen"}));
+    if (problems.Add(r.String(*t, "http.", "listen", &c->http.listen)) && !c->http.listen.empty())
       if (Status bad = CheckHttpListen(c->http.listen); !bad.ok())
-        return r.Error(t->get("listen")->source(), "http.listen", bad.message());
+        problems.Add(r.Error(t->get("listen")->source(), "http.listen", bad.message()));
+    if (!problems.ok()) return problems.status();
   }
   std::optional<std::string> v;
   if (Status s = Variable(env, kListenVariable, &v); !s.ok()) return s;
@@ -1049,6 +1078,7 @@ Status LoadWatches(const Reader& r, const toml::table& root, Config* c) {
   if (watches == nullptr || !watches->is_array_of_tables())
     return r.Error(wn->source(), "watch", "must be an array of tables ([[watch]])");
   std::set<std::string> names;
+  Collected problems;
   for (std::size_t i = 0; i < watches->size(); ++i) {
     const toml::table& t = *watches->get(i)->as_table();
     WatchSpec w;
@@ -1056,13 +1086,15 @@ Status LoadWatches(const Reader& r, const toml::table& root, Config* c) {
     w.retention.batch_size = c->sweep.retention_batch_size;
     w.retention.pause_between_batches = c->sweep.retention_pause;
     w.retention.max_batches = c->sweep.retention_max_batches;
-    if (Status s = LoadWatch(r, t, i, &w); !s.ok()) return s;
-    if (!names.insert(w.name).second)
-      return r.Error(t.source(), "watch[" + std::to_string(i) + "].name",
-                     "duplicate watch name '" + w.name + "'");
+    if (!problems.Add(LoadWatch(r, t, i, &w))) continue;
+    if (!names.insert(w.name).second) {
+      problems.Add(r.Error(t.source(), "watch[" + std::to_string(i) + "].name",
+                           "duplicate watch name '" + w.name + "'"));
+      continue;
+    }
     c->watches.push_back(std::move(w));
   }
-  return Status::Ok();
+  return problems.status();
 }
 
 // Reads the file's TOML (syntax errors with their position).
@@ -1082,14 +1114,18 @@ Status LoadAll(const std::string& path, const EnvLookup& env, Config* c) {
   Reader r(path);
   toml::table root;
   Status s;
-  if (!(s = ParseFile(r, &root)).ok() || !(s = OverlayEnvironment(env, &root)).ok() ||
-      !(s = r.OnlyKnownKeys(root, "", {"mongodb", "sweep", "daemon", "log", "http", "watch"}))
-           .ok() ||
-      !(s = LoadMongo(r, root, env, c)).ok() || !(s = LoadSweep(r, root, c)).ok() ||
-      !(s = LoadDaemon(r, root, c)).ok() || !(s = LoadLog(r, root, env, c)).ok() ||
-      !(s = LoadHttp(r, root, env, c)).ok() || !(s = LoadWatches(r, root, c)).ok())
-    return s;
-  return Status::Ok();
+  if (!(s = ParseFile(r, &root)).ok() || !(s = OverlayEnvironment(env, &root)).ok()) return s;
+  // Each section on its own: a problem in one does not hide those of the next.
+  Collected problems;
+  problems.Add(r.OnlyKnownKeys(root, "", {"mongodb", "sweep", "daemon", "log", "http", "watch"}));
+  problems.Add(LoadMongo(r, root, env, c));
+  problems.Add(LoadSweep(r, root, c));
+  problems.Add(LoadDaemon(r, root, c));
+  problems.Add(LoadLog(r, root, env, c));
+  problems.Add(LoadHttp(r, root, env, c));
+  // The watches' retention takes its pacing from [sweep], read (or defaulted) above.
+  problems.Add(LoadWatches(r, root, c));
+  return problems.InFileOrder(path);
 }
 
 }  // namespace

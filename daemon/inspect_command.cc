@@ -90,6 +90,12 @@ int RunInspect(const Config& config, txn_recovery::Store* store, bool json, std:
       out << ": ERROR " << s.ToString() << "\n";
       continue;
     }
+    // Quarantined transactions are no longer "stuck" (the daemon has set them aside), so
+    // "stuck: none" alone would read as all clear: the quarantine is said first.
+    if (!quarantined.empty())
+      out << "\n  ATTENTION: " << quarantined.size() << " quarantined transaction"
+          << (quarantined.size() == 1 ? " waits" : "s wait")
+          << " for an operator (listed below; explain ID, fix it, then release ID)";
     out << "\n  stuck (older than " << FormatDuration(w.thresholds.resume_after) << "):";
     if (report.stuck.empty()) out << " none";
     for (const auto& [state, n] : report.stuck)

@@ -18,31 +18,5 @@ packages=(
   openjdk-17-jdk-headless maven
 )
 
-missing=()
-for pkg in "${packages[@]}"; do
-  status="$(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null || true)"
-  if [[ "$status" != installed ]]; then
-    missing+=("$pkg")
-  fi
-done
-
-if ((${#missing[@]} == 0)); then
-  echo "deps: all ${#packages[@]} packages already installed"
-  exit 0
-fi
-
-as_root=()
-if ((EUID != 0)); then
-  if command -v sudo >/dev/null 2>&1; then
-    as_root=(sudo)
-  else
-    echo "deps: not root and no sudo; install these packages: ${missing[*]}" >&2
-    exit 1
-  fi
-fi
-
-echo "deps: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-"${as_root[@]}" apt-get update -q
-"${as_root[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
-echo "deps: done"
+"$(dirname "${BASH_SOURCE[0]}")/install-debs.sh" "${packages[@]}"
+echo "deps: all ${#packages[@]} packages installed"

@@ -133,6 +133,8 @@ if ((do_check)); then
 -rw-r--r-- root/root ./usr/share/bash-completion/completions/txn-recoveryd
 -rw-r--r-- root/root ./usr/share/doc/txn-recoveryd/changelog.gz
 -rw-r--r-- root/root ./usr/share/doc/txn-recoveryd/copyright
+-rw-r--r-- root/root ./usr/share/doc/txn-recoveryd/runbook.md
+-rw-r--r-- root/root ./usr/share/doc/txn-recoveryd/txn-recoveryd.toml
 -rw-r--r-- root/root ./usr/share/man/man8/txn-recoveryd.8.gz
 -rw-r--r-- root/root ./usr/share/zsh/vendor-completions/_txn-recoveryd"
   actual="$(dpkg-deb -c "$deb" | awk '$1 !~ /^d/ {print $1, $2, $6}' | LC_ALL=C sort -k3)"

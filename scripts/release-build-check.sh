@@ -8,6 +8,12 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build_dir="${1:-$root/build-release-check}"
 log="$(mktemp)"
+# Through ccache when it is there, as scripts/build.sh: CMake takes the launcher from the
+# environment (CMAKE_CXX_COMPILER_LAUNCHER) when it first configures, so the command line
+# stays the user's own, and ccache replays the warnings of a cached compile.
+if command -v ccache >/dev/null 2>&1; then
+  export CMAKE_CXX_COMPILER_LAUNCHER=ccache CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=1
+fi
 trap 'rm -f "$log"' EXIT
 cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 if ! cmake --build "$build_dir" -j"$(nproc)" >"$log" 2>&1; then

@@ -1,17 +1,27 @@
 #!/usr/bin/env bash
-# Builds everything and runs the whole test suite: unit tests on the in-memory store and
-# the same scenarios through libmongoc against a MongoDB-wire server. The embedded server
-# (mongo-java-server) is installed and started by the suite itself; set
-# TXN_RECOVERY_TEST_URI to run against a real mongod or replica set instead.
+# Builds everything and runs the whole test suite on both test engines: the unit tests, and
+# the database tests and chaos rounds through libmongoc against the embedded MongoDB-wire
+# server (mongo-java-server, started by the suite itself), then the database tests and the
+# chaos rounds again against DocumentDB (PostgreSQL with Microsoft's DocumentDB extensions
+# and gateway), started through `scripts/testdb-start.sh --engine documentdb` (which builds
+# it the first time, into the shared cache the README describes) and stopped afterwards
+# unless it was already running. CI (.ci/run) runs exactly this.
 #
-# Usage: scripts/test.sh [--sanitize]   (ASan/UBSan build in build-asan/)
-#        scripts/test.sh [--sanitize] --engine documentdb
+# Usage: scripts/test.sh [--sanitize] [--engine embedded|documentdb] [-- CTEST_ARGS...]
+#   --sanitize       ASan/UBSan build in build-asan/
+#   --engine E       only the build and the pass against E (no Release check, formatting or
+#                    model check; against DocumentDB, the database tests only)
+#   -- CTEST_ARGS    given to every ctest pass, e.g. `-- -R Retention`
+# With TXN_RECOVERY_TEST_URI set, the one pass runs every test against that server (a real
+# mongod or replica set) instead of the two engines.
 # Safe to run again: installs only what is missing, reuses the build.
 #
-# --engine documentdb runs only the build and the same ctest pass against DocumentDB
-# (PostgreSQL with Microsoft's DocumentDB extensions and gateway), started through
-# `scripts/testdb-start.sh --engine documentdb` (which builds it the first time) and stopped
-# afterwards unless it was already running. It is not part of the default run.
+# A pass is one ctest run. The database tests (ctest label `database`) run in both passes;
+# the unit tests only in the first. A server that crashes is not a test result: when a pass
+# fails and its server died or logged a crash during it (the JVM of the embedded server; for
+# DocumentDB the gateway, or a PostgreSQL backend killed by a signal, a PANIC, RUM's "lost
+# saved point in index"), the server's log lines are shown and that pass runs once more. A
+# pass that fails with its server intact is a failure, never run again.
 #
 # Besides the test build (warnings as errors), it builds the tree once more exactly as a
 # user or a distribution would, `cmake -DCMAKE_BUILD_TYPE=Release` and no other option (in
@@ -21,60 +31,195 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 sanitize=""
 build_dir="$root/build"
-engine=""
+engines=(embedded documentdb)
+only=0
+ctest_args=()
 while (($# > 0)); do
   case "$1" in
+    --)
+      shift
+      ctest_args=("$@")
+      break
+      ;;
     --sanitize)
       sanitize="--sanitize"
       build_dir="$root/build-asan"
       shift
       ;;
     --engine)
-      [[ "${2:-}" == documentdb ]] || { echo "test.sh: --engine takes documentdb" >&2; exit 64; }
-      engine=documentdb
+      case "${2:-}" in
+        embedded | documentdb) engines=("$2") ;;
+        *) echo "test.sh: --engine takes embedded or documentdb" >&2; exit 64 ;;
+      esac
+      only=1
       shift 2
       ;;
-    *) echo "usage: scripts/test.sh [--sanitize] [--engine documentdb]" >&2; exit 64 ;;
+    *) echo "usage: scripts/test.sh [--sanitize] [--engine embedded|documentdb] [-- CTEST_ARGS...]" >&2; exit 64 ;;
   esac
 done
+if [[ -n "${TXN_RECOVERY_TEST_URI:-}" ]]; then
+  ((only == 0)) || { echo "test.sh: --engine and TXN_RECOVERY_TEST_URI exclude each other" >&2; exit 64; }
+  engines=(uri)
+fi
 
 "$root/scripts/deps.sh"
 "$root/scripts/build.sh" $sanitize "$build_dir"
 
-if [[ "$engine" == documentdb ]]; then
-  echo "== tests against DocumentDB"
-  started=0
-  if ! "$root/scripts/testdb-documentdb.sh" status >/dev/null 2>&1; then started=1; fi
-  uri="$("$root/scripts/testdb-start.sh" --engine documentdb)"
-  if ((started)); then
-    trap '"$root/scripts/testdb-stop.sh" --engine documentdb' EXIT
+if ((only == 0)); then
+  if [[ -z "$sanitize" ]]; then
+    echo "== plain Release build (no options), warnings counted"
+    "$root/scripts/release-build-check.sh" "$root/build-release-check"
   fi
-  export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}"
-  export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
-  # The URI carries the generated password: through the environment, never argv.
-  TXN_RECOVERY_TEST_URI="$uri" ctest --test-dir "$build_dir" --output-on-failure -j"$(nproc)" --timeout 600
-  exit
+
+  echo "== formatting (clang-format)"
+  mapfile -t sources < <(cd "$root" && git ls-files '*.cc' '*.h' 2>/dev/null || true)
+  if ((${#sources[@]})); then
+    (cd "$root" && clang-format --dry-run -Werror "${sources[@]}")
+  fi
+
+  # The formal model of the recovery protocol (model/README.md): every configuration of
+  # scripts/model-check.sh, clean where expected, each seeded bug found. Nothing in it is
+  # compiled with the project's flags, so the sanitizer run leaves it out.
+  if [[ -z "$sanitize" ]]; then
+    MODEL_CHECK_DIR="$build_dir/model-check" "$root/scripts/model-check.sh"
+  fi
 fi
 
-if [[ -z "$sanitize" ]]; then
-  echo "== plain Release build (no options), warnings counted"
-  "$root/scripts/release-build-check.sh" "$root/build-release-check"
-fi
-
-echo "== formatting (clang-format)"
-mapfile -t sources < <(cd "$root" && git ls-files '*.cc' '*.h' 2>/dev/null || true)
-if ((${#sources[@]})); then
-  (cd "$root" && clang-format --dry-run -Werror "${sources[@]}")
-fi
-
-# The formal model of the recovery protocol (model/README.md): every configuration of
-# scripts/model-check.sh, clean where expected, each seeded bug found. Nothing in it is
-# compiled with the project's flags, so the sanitizer run leaves it out.
-if [[ -z "$sanitize" ]]; then
-  MODEL_CHECK_DIR="$build_dir/model-check" "$root/scripts/model-check.sh"
-fi
-
-echo "== tests"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
-ctest --test-dir "$build_dir" --output-on-failure -j"$(nproc)" --timeout 600
+embedded_state="$build_dir/testdb" # the ctest fixture's (tests/CMakeLists.txt)
+docdb_state="$root/.cache/documentdb/run"
+docdb_started=0
+docdb_uri=""
+
+stop_documentdb() {
+  if ((docdb_started)); then
+    "$root/scripts/testdb-stop.sh" --engine documentdb --state-dir "$docdb_state" || true
+    docdb_started=0
+  fi
+}
+trap stop_documentdb EXIT
+
+# Starts DocumentDB, or makes sure it runs (after a crash: the gateway may be gone, and come
+# back on another port; PostgreSQL restarts its backends itself). Sets docdb_uri; fails
+# when the server cannot be had.
+start_documentdb() {
+  if [[ "${1:-}" != again ]] &&
+    ! "$root/scripts/testdb-documentdb.sh" status --state-dir "$docdb_state" >/dev/null 2>&1; then
+    docdb_started=1
+  fi
+  # The URI carries the generated password: kept in a variable and handed to ctest through
+  # the environment, never argv.
+  docdb_uri="$("$root/scripts/testdb-start.sh" --engine documentdb --state-dir "$docdb_state")" &&
+    [[ "$docdb_uri" == mongodb://* ]]
+}
+
+# Log sizes at the start of a pass: only what the servers logged since is examined.
+declare -A log_mark
+mark_logs() {
+  local f
+  for f in "$docdb_state/postgres.log" "$docdb_state/gateway.log"; do
+    log_mark[$f]="$(stat -c %s "$f" 2>/dev/null || echo 0)"
+  done
+}
+since_mark() { # the part of log $1 written since mark_logs
+  [[ -f "$1" ]] || return 0
+  tail -c +"$((${log_mark[$1]:-0} + 1))" "$1"
+}
+
+# Prints why the server of pass $1 counts as crashed during it (with its last log lines),
+# and succeeds; fails when it did not crash.
+server_crashed() {
+  local pass="$1" why="" pg gw
+  case "$pass" in
+    embedded)
+      # Written by the fixture's cleanup when the server was gone before it (or logged the
+      # JVM dying): tests/testdb_fixture.sh.
+      [[ -s "$embedded_state/crashed" ]] || return 1
+      cat "$embedded_state/crashed"
+      return 0
+      ;;
+    documentdb)
+      pg="$(since_mark "$docdb_state/postgres.log")"
+      gw="$(since_mark "$docdb_state/gateway.log")"
+      if grep -qE 'terminated by signal|terminated by exception|PANIC:|lost saved point in index|all server processes terminated' <<<"$pg"; then
+        why="PostgreSQL logged a crash"
+      elif ! "$root/scripts/testdb-documentdb.sh" status --state-dir "$docdb_state" >/dev/null 2>&1; then
+        why="the gateway or PostgreSQL is no longer running"
+      elif grep -qE 'panicked at|SIGSEGV|Segmentation fault' <<<"$gw"; then
+        why="the gateway logged a crash"
+      fi
+      [[ -n "$why" ]] || return 1
+      echo "$why. PostgreSQL's log ($docdb_state/postgres.log), its crash lines and last lines of this pass:"
+      grep -E 'terminated by|PANIC|lost saved point|server processes|FATAL|segfault' <<<"$pg" | tail -n 15 | sed 's/^/  | /'
+      echo "  ..."
+      tail -n 10 <<<"$pg" | sed 's/^/  | /'
+      echo "The gateway's last lines ($docdb_state/gateway.log):"
+      tail -n 8 <<<"$gw" | sed 's/^/  | /'
+      return 0
+      ;;
+  esac
+  return 1
+}
+
+# One ctest pass against the engine $1; the rest of the arguments go to ctest. Run again,
+# once, only when it failed because its server crashed.
+run_pass() {
+  local pass="$1" attempt crash
+  shift
+  for attempt in 1 2; do
+    rm -f "$embedded_state/crashed"
+    mark_logs
+    if [[ "$pass" == documentdb ]]; then
+      # Never empty: the ctest fixture would then start the embedded server instead.
+      [[ -n "$docdb_uri" ]] || { echo "== documentdb: no URI" >&2; return 1; }
+      export TXN_RECOVERY_TEST_URI="$docdb_uri"
+    fi
+    if ctest --test-dir "$build_dir" --output-on-failure -j"$(nproc)" --timeout 600 "$@" \
+      ${ctest_args[@]+"${ctest_args[@]}"}; then
+      ((attempt == 1)) || echo "== $pass: the rerun passed (the first run was lost to a server crash, above)"
+      return 0
+    fi
+    if ! crash="$(server_crashed "$pass")"; then
+      echo "== $pass: tests failed (the server did not crash: not run again)" >&2
+      return 1
+    fi
+    echo "== $pass: the test server crashed during the pass; its failures are not test results." >&2
+    echo "$crash" >&2
+    if ((attempt == 2)); then
+      echo "== $pass: the server crashed again in the rerun: giving up" >&2
+      return 1
+    fi
+    echo "== $pass: running the pass once more" >&2
+    if [[ "$pass" == documentdb ]] && ! start_documentdb again; then
+      echo "== $pass: DocumentDB could not be started again" >&2
+      return 1
+    fi
+  done
+}
+
+status=0
+for engine in "${engines[@]}"; do
+  case "$engine" in
+    uri)
+      echo "== tests against TXN_RECOVERY_TEST_URI"
+      run_pass uri || status=1
+      ;;
+    embedded)
+      echo "== tests (unit tests; database tests and chaos rounds on the embedded server)"
+      run_pass embedded || status=1
+      ;;
+    documentdb)
+      echo "== database tests and chaos rounds against DocumentDB"
+      if ! start_documentdb; then
+        echo "== documentdb: the server did not start (above)" >&2
+        status=1
+        continue
+      fi
+      run_pass documentdb -L '^database$' || status=1
+      unset TXN_RECOVERY_TEST_URI
+      stop_documentdb
+      ;;
+  esac
+done
+exit "$status"

@@ -18,8 +18,11 @@
 # sudo), builds pg_cron and pgvector, the two DocumentDB extensions and the gateway from
 # pinned tarballs (TXN_RECOVERY_VENDOR_DIR, by default ../shared/vendor beside the
 # repository when it exists, else downloaded by pinned URL; sha256 verified either way),
-# caches the results under .cache/documentdb/artefacts/KEY (KEY: the tarballs' sha256,
-# PostgreSQL's major version, libbson's version), installs the extension files into
+# caches the results under CACHE/documentdb/artefacts/KEY (CACHE: $TXN_RECOVERY_CACHE_DIR,
+# by default ${XDG_CACHE_HOME:-~/.cache}/txn-recoveryd, shared by every checkout of the
+# user, so that a fresh clone such as CI's starts warm; KEY: the tarballs' sha256,
+# PostgreSQL's major version, libbson's version and the recipe number below), with the
+# gateway's cargo target directory and downloaded tarballs beside it; installs the extension files into
 # PostgreSQL's lib and share directories when they differ, then runs PostgreSQL (Unix socket
 # in the state dir only, no TCP) and the gateway (127.0.0.1 only, SCRAM-SHA-256, TLS
 # offered but not enforced) as an unprivileged user: the caller, or when the caller is
@@ -28,13 +31,15 @@
 # the URI again and starts nothing. Any failure exits non-zero naming the step and its log.
 #
 # Environment: TESTDB_START_TIMEOUT (seconds to wait for each server, default 120),
-# TXN_RECOVERY_VENDOR_DIR (see above).
+# TXN_RECOVERY_VENDOR_DIR, TXN_RECOVERY_CACHE_DIR (see above).
 set -euo pipefail
 shopt -s inherit_errexit # die() in $(...) must end the script too
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(dirname "$here")"
-cache="$root/.cache/documentdb"
+# What is built is shared by every checkout (a fresh clone finds it warm); what runs is the
+# checkout's own (state dir).
+cache="${TXN_RECOVERY_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/txn-recoveryd}/documentdb"
 
 # Pinned sources: name, tarball, upstream commit, sha256 of the vendored `git archive`
 # tarball, and sha256 of its contents (every file's path below the top directory and
@@ -64,7 +69,7 @@ action="${1:-}"
 }
 shift
 port=0
-state_dir="$cache/run"
+state_dir="$root/.cache/documentdb/run"
 build_only=0
 timeout_s="${TESTDB_START_TIMEOUT:-120}"
 while (($# > 0)); do
@@ -275,7 +280,7 @@ install_extension_files() {
 
 # Makes sure everything is built and installed; prints the artefact directory.
 ensure_built() {
-  local key_input key out entry fields bson_version
+  local key_input key out entry fields bson_version other
   mkdir -p "$cache/logs"
   exec 8>"$cache/build.lock"
   flock 8
@@ -294,9 +299,14 @@ ensure_built() {
     ensure_rust
     build_all "$key" "$out"
     echo "$key_input" >"$out/key"
-    # Artefacts of other keys (older sources, another PostgreSQL or libbson) are stale.
-    find "$cache/artefacts" -mindepth 1 -maxdepth 1 -type d ! -name "$key" -exec rm -rf {} +
   fi
+  # The cache is shared by every checkout, and two branches may want two keys at once:
+  # only artefacts no start has used for 30 days are stale.
+  touch "$out/used"
+  for other in "$cache/artefacts"/*; do
+    [[ -d "$other" && "$other" != "$out" ]] || continue
+    if [[ ! -f "$other/used" || -n "$(find "$other/used" -mtime +30)" ]]; then rm -rf "$other"; fi
+  done
   install_extension_files "$out"
   exec 8>&-
   echo "$out"
@@ -348,11 +358,15 @@ free_port() {
   die "step 'pick port': no free port found"
 }
 
-postgres_alive() { # the postmaster recorded in the data dir runs and answers
+postmaster_running() { # the postmaster recorded in the data dir runs
   local pid
   [[ -f "$pgdata/postmaster.pid" ]] || return 1
   pid="$(head -n 1 "$pgdata/postmaster.pid")"
-  [[ "$pid" =~ ^[0-9]+$ ]] && pid_running "$pid" || return 1
+  [[ "$pid" =~ ^[0-9]+$ ]] && pid_running "$pid"
+}
+
+postgres_alive() { # the postmaster recorded in the data dir runs and answers
+  postmaster_running || return 1
   as_svc "$pg_bin/pg_isready" -q -h "$sock" -p "$pg_port" -d postgres
 }
 
@@ -449,8 +463,19 @@ EOF
 }
 
 start_postgres() {
-  local log="$state_dir/postgres.log"
+  local log="$state_dir/postgres.log" deadline
   postgres_alive && return 0
+  if postmaster_running; then
+    # Running but not answering: starting, or recovering after a backend crashed (it then
+    # restarts every backend by itself). Wait for it rather than start a second one.
+    note "waiting for the running PostgreSQL to accept connections (log $log)"
+    deadline=$((SECONDS + timeout_s))
+    until postgres_alive; do
+      ((SECONDS < deadline)) || die "step 'start postgres': running but not answering on $sock within ${timeout_s}s (log $log): $(tail_of "$log")"
+      sleep 0.5
+    done
+    return 0
+  fi
   write_postgres_config
   as_svc mkdir -p -m 0700 "$sock"
   note "starting PostgreSQL (log $log)"
@@ -650,8 +675,14 @@ else
   start_postgres
 fi
 
+# The service user may not be able to reach the build cache (a home directory of mode
+# 0700): the gateway runs from the state dir's own copy.
+if ! cmp -s "$artefacts/bin/documentdb_gateway" "$state_dir/documentdb_gateway"; then
+  install -m 0755 "$artefacts/bin/documentdb_gateway" "$state_dir/documentdb_gateway.tmp"
+  mv -f "$state_dir/documentdb_gateway.tmp" "$state_dir/documentdb_gateway"
+fi
 gw_port=""
-start_gateway "$port" "$artefacts/bin/documentdb_gateway"
+start_gateway "$port" "$state_dir/documentdb_gateway"
 uri="$(uri_of "$gw_port")"
 (umask 077 && echo "$uri" >"$state_dir/testdb.uri.tmp")
 mv "$state_dir/testdb.uri.tmp" "$state_dir/testdb.uri"

@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -72,6 +73,28 @@ TEST(Cli, AnUnknownCommandIsNamedWithTheCommandsThereAre) {
   EXPECT_EQ(r.exit_code, 64);
   EXPECT_NE(r.err.find("unknown command 'bogus'"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("sweep"), std::string::npos) << r.err;
+}
+
+TEST(Cli, AMisspeltCommandIsNamedWithTheCommandItResembles) {
+  ProcessResult r = Daemon("sweeep --config /dev/null");
+  EXPECT_EQ(r.exit_code, 64);
+  EXPECT_NE(r.err.find("unknown command 'sweeep' (did you mean 'sweep'?"), std::string::npos)
+      << r.err;
+  ProcessResult far = Daemon("frobnicate --config /dev/null");
+  EXPECT_EQ(far.err.find("did you mean"), std::string::npos) << "nothing close: " << far.err;
+}
+
+// check-config and every other command print every problem of the file, each with its
+// line, on stderr, and exit 78 once.
+TEST(Cli, EveryProblemOfTheFileIsPrintedAtOnce) {
+  std::string path = WriteConfig(
+      "[mongodb]\nuri = \"mongodb://h\"\n[daemon]\nintreval = \"30s\"\n[[watch]]\nname = \"w\"\n");
+  ProcessResult r = Daemon("check-config --config " + path);
+  EXPECT_EQ(r.exit_code, 78);
+  EXPECT_NE(r.err.find(path + ":4:1: daemon.intreval: unknown key (did you mean 'interval'?"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find(path + ":5:1: watch[0].database: is required"), std::string::npos) << r.err;
 }
 
 TEST(Cli, WithoutItsConfigurationFileItSaysWhereItLookedAndHowToProvideOne) {
@@ -149,6 +172,20 @@ TEST(Cli, UnreachableDatabaseExits69AndNeverPrintsThePassword) {
     EXPECT_EQ(r.exit_code, 69) << flags << "\n" << r.out << r.err;
     EXPECT_EQ((r.out + r.err).find("s3cr3t-pw"), std::string::npos) << flags << r.out << r.err;
   }
+}
+
+// The URI's serverSelectionTimeoutMS wins over mongodb.server_selection_timeout (5 s by
+// default): the whole sweep, index check included, reported an unreachable database after
+// 15 s (three waits of the configuration's 5 s) before.
+TEST(Cli, AnUnreachableDatabaseIsReportedWithinTheTimeoutTheUriSets) {
+  std::string path = WriteConfig(
+      "[mongodb]\nuri = \"mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=1000\"\n"
+      "[[watch]]\nname = \"w\"\ndatabase = \"d\"\n");
+  auto t0 = std::chrono::steady_clock::now();
+  ProcessResult r = Daemon("sweep --config " + path);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(r.exit_code, 69) << r.out << r.err;
+  EXPECT_LT(took, std::chrono::seconds(6)) << r.err;
 }
 
 TEST(Cli, SweepResolvesStuckTransfersAndReportsThemAsJson) {
@@ -322,6 +359,11 @@ TEST(Cli, InspectExits1WhileATransactionIsQuarantinedAsTheManPageSays) {
   EXPECT_EQ(text.exit_code, 1) << text.out;
   EXPECT_NE(text.out.find("_id=bad-42  pending  field 'value' is missing"), std::string::npos)
       << text.out;
+  // Nothing is stuck any more, and the quarantine is what needs attention: said first, where
+  // "stuck: none" would otherwise read as all clear.
+  auto attention = text.out.find("ATTENTION: 1 quarantined transaction waits for an operator");
+  EXPECT_NE(attention, std::string::npos) << text.out;
+  EXPECT_LT(attention, text.out.find("stuck (older than")) << text.out;
   ProcessResult json = Daemon("inspect --json --config " + path);
   EXPECT_EQ(json.exit_code, 1);
   auto doc = nlohmann::json::parse(json.out);

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -437,6 +438,59 @@ TEST_F(ConfigFile, SelectWatchesKeepsTheNamedOnesAndNamesTheKnownOnesForAnUnknow
   ASSERT_TRUE(SelectWatches({"other"}, &c).ok());
   ASSERT_EQ(c.watches.size(), 1u);
   EXPECT_EQ(c.watches[0].name, "other");
+}
+
+// A misspelt key is named with the key it resembles, and the hint points at the example
+// as installed (the Debian package and the image carry it), not at a path of the source.
+TEST_F(ConfigFile, AMisspeltKeyIsNamedWithTheKeyItResemblesAndTheInstalledExample) {
+  Config c;
+  std::string path = Write(
+      "[mongodb]\nuri = \"mongodb://h\"\n[daemon]\nintreval = \"30s\"\n[[watch]]\n"
+      "name = \"w\"\ndatabase = \"d\"\nrollbak_after = \"5m\"\n[watch.states]\npendng = [\"p\"]\n");
+  txn_recovery::Status s = LoadConfig(path, Env(), &c);
+  ASSERT_FALSE(s.ok());
+  const std::string& m = s.message();
+  EXPECT_NE(m.find(":4:1: daemon.intreval: unknown key (did you mean 'interval'?"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find(":8:1: watch[0].rollbak_after: unknown key (did you mean 'rollback_after'?"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find(":10:1: watch[0].states.pendng: unknown state (did you mean 'pending'?"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("/usr/share/doc/txn-recoveryd/txn-recoveryd.toml"), std::string::npos) << m;
+  EXPECT_EQ(m.find("against config/"), std::string::npos) << "a path of the source tree: " << m;
+}
+
+// An operator fixing a file learns of every problem in one go, not one per attempt: each
+// on its own line, in the order of the file, whatever section it is in.
+TEST_F(ConfigFile, EveryProblemOfTheFileIsReportedAtOnce) {
+  Config c;
+  std::string path = Write(
+      "[mongodb]\nuri = \"mongodb://h\"\nwrite_concern = 0\n"               // 1-3
+      "[sweep]\nworkers = \"four\"\nlease = \"5s\"\n"                       // 4-6
+      "[daemon]\nintreval = \"30s\"\n"                                      // 7-8
+      "[[watch]]\nname = \"w\"\ndatabase = \"d\"\nresume_after = \"5x\"\n"  // 9-12
+      "[[watch]]\nname = \"v\"\n");                                         // 13-14
+  txn_recovery::Status s = LoadConfig(path, Env(), &c);
+  ASSERT_FALSE(s.ok());
+  const std::string& m = s.message();
+  std::vector<std::string> expected = {
+      path + ":3:17: mongodb.write_concern: ",
+      path + ":5:11: sweep.workers: must be an integer",
+      path + ":6:9: sweep.lease: must be at least 15s",
+      path + ":8:1: daemon.intreval: unknown key",
+      path + ":12:16: watch[0].resume_after: ",
+      path + ":13:1: watch[1].database: is required",
+  };
+  std::size_t at = 0;
+  for (const auto& e : expected) {
+    std::size_t found = m.find(e, at);
+    EXPECT_NE(found, std::string::npos) << "missing, or out of order: " << e << "\n" << m;
+    if (found != std::string::npos) at = found;
+  }
+  EXPECT_EQ(std::count(m.begin(), m.end(), '\n'), 5) << "one line each:\n" << m;
 }
 
 TEST_F(ConfigFile, EveryProblemOfAWatchIsReportedAtTheKeyTheFileSetsUnderItsOwnName) {

@@ -227,6 +227,33 @@ TEST_P(Seed004, ThreeDaemonsRacingToStampKeepOneStampAndRecoverEachTransferOnce)
   for (const auto& v : bank_->Violations(before, /*all_terminal=*/false)) ADD_FAILURE() << v;
 }
 
+// Retention ages a finished transaction without a time field as the sweep does, from its
+// first sighting: before, it filtered on the time field alone and kept such a transaction
+// for ever.
+TEST_P(Seed004, AFinishedTransferWithoutATimeIsRemovedOnceItsFirstSightingIsOldEnough) {
+  bank_->Open(2);
+  Value id = bank_->Transfer("A0", "A1", 100, 8);  // done by the application, no time field
+  ASSERT_EQ(bank_->State(id), "done");
+  watch_.retention.retain_finished = std::chrono::hours(24);
+
+  WatchSummary first = Sweep();
+  EXPECT_EQ(first.first_sightings, 1) << "a finished transfer is stamped like any other";
+  EXPECT_EQ(first.finished_deleted, 0);
+  ASSERT_TRUE(Stamp(id));
+
+  bank_->Age(id, std::chrono::hours(23));  // first seen 23 hours ago: inside the period
+  EXPECT_EQ(Sweep().finished_deleted, 0);
+  EXPECT_TRUE(bank_->Txn(id));
+
+  bank_->Age(id, std::chrono::hours(25));
+  WatchSummary removed = Sweep();
+  EXPECT_TRUE(removed.status.ok()) << removed.status.ToString();
+  EXPECT_EQ(removed.finished_deleted, 1);
+  EXPECT_FALSE(bank_->Txn(id));
+  EXPECT_EQ(bank_->Balance("A0"), 900) << "removing the record undoes nothing";
+  EXPECT_EQ(bank_->Balance("A1"), 1100);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, Seed004, ::testing::Values("memory", "mongo"),
                          [](const auto& info) { return info.param; });
 

@@ -159,6 +159,40 @@ TEST_P(Retention, ABacklogDrainsOverSeveralSweepsOfAtMostMaxBatches) {
   EXPECT_EQ(Count(bank_->txns()), 0);
 }
 
+// An application that writes no time and ObjectId _ids (the schema book's): with
+// missing_time = "object_id" the sweep ages its transactions from the _id, and so does
+// retention; a finished one with no time at all under "quarantine" is kept for an operator.
+TEST_P(Retention, AFinishedTransactionWithoutATimeFieldIsAgedFromItsObjectIdWhenTheWatchSaysSo) {
+  const DateTime now = ServerNow(backend_->store());
+  const Value old_id(ObjectIdAged(backend_->store(), hours(48)));
+  const Value young_id(ObjectIdAged(backend_->store(), minutes(10)));
+  Must(backend_->store()->InsertMany(bank_->txns(), {Document{{"_id", old_id},
+                                                              {"source", "A0"},
+                                                              {"destination", "A1"},
+                                                              {"value", 1},
+                                                              {"state", "done"}},
+                                                     Document{{"_id", young_id},
+                                                              {"source", "A0"},
+                                                              {"destination", "A1"},
+                                                              {"value", 1},
+                                                              {"state", "done"}}}));
+  RetentionPolicy policy;
+  policy.retain_finished = hours(24);
+  RetentionTarget quarantine = Target();
+  RetentionResult kept;
+  Must(RemoveFinished(backend_->store(), backend_->clock(), quarantine, policy, now, nullptr,
+                      &kept));
+  EXPECT_EQ(kept.deleted, 0) << "no clock to age it by";
+
+  RetentionTarget by_id = Target();
+  by_id.missing_time = MissingTime::kObjectIdTime;
+  RetentionResult r;
+  Must(RemoveFinished(backend_->store(), backend_->clock(), by_id, policy, now, nullptr, &r));
+  EXPECT_EQ(r.deleted, 1);
+  EXPECT_FALSE(bank_->Txn(old_id));
+  EXPECT_TRUE(bank_->Txn(young_id));
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, Retention, ::testing::Values("memory", "mongo"),
                          [](const auto& info) { return info.param; });
 

@@ -62,26 +62,41 @@ Filter CandidateFilter(const WatchSpec& watch, DateTime now) {
   for (AgeClock clock : {AgeClock::kObjectId, AgeClock::kFirstSeen})
     for (Filter& f : AgedAlternatives(watch, all, now, clock)) alternatives.push_back(std::move(f));
   // Documents that can never match the alternatives above must still be found, or they
-  // would stay stuck without anyone knowing: unknown states and unreadable times.
+  // would stay stuck without anyone knowing: unknown states and unreadable times. Each of
+  // these alternatives, like those above, is bounded by the state, so that each is a range
+  // of the index RequiredIndexes asks for and none reads the finished history (an idle
+  // sweep's work must not grow with it; docs/state-machine.md, "What a sweep reads").
+  // Unknown states: the complement of the known spellings is a set of ranges of the index.
   alternatives.push_back(Filter().Nin(p.state_field, p.states.AllSpellings()));
+  // A transaction in flight whose time cannot be read is quarantined. A finished one is left
+  // alone: nothing of it is left to recover, and its late-write window cannot be placed.
+  const std::vector<Value> open = p.states.NonTerminalSpellings();
   const std::string first_seen = RecoveryPaths(watch.lease_field).FirstSeen();
   if (p.missing_time == MissingTime::kObjectIdTime) {
-    alternatives.push_back(Filter().NotExists(p.time_field).NotObjectId("_id"));
-  } else if (p.missing_time == MissingTime::kFirstSeen) {
-    // Not seen yet: the sweep stamps it. A stamp that is not a date: quarantined.
-    alternatives.push_back(NotYetSeen(p, RecoveryPaths(watch.lease_field)));
     alternatives.push_back(
-        Filter().NotExists(p.time_field).Exists(first_seen).NotDateTime(first_seen));
+        Filter().In(p.state_field, open).NotExists(p.time_field).NotObjectId("_id"));
+  } else if (p.missing_time == MissingTime::kFirstSeen) {
+    // Not seen yet: the sweep stamps it, finished ones too (their late-write window starts
+    // at the stamp). A stamp that is not a date: quarantined.
+    alternatives.push_back(
+        NotYetSeen(p, RecoveryPaths(watch.lease_field)).In(p.state_field, p.states.AllSpellings()));
+    alternatives.push_back(Filter()
+                               .In(p.state_field, open)
+                               .NotExists(p.time_field)
+                               .Exists(first_seen)
+                               .NotDateTime(first_seen));
   } else {
-    alternatives.push_back(Filter().NotExists(p.time_field));
+    alternatives.push_back(Filter().In(p.state_field, open).NotExists(p.time_field));
   }
-  alternatives.push_back(Filter().NotDateTime(p.time_field));
-  // Ahead of the clock by more than the skew allowed: reported (AheadOfTheClock).
+  alternatives.push_back(Filter().In(p.state_field, open).NotDateTime(p.time_field));
+  // Ahead of the clock by more than the skew allowed, in any known state: reported
+  // (AheadOfTheClock). A range of the index's time key within each state.
   const DateTime ahead{now.millis > std::numeric_limits<std::int64_t>::max() -
                                         watch.thresholds.max_clock_skew.count()
                            ? std::numeric_limits<std::int64_t>::max()
                            : now.millis + watch.thresholds.max_clock_skew.count() + 1};
-  alternatives.push_back(Filter().Gte(p.time_field, ahead));
+  alternatives.push_back(
+      Filter().In(p.state_field, p.states.AllSpellings()).Gte(p.time_field, ahead));
   Filter f;
   f.NotExists(RecoveryPaths(watch.lease_field).Quarantine())
       .And(p.owner.Condition())

@@ -2,24 +2,51 @@
 
 #include <map>
 
+#include "txn_recovery/recovery_record.h"
+
 namespace txn_recovery {
 
 std::vector<RequiredIndex> RequiredIndexes(const WatchSpec& watch) {
   const Profile& p = watch.profile;
+  const RecoveryPaths paths(watch.lease_field);
   std::vector<RequiredIndex> out;
-  out.push_back({watch.ns, IndexSpec{{{p.state_field, 1}, {p.time_field, 1}}, ""},
+  // Every alternative of the candidate query is a range of this index: a state, then a time
+  // range or "no time"; without a time field, the range of what the age is read from
+  // (the _id's time, or the daemon's first sighting) is the third key, so that finished
+  // transactions outside the late-write window are never read.
+  IndexSpec candidates{{{p.state_field, 1}, {p.time_field, 1}}, ""};
+  if (p.missing_time == MissingTime::kObjectIdTime) candidates.keys.emplace_back("_id", 1);
+  if (p.missing_time == MissingTime::kFirstSeen) candidates.keys.emplace_back(paths.FirstSeen(), 1);
+  out.push_back({watch.ns, candidates,
                  "the sweep's candidate query (stale states by age) and inspect's counts"});
+  out.push_back({watch.ns, IndexSpec{{{paths.Quarantine(), 1}}, "", true},
+                 "counting and listing quarantined transactions (only those are in it)"});
   // Every place the profile marks: transfer's and operations' marker arrays (operations: the
-  // allowed_collections it is told about), tagged-insert's tag.
-  for (const MarkerLocation& loc : p.MarkerLocations(watch.ns))
+  // allowed_collections it is told about), tagged-insert's tag; and where a finish leaves its
+  // trace, for the orphan scan's look for traces left behind (only those carrying one).
+  for (const MarkerLocation& loc : p.MarkerLocations(watch.ns)) {
     out.push_back({loc.ns, IndexSpec{{{loc.field, 1}}, ""},
                    "the guards of applying, undoing and finishing a step, late-write checks "
                    "and the orphan scan"});
-  if (const TransferProfile* t = p.transfer()) {
-    Namespace participants{watch.ns.database, t->participants_collection};
-    if (t->participant_key != "_id")
-      out.push_back({participants, IndexSpec{{{t->participant_key, 1}}, ""},
-                     "finding each participant by " + t->participant_key});
+    if (!loc.scalar)
+      out.push_back({loc.ns, IndexSpec{{{paths.Finished(), 1}}, "", true},
+                     "the orphan scan's look for traces of finished transactions (only the "
+                     "participants carrying one are in it)"});
+  }
+  // Participants found by a key other than _id (a transfer's participant_key, a described
+  // step's key): every step's write and read names its participant by it.
+  std::vector<std::pair<Namespace, std::string>> keys;
+  if (const TransferProfile* t = p.transfer())
+    keys.emplace_back(Namespace{watch.ns.database, t->participants_collection}, t->participant_key);
+  if (const StepsProfile* st = p.steps())
+    for (const StepSpec& step : st->steps)
+      keys.emplace_back(Namespace{watch.ns.database, step.collection}, step.key);
+  for (const auto& [ns, key] : keys) {
+    if (key == "_id") continue;
+    bool seen = false;
+    for (const RequiredIndex& r : out)
+      seen = seen || (r.ns == ns && r.spec.keys.size() == 1 && r.spec.keys[0].first == key);
+    if (!seen) out.push_back({ns, IndexSpec{{{key, 1}}, ""}, "finding each participant by " + key});
   }
   return out;
 }

@@ -382,12 +382,16 @@ Status MongoStore::Open(const MongoOptions& options, std::unique_ptr<MongoStore>
     uri.reset(mongoc_uri_new_with_error(options.uri.c_str(), &error));
   }
   if (!uri) return Status::InvalidArgument("not a usable MongoDB URI (not shown)");
-  mongoc_uri_set_option_as_int32(
-      uri.get(), MONGOC_URI_SERVERSELECTIONTIMEOUTMS,
-      static_cast<std::int32_t>(options.server_selection_timeout.count()));
+  // A timeout written in the URI wins over the options' (the configuration's defaults): the
+  // URI is where drivers, and operators, expect to set it, and it names one deployment.
+  // connectTimeoutMS has no option here: the URI's, else the driver's 10 s.
+  if (!mongoc_uri_has_option(uri.get(), MONGOC_URI_SERVERSELECTIONTIMEOUTMS))
+    mongoc_uri_set_option_as_int32(
+        uri.get(), MONGOC_URI_SERVERSELECTIONTIMEOUTMS,
+        static_cast<std::int32_t>(options.server_selection_timeout.count()));
   // Without a socket timeout a connection to a server that stopped answering (a network
   // partition without a reset) blocks its call for libmongoc's default of five minutes,
-  // long past the watchdog. A timeout written in the URI wins.
+  // long past the watchdog.
   if (!mongoc_uri_has_option(uri.get(), MONGOC_URI_SOCKETTIMEOUTMS) &&
       options.socket_timeout.count() > 0)
     mongoc_uri_set_option_as_int32(uri.get(), MONGOC_URI_SOCKETTIMEOUTMS,
@@ -805,6 +809,14 @@ Status MongoStore::ListIndexes(const Namespace& ns, std::vector<IndexSpec>* inde
         spec.keys.emplace_back(bson_iter_key(&key), dir);
       }
     }
+    // Created by CreateIndexes with only_where_present: {<first key>: {$exists: true}}.
+    bson_iter_t partial, cond;
+    if (bson_iter_init_find(&it, b, "partialFilterExpression") && BSON_ITER_HOLDS_DOCUMENT(&it) &&
+        bson_iter_recurse(&it, &partial) && !spec.keys.empty() &&
+        bson_iter_find(&partial, spec.keys.front().first.c_str()) &&
+        BSON_ITER_HOLDS_DOCUMENT(&partial) && bson_iter_recurse(&partial, &cond) &&
+        bson_iter_find(&cond, "$exists"))
+      spec.only_where_present = bson_iter_as_bool(&cond);
     indexes->push_back(std::move(spec));
   }
   bson_error_t error;
@@ -841,6 +853,14 @@ Status MongoStore::CreateIndexes(const Namespace& ns, const std::vector<IndexSpe
     }
     bson_append_document_end(&index, &key);
     bson_append_utf8(&index, "name", -1, name.c_str(), -1);
+    if (spec.only_where_present) {
+      bson_t partial, cond;
+      bson_append_document_begin(&index, "partialFilterExpression", -1, &partial);
+      bson_append_document_begin(&partial, spec.keys.front().first.c_str(), -1, &cond);
+      bson_append_bool(&cond, "$exists", -1, true);
+      bson_append_document_end(&partial, &cond);
+      bson_append_document_end(&index, &partial);
+    }
     bson_append_document_end(&list, &index);
   }
   bson_append_array_end(cmd.get(), &list);
@@ -851,6 +871,116 @@ Status MongoStore::CreateIndexes(const Namespace& ns, const std::vector<IndexSpe
   bson_error_t error;
   if (!mongoc_database_write_command_with_opts(db.get(), cmd.get(), nullptr, reply.get(), &error))
     return mongo::StatusFromBsonError(error, "createIndexes on " + ns.ToString());
+  return Status::Ok();
+}
+
+namespace {
+
+// Reads an explain reply, whatever its shape: mongod puts executionStats at the top for a
+// find and under stages[0].$cursor for an aggregation, and its stages count "keysExamined";
+// DocumentDB's gateway reports 0 keys in its totals and the real count in each index scan
+// stage's "totalKeysExamined". So: the totals of every "executionStats" document, the keys
+// of every index scan stage, whichever is larger; every stage's name and index anywhere.
+struct ExplainReading {
+  std::int64_t total_keys = 0;
+  std::int64_t stage_keys = 0;
+};
+
+void ReadExplain(const bson_t* doc, QueryPlan* plan, ExplainReading* reading, bool in_stats,
+                 bool in_planner = false) {
+  bson_iter_t it;
+  std::string stage;
+  // queryPlanner repeats the stages executionStats shows: read them once, as executed.
+  if (!in_planner && bson_iter_init_find(&it, doc, "stage") && BSON_ITER_HOLDS_UTF8(&it)) {
+    stage = bson_iter_utf8(&it, nullptr);
+    if (stage == "COLLSCAN") plan->collection_scan = true;
+    plan->summary += (plan->summary.empty() ? "" : " ") + stage;
+  }
+  if (!bson_iter_init(&it, doc)) return;
+  while (bson_iter_next(&it)) {
+    const std::string_view key = bson_iter_key(&it);
+    if (BSON_ITER_HOLDS_NUMBER(&it)) {
+      const std::int64_t n = bson_iter_as_int64(&it);
+      if (in_stats && key == "totalKeysExamined") reading->total_keys += n;
+      if (in_stats && key == "totalDocsExamined") plan->docs_examined += n;
+      if (in_stats && key == "nReturned") plan->returned += n;
+      if (stage == "IXSCAN" && key == "totalKeysExamined") reading->stage_keys += n;
+    }
+    if (!in_planner && BSON_ITER_HOLDS_UTF8(&it) && key == "indexName") {
+      const std::string name = bson_iter_utf8(&it, nullptr);
+      plan->summary += "(" + name + ")";
+      if (std::find(plan->indexes.begin(), plan->indexes.end(), name) == plan->indexes.end())
+        plan->indexes.push_back(name);
+    }
+    if (BSON_ITER_HOLDS_DOCUMENT(&it) || BSON_ITER_HOLDS_ARRAY(&it)) {
+      std::uint32_t len = 0;
+      const std::uint8_t* data = nullptr;
+      if (BSON_ITER_HOLDS_DOCUMENT(&it))
+        bson_iter_document(&it, &len, &data);
+      else
+        bson_iter_array(&it, &len, &data);
+      bson_t child;
+      // Only the statistics' own totals count: queryPlanner's plans carry none of the
+      // execution, and the stages below the totals repeat them.
+      if (data != nullptr && bson_init_static(&child, data, len))
+        ReadExplain(&child, plan, reading, key == "executionStats",
+                    in_planner || key == "queryPlanner");
+    }
+  }
+}
+
+}  // namespace
+
+Status MongoStore::Explain(const ReadQuery& query, QueryPlan* plan) {
+  *plan = QueryPlan{};
+  auto filter = mongo::NewBson();
+  if (Status s = impl_->Query(query.filter, filter.get()); !s.ok()) return s;
+  auto cmd = mongo::NewBson();
+  bson_t inner, pipeline, stage, group, sum;
+  const char* coll = query.ns.collection.c_str();
+  bson_append_document_begin(cmd.get(), "explain", -1, &inner);
+  if (query.kind == ReadQuery::Kind::kCount) {
+    // What mongoc_collection_count_documents sends.
+    bson_append_utf8(&inner, "aggregate", -1, coll, -1);
+    bson_append_array_begin(&inner, "pipeline", -1, &pipeline);
+    bson_append_document_begin(&pipeline, "0", -1, &stage);
+    bson_append_document(&stage, "$match", -1, filter.get());
+    bson_append_document_end(&pipeline, &stage);
+    bson_append_document_begin(&pipeline, "1", -1, &stage);
+    bson_append_document_begin(&stage, "$group", -1, &group);
+    bson_append_int32(&group, "_id", -1, 1);
+    bson_append_document_begin(&group, "n", -1, &sum);
+    bson_append_int32(&sum, "$sum", -1, 1);
+    bson_append_document_end(&group, &sum);
+    bson_append_document_end(&stage, &group);
+    bson_append_document_end(&pipeline, &stage);
+    bson_append_array_end(&inner, &pipeline);
+    bson_t cursor;
+    bson_append_document_begin(&inner, "cursor", -1, &cursor);
+    bson_append_document_end(&inner, &cursor);
+  } else {
+    bson_append_utf8(&inner, "find", -1, coll, -1);
+    bson_append_document(&inner, "filter", -1, filter.get());
+    if (query.options.sort_ascending_by) {
+      bson_t sort;
+      bson_append_document_begin(&inner, "sort", -1, &sort);
+      bson_append_int32(&sort, query.options.sort_ascending_by->c_str(), -1, 1);
+      bson_append_document_end(&inner, &sort);
+    }
+    if (query.options.limit > 0) bson_append_int64(&inner, "limit", -1, query.options.limit);
+  }
+  bson_append_document_end(cmd.get(), &inner);
+  bson_append_utf8(cmd.get(), "verbosity", -1, "executionStats", -1);
+  PooledClient client;
+  if (Status s = impl_->Client(&client); !s.ok()) return s;
+  Reply reply;
+  bson_error_t error;
+  if (!mongoc_client_command_simple(client.get(), query.ns.database.c_str(), cmd.get(), nullptr,
+                                    reply.get(), &error))
+    return mongo::StatusFromBsonError(error, "explain of " + query.ToString());
+  ExplainReading reading;
+  ReadExplain(reply.get(), plan, &reading, false);
+  plan->keys_examined = std::max(reading.total_keys, reading.stage_keys);
   return Status::Ok();
 }
 

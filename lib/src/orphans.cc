@@ -37,6 +37,16 @@ bool NamesParticipant(const Transaction& txn, const Namespace& ns, const Documen
   return false;
 }
 
+// Participants whose `path` holds something other than an empty array: those carrying a
+// marker (or a trace). Spelled {path: {$exists: true, $ne: []}}, which the index on `path`
+// bounds on every engine; {"path.0": {$exists: true}} made DocumentDB read every participant.
+// A value that is not an array is returned too, and skipped by the caller.
+Filter PresentNotEmpty(const std::string& path) {
+  Filter f;
+  f.Exists(path).Ne(path, Value(Array{}));
+  return f;
+}
+
 // One scan of one watch: its counters, its reports and the machine that undoes late writes.
 class OrphanScan {
  public:
@@ -59,8 +69,7 @@ class OrphanScan {
     FindOptions fo;
     fo.batch_size = options_.batch_size;
     std::unique_ptr<Cursor> cursor;
-    if (Status s = store_->Find(loc.ns, Filter().NonEmptyArray(paths.Finished()), fo, &cursor);
-        !s.ok())
+    if (Status s = store_->Find(loc.ns, PresentNotEmpty(paths.Finished()), fo, &cursor); !s.ok())
       return s;
     Document participant;
     for (bool has = true;;) {
@@ -100,16 +109,21 @@ class OrphanScan {
     if (loc.scalar) {
       marked.Exists(loc.field).Ne(loc.field, Null{});
     } else {
-      marked.NonEmptyArray(loc.field);
+      marked = PresentNotEmpty(loc.field);
     }
     std::unique_ptr<Cursor> cursor;
     if (Status s = store_->Find(loc.ns, marked, fo, &cursor); !s.ok()) return s;
     Document participant;
+    // A scan may return a document twice (DocumentDB does): each participant is checked,
+    // counted and reported once.
+    std::set<std::string> scanned;
     for (bool has = true;;) {
       if (options_.stop != nullptr && options_.stop->load())
         return Status::Aborted("orphan scan stopped");
       if (Status s = cursor->Next(&participant, &has); !s.ok()) return s;
       if (!has) return Status::Ok();
+      if (const Value* pid = participant.Get("_id"); pid && !scanned.insert(pid->ToString()).second)
+        continue;
       if (Status s = ScanParticipant(loc, participant); !s.ok()) return s;
     }
   }

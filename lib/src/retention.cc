@@ -54,11 +54,22 @@ Status RemoveFinished(Store* store, Clock* clock, const RetentionTarget& target,
   *result = {};
   if (!policy.enabled()) return Status::Ok();
   auto keep = std::max(policy.retain_finished, target.late_write_window);
+  const DateTime cutoff{now.millis - keep.count()};
+  // Old enough on the clock the sweep ages the transaction with (AgedAlternatives): its
+  // time field, else, as the watch says, its first sighting or its ObjectId.
+  std::vector<Filter> old_enough;
+  old_enough.push_back(Filter().Lt(target.time_field, cutoff));
+  const RecoveryPaths paths(target.lease_field);
+  if (target.missing_time == MissingTime::kFirstSeen)
+    old_enough.push_back(Filter().NotExists(target.time_field).Lt(paths.FirstSeen(), cutoff));
+  if (target.missing_time == MissingTime::kObjectIdTime)
+    old_enough.push_back(
+        Filter().NotExists(target.time_field).Lt("_id", ObjectId::AtTime(cutoff.millis)));
   Filter eligible;
   eligible.And(target.finished)
-      .Lt(target.time_field, DateTime{now.millis - keep.count()})
-      .NotExists(target.lease_field + ".lease")
-      .NotExists(target.lease_field + ".quarantine");
+      .AnyOf(std::move(old_enough))
+      .NotExists(paths.Lease())
+      .NotExists(paths.Quarantine());
   const bool archive = !policy.archive_collection.empty();
   const Namespace archive_ns{target.transactions.database, policy.archive_collection};
   std::int32_t batch = std::max<std::int32_t>(1, policy.batch_size);
@@ -79,12 +90,13 @@ Status RemoveFinished(Store* store, Clock* clock, const RetentionTarget& target,
     if (Status s = store->Find(target.transactions, eligible, fo, &cursor); !s.ok()) return s;
     std::vector<Document> docs;
     std::vector<Value> ids;
+    std::set<std::string> seen;  // a scan may return a document twice (DocumentDB)
     Document d;
     for (bool has = true;;) {
       if (Status s = cursor->Next(&d, &has); !s.ok()) return s;
       if (!has) break;
       const Value* id = d.Get("_id");
-      if (id == nullptr) continue;
+      if (id == nullptr || !seen.insert(id->ToString()).second) continue;
       ids.push_back(*id);
       docs.push_back(std::move(d));
     }

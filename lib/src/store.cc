@@ -437,11 +437,13 @@ std::string IndexSpec::ToString() const {
   std::string out = "{";
   for (std::size_t i = 0; i < keys.size(); ++i)
     out += (i ? ", " : "") + keys[i].first + ": " + std::to_string(keys[i].second);
-  return out + "}";
+  return out + (only_where_present ? "} where present" : "}");
 }
 
 bool IndexSpec::ServedBy(const IndexSpec& existing) const {
-  if (keys.empty() || existing.keys.size() < keys.size()) return false;
+  if (keys.empty() || existing.keys.size() < keys.size() ||
+      (only_where_present && !existing.only_where_present))
+    return false;
   return std::equal(keys.begin(), keys.end(), existing.keys.begin());
 }
 

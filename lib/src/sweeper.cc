@@ -127,6 +127,7 @@ class Sweeper::Pass {
     target.transactions = watch_.ns;
     target.finished.In(watch_.profile.state_field, watch_.profile.states.TerminalSpellings());
     target.time_field = watch_.profile.time_field;
+    target.missing_time = watch_.profile.missing_time;
     target.lease_field = watch_.lease_field;
     target.late_write_window = watch_.thresholds.late_write_window;
     RetentionResult removed;
@@ -353,8 +354,16 @@ Status Sweeper::SweepWatch(const WatchSpec& watch,
     summary->status = s;
     return s;
   };
-  if (Status s = IsPaused(store_, watch, &summary->paused); !s.ok() || summary->paused)
-    return finish(s);
+  // What carries a quarantine reason, counted after every sweep, a paused one included:
+  // it waits for an operator whether or not the watch is paused, and the gauge (and the
+  // alert on it) must not drop to zero while it does.
+  auto count_quarantined = [&] {
+    Filter quarantined;
+    quarantined.Exists(RecoveryPaths(watch.lease_field).Quarantine());
+    return store_->Count(watch.ns, quarantined, &summary->quarantined_total);
+  };
+  if (Status s = IsPaused(store_, watch, &summary->paused); !s.ok()) return finish(s);
+  if (summary->paused) return finish(count_quarantined());
   // One server-time query per sweep; later "now"s extrapolate with our monotonic clock so
   // that ages stay on the server's clock without a round trip per transaction.
   DateTime server_start;
@@ -364,11 +373,7 @@ Status Sweeper::SweepWatch(const WatchSpec& watch,
   Status status = pass.Stream();
   if (status.ok() && !options_.dry_run && watch.retention.enabled()) status = pass.Retain();
   if (status.ok() || status.IsAborted()) {
-    Filter quarantined;
-    quarantined.Exists(RecoveryPaths(watch.lease_field).Quarantine());
-    if (Status s = store_->Count(watch.ns, quarantined, &summary->quarantined_total);
-        !s.ok() && status.ok())
-      status = s;
+    if (Status s = count_quarantined(); !s.ok() && status.ok()) status = s;
   }
   return finish(status);
 }

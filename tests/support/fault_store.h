@@ -50,6 +50,10 @@ class FaultStore final : public Store {
   // Every find returns each document twice in a row, as a server's scan may when the
   // document is updated during it (DocumentDB does so readily).
   void RepeatEachDocument() { repeat_ = true; }
+  // Every write's reply says it matched and changed nothing, though it was applied: a
+  // reply that reports fewer changes than were made, without an error, as DocumentDB's did
+  // once (a bulk of 50 updates: 38 applied, nModified 0, no writeErrors).
+  void ReportNoChanges() { report_no_changes_ = true; }
   bool crashed() const { return crashed_; }
   int writes() const { return writes_; }
 
@@ -71,12 +75,12 @@ class FaultStore final : public Store {
   Status UpdateOne(const Namespace& ns, const Filter& f, const Update& u, WriteResult* r) override {
     if (Status s = BeforeWrite(); !s.ok()) return s;
     if (Refused(ns, f)) return AfterWrite(RefusedStatus());
-    return AfterWrite(base_->UpdateOne(ns, f, u, r));
+    return AfterWrite(Underreported(base_->UpdateOne(ns, f, u, r), r));
   }
   Status UpdateMany(const Namespace& ns, const Filter& f, const Update& u,
                     WriteResult* r) override {
     if (Status s = BeforeWrite(); !s.ok()) return s;
-    return AfterWrite(base_->UpdateMany(ns, f, u, r));
+    return AfterWrite(Underreported(base_->UpdateMany(ns, f, u, r), r));
   }
   Status FindOneAndUpdate(const Namespace& ns, const Filter& f, const Update& u,
                           std::optional<Document>* after) override {
@@ -86,7 +90,7 @@ class FaultStore final : public Store {
   }
   Status DeleteMany(const Namespace& ns, const Filter& f, WriteResult* r) override {
     if (Status s = BeforeWrite(); !s.ok()) return s;
-    return AfterWrite(base_->DeleteMany(ns, f, r));
+    return AfterWrite(Underreported(base_->DeleteMany(ns, f, r), r));
   }
   Status InsertMany(const Namespace& ns, const std::vector<Document>& docs) override {
     if (Status s = BeforeWrite(); !s.ok()) return s;
@@ -101,6 +105,7 @@ class FaultStore final : public Store {
     in_bulk_ = true;
     Status s = Store::UpdateEach(ns, requests, result);
     in_bulk_ = false;
+    if (report_no_changes_) result->matched = result->modified = 0;
     return AfterWrite(std::move(s));
   }
   Status ListIndexes(const Namespace& ns, std::vector<IndexSpec>* indexes) override {
@@ -133,6 +138,11 @@ class FaultStore final : public Store {
     std::optional<Document> again_;
   };
   bool repeat_ = false;
+  bool report_no_changes_ = false;
+  Status Underreported(Status s, WriteResult* r) const {
+    if (report_no_changes_) *r = WriteResult{};
+    return s;
+  }
   static Status Dead() { return Status::Aborted("injected crash: the process is dead"); }
   bool Refused(const Namespace& ns, const Filter& f) const {
     if (!refused_id_ || !(ns == refused_ns_)) return false;

@@ -12,6 +12,17 @@
 namespace txn_recovery::testing {
 
 TestUri FindTestUri() {
+  // The second pass of scripts/test.sh (DocumentDB) runs only the tests labelled `database`:
+  // a test that reaches the server without the label would pass on one engine only.
+  if (std::getenv("TXN_RECOVERY_TEST_UNLABELLED") != nullptr &&
+      ::testing::UnitTest::GetInstance()->current_test_info() != nullptr) {
+    const std::string why =
+        "this test uses the test database, but tests/CMakeLists.txt does not label it "
+        "`database` (add its name to DATABASE_TESTS there), so it would run against one "
+        "engine only";
+    ADD_FAILURE() << why;
+    return {false, why};
+  }
   if (const char* uri = std::getenv("TXN_RECOVERY_TEST_URI"); uri && *uri) return {true, uri};
   const char* file = std::getenv("TXN_RECOVERY_TESTDB_URI_FILE");
   if (file == nullptr || *file == '\0')

@@ -22,9 +22,11 @@ struct RequiredIndex {
   std::string why;  // which queries need it, for the operator
 };
 
-// Every index `watch` needs, in a stable order: {<state_field>: 1, <time_field>: 1} on the
-// transactions collection; per participant collection the marker field (the apply/undo
-// guards), and the participant key when it is not _id.
+// Every index `watch` needs, in a stable order: on the transactions collection
+// {<state_field>: 1, <time_field>: 1} (with missing_time "object_id" then _id, with
+// "first_seen" then <lease_field>.firstSeen) and {<lease_field>.quarantine: 1} over the quarantined only; per
+// participant collection the marker field (the apply/undo guards), and each participant key
+// that is not _id (a transfer's participant_key, a described step's key).
 std::vector<RequiredIndex> RequiredIndexes(const WatchSpec& watch);
 
 struct IndexCheck {

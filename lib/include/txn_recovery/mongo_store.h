@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "txn_recovery/query_log.h"
 #include "txn_recovery/store.h"
 #include "txn_recovery/uri_redaction.h"  // RedactUri, for every caller that shows a URI
 
@@ -36,7 +37,9 @@ struct MongoOptions {
   std::string uri;  // a mongodb:// or mongodb+srv:// URI; may carry credentials
   std::string app_name = "txn-recoveryd";
   int max_pool_size = 16;
-  // How long a call waits for a usable server before failing with Unavailable.
+  // How long a call waits for a usable server before failing with Unavailable, unless the
+  // URI sets serverSelectionTimeoutMS (which wins; so do its socketTimeoutMS and
+  // connectTimeoutMS).
   std::chrono::milliseconds server_selection_timeout{5000};
   // How long one operation may wait on a connected server's reply (socketTimeoutMS, unless
   // the URI sets it). 0 leaves the driver's default.
@@ -101,6 +104,12 @@ class MongoStore final : public Store {
   // sent (server monitoring heartbeats excluded), and the documents in every reply's
   // cursor batch or findAndModify value.
   bool GetWireStats(WireStats* stats) const override;
+
+  // How the server runs `query`, by its own account (the explain command with
+  // "executionStats": the read is executed, nothing is written), sent exactly as Find or
+  // Count would send it (a count is the aggregation the driver sends for it). For tests and
+  // the benchmark. ServerError when the server does not answer explain (mongo-java-server).
+  Status Explain(const ReadQuery& query, QueryPlan* plan);
 
   // Drops a database (tests and the demo only).
   Status DropDatabase(const std::string& database);

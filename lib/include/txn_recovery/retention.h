@@ -17,6 +17,7 @@
 
 #include "txn_recovery/clock.h"
 #include "txn_recovery/config_problem.h"
+#include "txn_recovery/profile.h"
 #include "txn_recovery/store.h"
 
 namespace txn_recovery {
@@ -51,8 +52,12 @@ struct RetentionResult {
 struct RetentionTarget {
   Namespace transactions;
   Filter finished;         // matches done / cancelled in every accepted spelling
-  std::string time_field;  // transactions without a readable date here are kept
+  std::string time_field;  // a transaction with something else than a date here is kept
   std::string lease_field;
+  // How the watch ages a transaction that has no time field (Profile::missing_time), as
+  // the sweep does: from the daemon's first sighting (`<lease_field>.firstSeen`) or from its
+  // ObjectId `_id`. Otherwise (quarantine) one without a time field is kept.
+  MissingTime missing_time = MissingTime::kQuarantine;
   // The late-write window of the watch: nothing younger is removed, whatever the policy.
   std::chrono::milliseconds late_write_window{0};
 };

@@ -141,12 +141,18 @@ struct FindOptions {
 struct IndexSpec {
   std::vector<std::pair<std::string, int>> keys;
   std::string name;  // empty when creating: the server's conventional "path_1_path_1"
+  // Only documents that have the first key are in it (partialFilterExpression {<key>:
+  // {$exists: true}}): an index a server reads for "the key exists" (the quarantine) where a
+  // plain one is read whole. Not `sparse`: DocumentDB's planner combines a sparse index
+  // into a query for "the key is absent" and reads all of it.
+  bool only_where_present = false;
 
-  // "{state: 1, lastModified: 1}"
+  // "{state: 1, lastModified: 1}", "{recovery.quarantine: 1} where present"
   std::string ToString() const;
   // True if an index with the keys of `existing` serves every query this one is meant for:
   // `existing` starts with exactly these keys in this order and direction (MongoDB can use
-  // a prefix of a compound index).
+  // a prefix of a compound index), and holds only documents with the first key if this one
+  // does (a plain index is read whole for "the key exists").
   bool ServedBy(const IndexSpec& existing) const;
 };
 

@@ -1,0 +1,81 @@
+// The candidate query as a filter: what it finds, and the shape that lets an index bound it
+// (docs/state-machine.md, "Finding candidates" and "What a sweep reads"). The server's
+// account of the same query is tests/server_work_test.cc.
+#include <gtest/gtest.h>
+
+#include "support/watch_config.h"
+#include "txn_recovery/candidates.h"
+
+namespace txn_recovery::testing {
+namespace {
+
+using std::chrono::hours;
+using std::chrono::minutes;
+
+const DateTime kNow{1'800'000'000'000};
+
+WatchSpec Watch(const std::string& missing_time) {
+  return WatchFromToml(
+      "[[watch]]\nname = \"w\"\ndatabase = \"d\"\nprofile = \"transfer\"\nmissing_time = \"" +
+          missing_time + "\"\n",
+      "d");
+}
+
+TEST(CandidateQuery, EveryAlternativeIsBoundedByTheState) {
+  // An alternative without a condition on the state is no range of the {state, ...} index:
+  // the server would read every finished transaction for it, on every sweep.
+  for (const char* missing_time : {"quarantine", "object_id", "first_seen"}) {
+    SCOPED_TRACE(missing_time);
+    const WatchSpec w = Watch(missing_time);
+    const Filter f = CandidateFilter(w, kNow);
+    ASSERT_FALSE(f.any_of().empty());
+    for (const Filter& alternative : f.any_of()) {
+      bool bounded = false;
+      for (const Predicate& p : alternative.all())
+        bounded = bounded || (p.path == w.profile.state_field &&
+                              (p.op == Predicate::Op::kIn || p.op == Predicate::Op::kNin));
+      EXPECT_TRUE(bounded) << alternative.ToString();
+    }
+  }
+}
+
+TEST(CandidateQuery, AnUnreadableTimeIsQuarantinedInFlightAndLeftAloneOnceFinished) {
+  const WatchSpec w = Watch("quarantine");
+  const Filter f = CandidateFilter(w, kNow);
+  for (const Value& bad : {Value("yesterday"), Value(std::int64_t{5})}) {
+    EXPECT_TRUE(f.Matches(Document{{"_id", 1}, {"state", "pending"}, {"lastModified", bad}}))
+        << "found, to be quarantined: " << bad.ToString();
+    EXPECT_FALSE(f.Matches(Document{{"_id", 2}, {"state", "done"}, {"lastModified", bad}}))
+        << "nothing of it to recover, no late-write window to place: " << bad.ToString();
+  }
+  EXPECT_TRUE(f.Matches(Document{{"_id", 3}, {"state", "applied"}})) << "no time, in flight";
+  EXPECT_FALSE(f.Matches(Document{{"_id", 4}, {"state", "cancelled"}})) << "no time, finished";
+  EXPECT_TRUE(f.Matches(Document{{"_id", 5}, {"state", "weird"}})) << "an unknown state";
+  EXPECT_TRUE(f.Matches(Document{{"_id", 6}})) << "no state at all";
+}
+
+TEST(CandidateQuery, AFinishedTransactionIsReadInsideItsLateWriteWindowOrAheadOfTheClockOnly) {
+  const WatchSpec w = Watch("quarantine");
+  const Filter f = CandidateFilter(w, kNow);
+  auto done_at = [](DateTime t) {
+    return Document{{"_id", 1}, {"state", "done"}, {"lastModified", t}};
+  };
+  EXPECT_TRUE(f.Matches(done_at(Minus(kNow, minutes(30)))));
+  EXPECT_FALSE(f.Matches(done_at(Minus(kNow, hours(2)))));
+  EXPECT_FALSE(f.Matches(done_at(Minus(kNow, std::chrono::seconds(10)))));
+  EXPECT_TRUE(
+      f.Matches(done_at(DateTime{kNow.millis + std::chrono::milliseconds(hours(1)).count()})))
+      << "ahead of the clock by more than max_clock_skew: reported";
+}
+
+TEST(CandidateQuery, WithoutATimeFieldAFinishedTransactionIsStampedOnceThenAgedFromTheStamp) {
+  const WatchSpec w = Watch("first_seen");
+  const Filter f = CandidateFilter(w, kNow);
+  EXPECT_TRUE(f.Matches(Document{{"_id", 1}, {"state", "done"}})) << "not seen yet: stamped";
+  Document seen{{"_id", 1}, {"state", "done"}};
+  seen.Set(w.lease_field, Document{{"firstSeen", Minus(kNow, hours(2))}});
+  EXPECT_FALSE(f.Matches(seen)) << "stamped two hours ago: past its late-write window";
+}
+
+}  // namespace
+}  // namespace txn_recovery::testing

@@ -1,0 +1,295 @@
+// An idle daemon costs the server nothing, however much history the transactions collection
+// keeps: every read a sweep, `inspect` and the orphan scan send is an index range bounded
+// by the transactions that need the daemon (in flight, or finished inside the late-write
+// window), never a collection scan or a whole index. Proved by the server's own account:
+// the reads are captured through the store as the engine built them (QueryLog) and each
+// one is explained by the server (MongoStore::Explain). Runs on every server that answers
+// explain (DocumentDB, mongod); the embedded server does not, and the benchmark measures
+// its idle sweep instead (docs/benchmarks in README).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "support/bank.h"
+#include "support/scenario.h"
+#include "support/test_env.h"
+#include "support/watch_config.h"
+#include "txn_recovery/indexes.h"
+#include "txn_recovery/inspect.h"
+#include "txn_recovery/mongo_store.h"
+#include "txn_recovery/orphans.h"
+#include "txn_recovery/query_log.h"
+#include "txn_recovery/recovery_record.h"
+#include "txn_recovery/sweeper.h"
+
+namespace txn_recovery::testing {
+namespace {
+
+using std::chrono::hours;
+using std::chrono::minutes;
+
+// Far more history than any bound below allows to be read, small enough to insert quickly.
+constexpr int kFinishedLongAgo = 3000;
+constexpr int kInFlightYoung = 10;
+// Keys and documents an index range may read beyond the documents it returns: the key past
+// the end of each range, and a few per alternative of the candidate query.
+constexpr std::int64_t kRangeSlack = 150;
+
+struct Shape {
+  const char* id;  // the test's name
+  const char* name;
+  const char* toml;
+};
+
+// One watch of each application shape and each way of telling a transaction's age.
+const Shape kShapes[] = {
+    {"ManualTransfer", "MongoDB manual transfer", R"([[watch]]
+name = "w"
+database = "d"
+profile = "transfer"
+)"},
+    {"SchemaBookTransfer", "schema-book transfer (participants by name, ages from the _id)",
+     R"([[watch]]
+name = "w"
+database = "d"
+profile = "transfer"
+participant_key = "name"
+missing_time = "object_id"
+[watch.states]
+applied = ["committed"]
+cancelled = ["canceled"]
+)"},
+    {"TransferWithoutTime", "transfer without a time field (ages from the daemon's first sighting)",
+     R"([[watch]]
+name = "w"
+database = "d"
+profile = "transfer"
+missing_time = "first_seen"
+)"},
+    {"MongooseOperations", "mongoose operations", R"([[watch]]
+name = "w"
+database = "d"
+profile = "operations"
+)"},
+    {"TaggedInserts", "tagged inserts", R"([[watch]]
+name = "w"
+database = "d"
+profile = "tagged-insert"
+tagged_collections = ["orders", "lines"]
+)"},
+    {"DescribedSteps", "described steps (participants by a key other than _id)", R"([[watch]]
+name = "w"
+database = "d"
+profile = "steps"
+state_field = "status"
+marker_field = "pendingTransaction"
+steps = [
+  {collection = "users", key = "login", key_path = "data.targetUser", inc = {money = "data.amount"}},
+]
+[watch.states]
+new = ["new"]
+)"},
+};
+
+class IdleServerWork : public ::testing::TestWithParam<int> {
+ protected:
+  void SetUp() override {
+    backend_ = TestBackend::Create("mongo");
+    ASSERT_TRUE(backend_->error().empty()) << backend_->error();
+    mongo_ = dynamic_cast<MongoStore*>(backend_->store());
+    ASSERT_NE(mongo_, nullptr);
+    shape_ = kShapes[GetParam()];
+    watch_ = WatchFromToml(shape_.toml, backend_->database());
+    // Does this server answer explain at all?
+    QueryPlan plan;
+    Status s =
+        mongo_->Explain({ReadQuery::Kind::kFind, watch_.ns, Filter().Eq("_id", 1), {}}, &plan);
+    if (!s.ok())
+      GTEST_SKIP() << "this server does not answer explain (" << s.ToString()
+                   << "); the benchmark's idle rows measure it instead";
+  }
+
+  // A document of `watch_`'s transactions collection in `state`, whose age (however the
+  // watch reads it) is `age`. Its other fields do not matter: a sweep that reads it has
+  // failed already.
+  Document Txn(const Value& state, std::chrono::milliseconds age, DateTime now, int i) {
+    const Profile& p = watch_.profile;
+    const DateTime when = Minus(now, age);
+    Document d;
+    switch (p.missing_time) {
+      case MissingTime::kObjectIdTime: {
+        ObjectId id = ObjectId::AtTime(when.millis);
+        for (int b = 0; b < 4; ++b)
+          id.bytes[11 - static_cast<std::size_t>(b)] = static_cast<std::uint8_t>(i >> (8 * b));
+        d.Set("_id", id);
+        break;
+      }
+      case MissingTime::kFirstSeen:
+        d.Set("_id", static_cast<std::int64_t>(i));
+        d.Set(watch_.lease_field, Document{{"firstSeen", when}});
+        break;
+      default:
+        d.Set("_id", static_cast<std::int64_t>(i));
+        d.Set(p.time_field, when);
+    }
+    d.Set(p.state_field, state);
+    return d;
+  }
+
+  // The history of a busy shop: thousands of transactions finished long before the
+  // late-write window, a few in flight that are too young to need the daemon.
+  void FillHistory() {
+    const Profile& p = watch_.profile;
+    DateTime now;
+    Must(mongo_->ServerTime(&now));
+    const std::vector<Value> finished = p.states.TerminalSpellings();
+    const std::vector<Value> open = p.states.NonTerminalSpellings();
+    std::vector<Document> docs;
+    for (int i = 0; i < kFinishedLongAgo; ++i)
+      docs.push_back(Txn(finished[static_cast<std::size_t>(i) % finished.size()],
+                         watch_.thresholds.late_write_window + hours(24), now, i));
+    for (int i = 0; i < kInFlightYoung; ++i)
+      docs.push_back(Txn(open[static_cast<std::size_t>(i) % open.size()], std::chrono::seconds(1),
+                         now, kFinishedLongAgo + i));
+    Must(mongo_->InsertMany(watch_.ns, docs));
+  }
+
+  // Creates the watch's indexes and waits until the server plans with them (DocumentDB
+  // builds an index in a background job, seconds after createIndexes returns).
+  void BuildIndexes() {
+    std::vector<IndexCheck> checks;
+    Must(EnsureIndexes(mongo_, watch_, /*create=*/true, &checks));
+    const Profile& p = watch_.profile;
+    ReadQuery probe{ReadQuery::Kind::kFind,
+                    watch_.ns,
+                    Filter().Eq(p.state_field, p.states.TerminalSpellings().front()),
+                    {}};
+    QueryPlan plan;
+    for (int i = 0; i < 120; ++i) {
+      Must(mongo_->Explain(probe, &plan));
+      if (!plan.collection_scan) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
+    FAIL() << "the index on the state is not used a minute after it was created: " << plan.summary;
+  }
+
+  // Every read recorded in `log`, explained: none may scan the collection or read more
+  // than `bound` keys or documents.
+  void ExpectBounded(const QueryLog& log, std::int64_t bound, const char* who) {
+    const std::vector<ReadQuery> reads = log.reads();
+    ASSERT_FALSE(reads.empty()) << who << " sent no read at all";
+    for (const ReadQuery& q : reads) {
+      QueryPlan plan;
+      Must(mongo_->Explain(q, &plan));
+      SCOPED_TRACE(std::string(who) + ": " + q.ToString() + "\n  plan: " + plan.summary);
+      EXPECT_FALSE(plan.collection_scan) << "a collection scan";
+      EXPECT_LE(plan.keys_examined, bound) << "index keys read beyond the work there is";
+      EXPECT_LE(plan.docs_examined, bound) << "documents read beyond the work there is";
+    }
+  }
+
+  std::unique_ptr<TestBackend> backend_;
+  MongoStore* mongo_ = nullptr;
+  Shape shape_{};
+  WatchSpec watch_;
+};
+
+TEST_P(IdleServerWork, ASweepInspectAndTheOrphanScanReadOnlyWhatNeedsTheDaemon) {
+  SCOPED_TRACE(shape_.name);
+  FillHistory();
+  BuildIndexes();
+  const std::int64_t bound = kInFlightYoung + kRangeSlack;
+
+  QueryLog sweep_log(mongo_);
+  Sweeper sweeper(&sweep_log, backend_->clock(), SweepOptions{});
+  WatchSummary summary;
+  Must(sweeper.SweepWatch(watch_, nullptr, &summary));
+  EXPECT_EQ(summary.examined, 0) << "nothing in this history needs the daemon";
+  ExpectBounded(sweep_log, bound, "sweep");
+
+  QueryLog inspect_log(mongo_);
+  StuckReport report;
+  Must(Inspect(&inspect_log, watch_, &report));
+  ExpectBounded(inspect_log, bound, "inspect");
+
+  QueryLog orphan_log(mongo_);
+  OrphanSummary orphans;
+  Must(ScanOrphans(&orphan_log, backend_->clock(), watch_, OrphanOptions{}, nullptr, &orphans));
+  // The participant collections are empty here: only a collection scan can fail this.
+  for (const ReadQuery& q : orphan_log.reads()) {
+    QueryPlan plan;
+    Must(mongo_->Explain(q, &plan));
+    EXPECT_FALSE(plan.collection_scan)
+        << "orphan scan: " << q.ToString() << "\n  plan: " << plan.summary;
+  }
+}
+
+std::string ShapeName(const ::testing::TestParamInfo<int>& info) {
+  return kShapes[info.param].id;
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryShape, IdleServerWork,
+                         ::testing::Range(0, static_cast<int>(std::size(kShapes))), ShapeName);
+
+// Stuck transfers among the history: the sweep reads them and their participants, and
+// nothing of the finished history.
+TEST(IdleServerWorkWithStuckTransfers, TheSweepReadsTheStuckAndTheirParticipantsOnly) {
+  std::unique_ptr<TestBackend> backend = TestBackend::Create("mongo");
+  ASSERT_TRUE(backend->error().empty()) << backend->error();
+  auto* mongo = dynamic_cast<MongoStore*>(backend->store());
+  ASSERT_NE(mongo, nullptr);
+  Bank bank(mongo, backend->database());
+  WatchSpec watch = bank.Watch();
+  QueryPlan plan;
+  if (!mongo->Explain({ReadQuery::Kind::kFind, watch.ns, Filter().Eq("_id", 1), {}}, &plan).ok())
+    GTEST_SKIP() << "this server does not answer explain";
+  bank.Open(20);
+  DateTime now;
+  Must(mongo->ServerTime(&now));
+  std::vector<Document> history;
+  for (int i = 0; i < kFinishedLongAgo; ++i)
+    history.push_back(Document{{"_id", static_cast<std::int64_t>(1000000 + i)},
+                               {"state", i % 2 ? "done" : "cancelled"},
+                               {"lastModified", Minus(now, hours(48))},
+                               {"source", "A0"},
+                               {"destination", "A1"},
+                               {"value", 1}});
+  Must(mongo->InsertMany(bank.txns(), history));
+  constexpr int kStuck = 8;
+  std::vector<Value> stuck;
+  for (int i = 0; i < kStuck; ++i) {
+    // From pending (2 steps done) to the markers half pulled (7): each old enough to need
+    // the daemon.
+    stuck.push_back(bank.Transfer(Bank::Account(i), Bank::Account(i + 10), 5, 2 + i % 6));
+    bank.Age(stuck.back(), minutes(2));
+  }
+  std::vector<IndexCheck> checks;
+  Must(EnsureIndexes(mongo, watch, /*create=*/true, &checks));
+  for (int i = 0; i < 120; ++i) {
+    Must(mongo->Explain({ReadQuery::Kind::kFind, watch.ns, Filter().Eq("state", "done"), {}},
+                        &plan));
+    if (!plan.collection_scan) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+
+  QueryLog log(mongo);
+  Sweeper sweeper(&log, backend->clock(), SweepOptions{});
+  WatchSummary summary;
+  Must(sweeper.SweepWatch(watch, nullptr, &summary));
+  EXPECT_EQ(summary.resolved, kStuck);
+  std::int64_t total = 0;
+  for (int i = 0; i < 20; ++i) total += bank.Balance(Bank::Account(i));
+  EXPECT_EQ(total, 20 * 1000) << "money neither created nor lost";
+  for (const Value& id : stuck) EXPECT_EQ(bank.State(id), "done") << id.ToString();
+  for (const ReadQuery& q : log.reads()) {
+    Must(mongo->Explain(q, &plan));
+    SCOPED_TRACE(q.ToString() + "\n  plan: " + plan.summary);
+    EXPECT_FALSE(plan.collection_scan);
+    EXPECT_LE(plan.keys_examined, 2 * kStuck + kRangeSlack);
+    EXPECT_LE(plan.docs_examined, 2 * kStuck + kRangeSlack);
+  }
+}
+
+}  // namespace
+}  // namespace txn_recovery::testing
