@@ -14,7 +14,9 @@
 //             (the sweep's counted on the wire by a forwarder, the others' as they send them);
 //   idle      sweeps over terminal transactions only, after a first sweep has built the
 //             indexes: their wall time, the daemon's and the server's CPU time next to
-//             their round trips and documents returned;
+//             their round trips and documents returned, and, on servers that answer
+//             explain, the index keys and documents the server examined for the same sweep
+//             run in-process through a QueryLog (query_log.h);
 //   dry-run   a sweep that plans every stuck transaction and writes nothing (memory).
 // The server's CPU time is read from /proc for the processes named by the test server's
 // state directory (--server-state-dir); the bench and the server share the machine.
@@ -29,6 +31,8 @@
 // once (a server may return a document twice within one cursor: DocumentDB does).
 #include <unistd.h>
 
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -51,7 +55,10 @@
 #include <utility>
 
 #include "child_process.h"
+#include "config.h"
+#include "sweep_command.h"
 #include "txn_recovery/mongo_store.h"
+#include "txn_recovery/query_log.h"
 #include "wire_counter.h"
 
 namespace {
@@ -749,6 +756,57 @@ Writes Counted(bench::WireCounter* counter) {
   return w;
 }
 
+// The server's own account of one idle sweep (explain, "executionStats"), summed over the
+// reads the sweep sends.
+struct ServerWork {
+  int reads = 0;
+  int collection_scans = 0;
+  std::int64_t keys_examined = 0, docs_examined = 0, returned = 0;
+  std::string widest;  // the read that examined the most, and its plan
+};
+
+// The same sweep as `txn-recoveryd sweep --json` (the daemon's RunSweep on the daemon's
+// configuration file), run in this process through a QueryLog, then every read it sent
+// explained by the server: the work each read costs, which neither round trips nor
+// documents returned show. nullopt when the server does not answer explain (the embedded
+// one). `probe` is a collection that exists.
+std::optional<ServerWork> ExplainSweep(MongoStore* store, const std::string& config_path,
+                                       const std::string& uri, const Namespace& probe) {
+  QueryPlan plan;
+  if (!store->Explain({ReadQuery::Kind::kFind, probe, Filter().Eq("_id", 1), {}}, &plan).ok())
+    return std::nullopt;
+  txn_recoveryd::Config config;
+  Check(txn_recoveryd::LoadConfig(
+            config_path,
+            [&](const std::string& name) -> std::optional<std::string> {
+              if (name == "TXN_RECOVERYD_MONGODB_URI") return uri;
+              return std::nullopt;
+            },
+            &config),
+        "the daemon's configuration");
+  QueryLog log(store);
+  txn_recoveryd::SweepCommandOptions options;
+  options.json = true;
+  std::ostringstream report;
+  if (int code = txn_recoveryd::RunSweep(config, &log, options, report); code != 0)
+    throw std::runtime_error("the in-process sweep exited " + std::to_string(code));
+  ServerWork w;
+  std::int64_t widest = -1;
+  for (const ReadQuery& q : log.reads()) {
+    Check(store->Explain(q, &plan), "explain " + q.ToString());
+    ++w.reads;
+    if (plan.collection_scan) ++w.collection_scans;
+    w.keys_examined += plan.keys_examined;
+    w.docs_examined += plan.docs_examined;
+    w.returned += plan.returned;
+    if (plan.keys_examined + plan.docs_examined > widest) {
+      widest = plan.keys_examined + plan.docs_examined;
+      w.widest = q.ToString() + ": " + plan.summary;
+    }
+  }
+  return w;
+}
+
 // ---- Output -----------------------------------------------------------------------------
 
 std::string Fmt(const char* f, double v) {
@@ -885,6 +943,9 @@ std::string Failures(const RunResult& r, nlohmann::json* row) {
 // ---- The runs ---------------------------------------------------------------------------
 
 int Main(const Options& o) {
+  // The daemon's code run in this process (ExplainSweep) logs: to stderr, not into the tables.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("txn-recovery-bench"));
+  spdlog::set_level(spdlog::level::warn);
   MongoDriver driver;
   MongoOptions mo;
   mo.uri = o.uri;
@@ -1082,10 +1143,11 @@ int Main(const Options& o) {
   Table idle_table(
       "Idle sweeps over terminal transactions only (after a first sweep built the indexes)",
       {"idle", "N terminal", "wall s", "daemon CPU s", "server CPU s", "peak RSS MiB",
-       "round trips", "docs returned", "note"});
+       "round trips", "docs returned", "keys examined", "docs examined", "note"});
   struct IdleFigures {
     std::int64_t n;
     RunResult median;
+    std::optional<ServerWork> work;
   };
   std::vector<IdleFigures> idles;
   for (std::int64_t n : o.idle) {
@@ -1126,9 +1188,34 @@ int Main(const Options& o) {
       note += "; " + std::to_string(failed) + " sweep(s) failed and were repeated";
       j["failed_sweeps"] = failed;
     }
+    // The server's account of the same sweep, where it gives one.
+    std::optional<ServerWork> work;
+    for (const auto& p : profiles)
+      if (auto w = ExplainSweep(store.get(), config, uri, TransferBench::Txns(db_of(*p)))) {
+        if (!work) work = ServerWork{};
+        work->reads += w->reads;
+        work->collection_scans += w->collection_scans;
+        work->keys_examined += w->keys_examined;
+        work->docs_examined += w->docs_examined;
+        work->returned += w->returned;
+        work->widest = w->widest;
+      }
+    if (work) {
+      note += "; explain: " + std::to_string(work->reads) + " reads, " +
+              std::to_string(work->collection_scans) + " collection scans";
+      j["explain"] = {{"reads", work->reads},
+                      {"collection_scans", work->collection_scans},
+                      {"keys_examined", work->keys_examined},
+                      {"docs_examined", work->docs_examined},
+                      {"returned", work->returned},
+                      {"widest_read", work->widest}};
+    } else {
+      note += "; the server does not answer explain";
+    }
     idle_table.Print({"idle", Int(n), Fmt("%.2f", m.seconds), Fmt("%.2f", m.client_cpu),
                       Opt(m.server_cpu), MiB(m.peak_rss_kb), Int(m.round_trips),
-                      Int(m.documents_read), note});
+                      Int(m.documents_read), work ? Int(work->keys_examined) : "-",
+                      work ? Int(work->docs_examined) : "-", note});
     j["run"] = "idle";
     j["n"] = n;
     j["first_sweep_seconds"] = first.seconds;
@@ -1137,7 +1224,7 @@ int Main(const Options& o) {
     j["sweeps"] = nlohmann::json::array();
     for (const auto& r : runs) j["sweeps"].push_back(Json(r));
     report.Add(std::move(j));
-    idles.push_back({n, m});
+    idles.push_back({n, m, work});
   }
 
   Table dry_table(
@@ -1186,7 +1273,13 @@ int Main(const Options& o) {
     const IdleFigures& hi = idles.back();
     auto ratio = [](double a, double b) { return b > 0 ? Fmt("%.1fx", a / b) : "-"; };
     Table t("Idle sweep cost, largest vs smallest N (target: within 1.5x)",
-            {"N", "wall", "daemon CPU", "server CPU", "round trips", "docs returned"});
+            {"N", "wall", "daemon CPU", "server CPU", "round trips", "docs returned",
+             "keys examined", "docs examined"});
+    auto examined = [&](auto field) {
+      return hi.work && lo.work ? ratio(static_cast<double>((*hi.work).*field),
+                                        static_cast<double>((*lo.work).*field))
+                                : std::string("-");
+    };
     t.Print({Int(hi.n) + " vs " + Int(lo.n), ratio(hi.median.seconds, lo.median.seconds),
              ratio(hi.median.client_cpu, lo.median.client_cpu),
              hi.median.server_cpu && lo.median.server_cpu
@@ -1195,7 +1288,8 @@ int Main(const Options& o) {
              ratio(static_cast<double>(hi.median.round_trips),
                    static_cast<double>(lo.median.round_trips)),
              ratio(static_cast<double>(hi.median.documents_read),
-                   static_cast<double>(lo.median.documents_read))});
+                   static_cast<double>(lo.median.documents_read)),
+             examined(&ServerWork::keys_examined), examined(&ServerWork::docs_examined)});
   }
   std::printf("\nload average at the end: %s\n", LoadAverage().c_str());
   report.doc()["machine"]["load_average_end"] = LoadAverage();
