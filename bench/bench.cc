@@ -756,25 +756,43 @@ Writes Counted(bench::WireCounter* counter) {
   return w;
 }
 
-// The server's own account of one idle sweep (explain, "executionStats"), summed over the
-// reads the sweep sends.
+// What one idle sweep's reads cost the server, summed over them: by the server's own account
+// where it answers explain ("executionStats"), else by replaying each read alone and timing
+// it (the embedded server), which at least names the read that costs.
 struct ServerWork {
+  bool explained = false;
   int reads = 0;
   int collection_scans = 0;
   std::int64_t keys_examined = 0, docs_examined = 0, returned = 0;
-  std::string widest;  // the read that examined the most, and its plan
+  double replay_seconds = 0, slowest_seconds = 0;
+  std::string costliest;  // the read that examined the most (or took longest), and its plan
+
+  void Add(const ServerWork& w) {
+    explained = w.explained;
+    reads += w.reads;
+    collection_scans += w.collection_scans;
+    keys_examined += w.keys_examined;
+    docs_examined += w.docs_examined;
+    returned += w.returned;
+    replay_seconds += w.replay_seconds;
+    if (w.slowest_seconds >= slowest_seconds || costliest.empty()) {
+      slowest_seconds = w.slowest_seconds;
+      costliest = w.costliest;
+    }
+  }
 };
 
 // The same sweep as `txn-recoveryd sweep --json` (the daemon's RunSweep on the daemon's
 // configuration file), run in this process through a QueryLog, then every read it sent
-// explained by the server: the work each read costs, which neither round trips nor
-// documents returned show. nullopt when the server does not answer explain (the embedded
-// one). `probe` is a collection that exists.
-std::optional<ServerWork> ExplainSweep(MongoStore* store, const std::string& config_path,
-                                       const std::string& uri, const Namespace& probe) {
+// explained by the server, or replayed and timed where the server does not answer explain:
+// the work each read costs, which neither round trips nor documents returned show. `probe`
+// is a collection that exists.
+ServerWork ExamineSweep(MongoStore* store, const std::string& config_path, const std::string& uri,
+                        const Namespace& probe) {
   QueryPlan plan;
-  if (!store->Explain({ReadQuery::Kind::kFind, probe, Filter().Eq("_id", 1), {}}, &plan).ok())
-    return std::nullopt;
+  ServerWork w;
+  w.explained =
+      store->Explain({ReadQuery::Kind::kFind, probe, Filter().Eq("_id", 1), {}}, &plan).ok();
   txn_recoveryd::Config config;
   Check(txn_recoveryd::LoadConfig(
             config_path,
@@ -790,18 +808,41 @@ std::optional<ServerWork> ExplainSweep(MongoStore* store, const std::string& con
   std::ostringstream report;
   if (int code = txn_recoveryd::RunSweep(config, &log, options, report); code != 0)
     throw std::runtime_error("the in-process sweep exited " + std::to_string(code));
-  ServerWork w;
   std::int64_t widest = -1;
   for (const ReadQuery& q : log.reads()) {
-    Check(store->Explain(q, &plan), "explain " + q.ToString());
     ++w.reads;
-    if (plan.collection_scan) ++w.collection_scans;
-    w.keys_examined += plan.keys_examined;
-    w.docs_examined += plan.docs_examined;
-    w.returned += plan.returned;
-    if (plan.keys_examined + plan.docs_examined > widest) {
-      widest = plan.keys_examined + plan.docs_examined;
-      w.widest = q.ToString() + ": " + plan.summary;
+    if (w.explained) {
+      Check(store->Explain(q, &plan), "explain " + q.ToString());
+      if (plan.collection_scan) ++w.collection_scans;
+      w.keys_examined += plan.keys_examined;
+      w.docs_examined += plan.docs_examined;
+      w.returned += plan.returned;
+      if (plan.keys_examined + plan.docs_examined > widest) {
+        widest = plan.keys_examined + plan.docs_examined;
+        w.costliest = q.ToString() + ": " + plan.summary;
+      }
+      continue;
+    }
+    const auto t0 = Steady::now();
+    if (q.kind == ReadQuery::Kind::kCount) {
+      std::int64_t n = 0;
+      Check(store->Count(q.ns, q.filter, &n), "count " + q.ToString());
+      w.returned += 1;
+    } else {
+      std::unique_ptr<Cursor> c;
+      Check(store->Find(q.ns, q.filter, q.options, &c), "find " + q.ToString());
+      Document d;
+      for (bool has = true;;) {
+        Check(c->Next(&d, &has), "read " + q.ToString());
+        if (!has) break;
+        ++w.returned;
+      }
+    }
+    const double seconds = Seconds(Steady::now() - t0).count();
+    w.replay_seconds += seconds;
+    if (seconds >= w.slowest_seconds) {
+      w.slowest_seconds = seconds;
+      w.costliest = q.ToString();
     }
   }
   return w;
@@ -1147,7 +1188,7 @@ int Main(const Options& o) {
   struct IdleFigures {
     std::int64_t n;
     RunResult median;
-    std::optional<ServerWork> work;
+    ServerWork work;
   };
   std::vector<IdleFigures> idles;
   for (std::int64_t n : o.idle) {
@@ -1188,34 +1229,36 @@ int Main(const Options& o) {
       note += "; " + std::to_string(failed) + " sweep(s) failed and were repeated";
       j["failed_sweeps"] = failed;
     }
-    // The server's account of the same sweep, where it gives one.
-    std::optional<ServerWork> work;
+    // The server's account of the same sweep, where it gives one; else its reads timed.
+    ServerWork work;
     for (const auto& p : profiles)
-      if (auto w = ExplainSweep(store.get(), config, uri, TransferBench::Txns(db_of(*p)))) {
-        if (!work) work = ServerWork{};
-        work->reads += w->reads;
-        work->collection_scans += w->collection_scans;
-        work->keys_examined += w->keys_examined;
-        work->docs_examined += w->docs_examined;
-        work->returned += w->returned;
-        work->widest = w->widest;
-      }
-    if (work) {
-      note += "; explain: " + std::to_string(work->reads) + " reads, " +
-              std::to_string(work->collection_scans) + " collection scans";
-      j["explain"] = {{"reads", work->reads},
-                      {"collection_scans", work->collection_scans},
-                      {"keys_examined", work->keys_examined},
-                      {"docs_examined", work->docs_examined},
-                      {"returned", work->returned},
-                      {"widest_read", work->widest}};
+      work.Add(ExamineSweep(store.get(), config, uri, TransferBench::Txns(db_of(*p))));
+    if (work.explained) {
+      note += "; explain: " + std::to_string(work.reads) + " reads, " +
+              std::to_string(work.collection_scans) + " collection scans";
     } else {
-      note += "; the server does not answer explain";
+      std::string slowest = work.costliest.substr(0, 100);
+      if (slowest.size() < work.costliest.size()) slowest += "...";
+      note += "; no explain: its " + std::to_string(work.reads) + " reads replayed alone take " +
+              Fmt("%.2f", work.replay_seconds) + " s, the slowest " +
+              Fmt("%.2f", work.slowest_seconds) + " s: " + slowest;
+    }
+    j["server_work"] = {{"explained", work.explained},
+                        {"reads", work.reads},
+                        {"returned", work.returned},
+                        {"costliest_read", work.costliest}};
+    if (work.explained) {
+      j["server_work"]["collection_scans"] = work.collection_scans;
+      j["server_work"]["keys_examined"] = work.keys_examined;
+      j["server_work"]["docs_examined"] = work.docs_examined;
+    } else {
+      j["server_work"]["replay_seconds"] = work.replay_seconds;
+      j["server_work"]["slowest_seconds"] = work.slowest_seconds;
     }
     idle_table.Print({"idle", Int(n), Fmt("%.2f", m.seconds), Fmt("%.2f", m.client_cpu),
                       Opt(m.server_cpu), MiB(m.peak_rss_kb), Int(m.round_trips),
-                      Int(m.documents_read), work ? Int(work->keys_examined) : "-",
-                      work ? Int(work->docs_examined) : "-", note});
+                      Int(m.documents_read), work.explained ? Int(work.keys_examined) : "-",
+                      work.explained ? Int(work.docs_examined) : "-", note});
     j["run"] = "idle";
     j["n"] = n;
     j["first_sweep_seconds"] = first.seconds;
@@ -1276,9 +1319,9 @@ int Main(const Options& o) {
             {"N", "wall", "daemon CPU", "server CPU", "round trips", "docs returned",
              "keys examined", "docs examined"});
     auto examined = [&](auto field) {
-      return hi.work && lo.work ? ratio(static_cast<double>((*hi.work).*field),
-                                        static_cast<double>((*lo.work).*field))
-                                : std::string("-");
+      return hi.work.explained && lo.work.explained
+                 ? ratio(static_cast<double>(hi.work.*field), static_cast<double>(lo.work.*field))
+                 : std::string("-");
     };
     t.Print({Int(hi.n) + " vs " + Int(lo.n), ratio(hi.median.seconds, lo.median.seconds),
              ratio(hi.median.client_cpu, lo.median.client_cpu),
