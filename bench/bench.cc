@@ -766,6 +766,7 @@ struct ServerWork {
   std::int64_t keys_examined = 0, docs_examined = 0, returned = 0;
   double replay_seconds = 0, slowest_seconds = 0;
   std::string costliest;  // the read that examined the most (or took longest), and its plan
+  nlohmann::json each = nlohmann::json::array();  // every read with its figures and plan
 
   void Add(const ServerWork& w) {
     explained = w.explained;
@@ -775,6 +776,7 @@ struct ServerWork {
     docs_examined += w.docs_examined;
     returned += w.returned;
     replay_seconds += w.replay_seconds;
+    for (const auto& r : w.each) each.push_back(r);
     if (w.slowest_seconds >= slowest_seconds || costliest.empty()) {
       slowest_seconds = w.slowest_seconds;
       costliest = w.costliest;
@@ -817,6 +819,12 @@ ServerWork ExamineSweep(MongoStore* store, const std::string& config_path, const
       w.keys_examined += plan.keys_examined;
       w.docs_examined += plan.docs_examined;
       w.returned += plan.returned;
+      w.each.push_back({{"read", q.ToString()},
+                        {"keys_examined", plan.keys_examined},
+                        {"docs_examined", plan.docs_examined},
+                        {"returned", plan.returned},
+                        {"collection_scan", plan.collection_scan},
+                        {"plan", plan.summary}});
       if (plan.keys_examined + plan.docs_examined > widest) {
         widest = plan.keys_examined + plan.docs_examined;
         w.costliest = q.ToString() + ": " + plan.summary;
@@ -839,6 +847,7 @@ ServerWork ExamineSweep(MongoStore* store, const std::string& config_path, const
       }
     }
     const double seconds = Seconds(Steady::now() - t0).count();
+    w.each.push_back({{"read", q.ToString()}, {"seconds", seconds}});
     w.replay_seconds += seconds;
     if (seconds >= w.slowest_seconds) {
       w.slowest_seconds = seconds;
@@ -1243,10 +1252,28 @@ int Main(const Options& o) {
               Fmt("%.2f", work.replay_seconds) + " s, the slowest " +
               Fmt("%.2f", work.slowest_seconds) + " s: " + slowest;
     }
+    // And every command of one more such sweep timed on the wire, request to reply: what
+    // the reads above leave out (index management, the server's clock, the pause switch).
+    std::vector<std::pair<std::string, bench::WireCounter::Timing>> commands;
+    {
+      bench::WireCounter timer(uri);
+      (void)SweepUntilClean(o, config, timer.Uri(), server, store.get(), /*sum=*/false);
+      for (const auto& entry : timer.TakeTimings()) commands.push_back(entry);
+    }
+    std::sort(commands.begin(), commands.end(),
+              [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
+    note += "; on the wire:";
+    for (std::size_t i = 0; i < commands.size() && i < 3; ++i)
+      note += (i ? ", " : " ") + commands[i].first + " " + Fmt("%.2f", commands[i].second.seconds) +
+              " s";
+    j["commands_on_the_wire"] = nlohmann::json::object();
+    for (const auto& [name, t] : commands)
+      j["commands_on_the_wire"][name] = {{"count", t.count}, {"seconds", t.seconds}};
     j["server_work"] = {{"explained", work.explained},
                         {"reads", work.reads},
                         {"returned", work.returned},
-                        {"costliest_read", work.costliest}};
+                        {"costliest_read", work.costliest},
+                        {"each_read", work.each}};
     if (work.explained) {
       j["server_work"]["collection_scans"] = work.collection_scans;
       j["server_work"]["keys_examined"] = work.keys_examined;

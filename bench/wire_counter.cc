@@ -9,6 +9,7 @@
 
 #include <cctype>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <optional>
 #include <stdexcept>
@@ -173,8 +174,12 @@ std::optional<UriParts> SplitUri(const std::string& uri) {
 struct WireCounter::Conn {
   int client = -1, server = -1;
   std::mutex mu;  // guards pending
-  // requestID -> the collection of an update (false) or findAndModify (true) it carried
-  std::map<std::int32_t, std::pair<std::string, bool>> pending;
+  struct Request {
+    std::string command, collection;
+    std::int64_t statements = 0;  // > 0: an update or findAndModify
+    std::chrono::steady_clock::time_point sent;
+  };
+  std::map<std::int32_t, Request> pending;  // by requestID
   void Shutdown() {
     shutdown(client, SHUT_RDWR);
     shutdown(server, SHUT_RDWR);
@@ -288,45 +293,57 @@ void WireCounter::Pump(std::shared_ptr<Conn> c, bool to_server) {
   const int to = to_server ? c->server : c->client;
   while (std::optional<std::string> m = ReadMessage(from)) {
     if (to_server) {
-      std::string collection;
-      if (std::int64_t n = Statements(*m, &collection); n > 0) {
-        auto msg = ParseOpMsg(*m);
+      if (auto msg = ParseOpMsg(*m)) {
         auto first = testing::ReadElements(msg->body);
-        const bool fam = first && !first->empty() && first->front().key == "findAndModify";
-        {
-          std::lock_guard lock(c->mu);
-          c->pending[static_cast<std::int32_t>(Le32(*m, 4))] = {collection, fam};
+        Conn::Request r;
+        r.command = first && !first->empty() ? first->front().key : "?";
+        r.statements = Statements(*m, &r.collection);
+        r.sent = std::chrono::steady_clock::now();
+        if (r.statements > 0) {
+          std::lock_guard lock(mu_);
+          Counts& k = counts_[r.collection];
+          ++k.commands;
+          k.statements += r.statements;
         }
-        std::lock_guard lock(mu_);
-        Counts& k = counts_[collection];
-        ++k.commands;
-        k.statements += n;
+        std::lock_guard lock(c->mu);
+        c->pending[static_cast<std::int32_t>(Le32(*m, 4))] = std::move(r);
       }
     } else if (auto msg = ParseOpMsg(*m)) {
-      std::optional<std::pair<std::string, bool>> request;
+      std::optional<Conn::Request> request;
       {
         std::lock_guard lock(c->mu);
         if (auto it = c->pending.find(static_cast<std::int32_t>(Le32(*m, 8)));
             it != c->pending.end()) {
-          request = it->second;
+          request = std::move(it->second);
           c->pending.erase(it);
         }
       }
       if (request) {
+        const double seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - request->sent).count();
         std::int64_t matched = 0;
-        if (!request->second) {
+        if (request->command == "update") {
           matched = IntField(msg->body, "n");
         } else if (auto last = testing::FindElement(msg->body, "lastErrorObject");
-                   last && last->type == testing::kBsonDocument) {
+                   request->command == "findAndModify" && last &&
+                   last->type == testing::kBsonDocument) {
           matched = IntField(last->value, "n");
         }
         std::lock_guard lock(mu_);
-        counts_[request->first].matched += matched;
+        if (request->statements > 0) counts_[request->collection].matched += matched;
+        Timing& t = timings_[request->command];
+        ++t.count;
+        t.seconds += seconds;
       }
     }
     if (!WriteFull(to, *m)) break;
   }
   c->Shutdown();
+}
+
+std::map<std::string, WireCounter::Timing> WireCounter::TakeTimings() {
+  std::lock_guard lock(mu_);
+  return std::exchange(timings_, {});
 }
 
 }  // namespace txn_recovery::bench

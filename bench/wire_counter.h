@@ -3,8 +3,9 @@
 // them, and the documents the server says those statements matched. The bytes pass
 // unchanged. OP_MSG requests are read (the `updates` array of an `update` command, or its
 // document sequence, is the statements; a findAndModify is one); the replies' `n`
-// (`lastErrorObject.n` for findAndModify) are the documents matched. Anything else, and
-// OP_COMPRESSED, is forwarded without a look (the URIs built here ask for no compression).
+// (`lastErrorObject.n` for findAndModify) are the documents matched. Every OP_MSG command
+// is also timed, request to reply. Anything else, and OP_COMPRESSED, is forwarded without
+// a look (the URIs built here ask for no compression).
 #pragma once
 
 #include <atomic>
@@ -39,6 +40,15 @@ class WireCounter {
   // The counts so far, by collection; and resets them.
   std::map<std::string, Counts> Take();
 
+  // Every OP_MSG command answered so far, by command name: how many, and the time from
+  // the request leaving the client to its reply reaching the forwarder (the server's time
+  // plus the loopback); and resets them.
+  struct Timing {
+    int count = 0;
+    double seconds = 0;
+  };
+  std::map<std::string, Timing> TakeTimings();
+
   // For tests: the statements of one OP_MSG request (its whole message), and the
   // collection it names; 0 when it is not an update or findAndModify.
   static std::int64_t Statements(const std::string& message, std::string* collection);
@@ -51,8 +61,9 @@ class WireCounter {
   std::string host_, uri_;
   int target_port_ = 0, listen_fd_ = -1;
   std::atomic<bool> stop_{false};
-  std::mutex mu_;  // guards counts_, conns_, threads_
+  std::mutex mu_;  // guards counts_, timings_, conns_, threads_
   std::map<std::string, Counts> counts_;
+  std::map<std::string, Timing> timings_;
   std::vector<std::shared_ptr<Conn>> conns_;
   std::vector<std::thread> threads_;
   std::thread accept_thread_;
