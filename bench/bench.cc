@@ -14,7 +14,9 @@
 //             (the sweep's counted on the wire by a forwarder, the others' as they send them);
 //   idle      sweeps over terminal transactions only, after a first sweep has built the
 //             indexes: their wall time, the daemon's and the server's CPU time next to
-//             their round trips and documents returned;
+//             their round trips and documents returned, and, on servers that answer
+//             explain, the index keys and documents the server examined for the same sweep
+//             run in-process through a QueryLog (query_log.h);
 //   dry-run   a sweep that plans every stuck transaction and writes nothing (memory).
 // The server's CPU time is read from /proc for the processes named by the test server's
 // state directory (--server-state-dir); the bench and the server share the machine.
@@ -29,6 +31,8 @@
 // once (a server may return a document twice within one cursor: DocumentDB does).
 #include <unistd.h>
 
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -51,7 +55,10 @@
 #include <utility>
 
 #include "child_process.h"
+#include "config.h"
+#include "sweep_command.h"
 #include "txn_recovery/mongo_store.h"
+#include "txn_recovery/query_log.h"
 #include "wire_counter.h"
 
 namespace {
@@ -166,6 +173,10 @@ struct RunResult {
   int exit_code = 0;
   std::string failure;
   int failed_sweeps = 0;
+  // Transactions a sweep found leased by another (a failed sweep's claims, until their lease
+  // expires) or could not drive, and the sweeps repeated for them after a clean one.
+  std::int64_t left = 0;
+  int follow_ups = 0;
 };
 
 struct Verified {
@@ -662,7 +673,10 @@ RunResult Sweep(const Options& o, const std::string& config, const std::string& 
   r.peak_rss_kb = c.peak_rss_kb;
   r.round_trips = doc["wire"]["round_trips"].get<std::int64_t>();
   r.documents_read = doc["wire"]["documents_read"].get<std::int64_t>();
-  for (const auto& w : doc["watches"]) r.done += w["resolved"].get<std::int64_t>();
+  for (const auto& w : doc["watches"]) {
+    r.done += w["resolved"].get<std::int64_t>();
+    r.left += w["busy"].get<std::int64_t>() + w["failed"].get<std::int64_t>();
+  }
   return r;
 }
 
@@ -681,16 +695,18 @@ void WaitForServer(MongoStore* store, const Namespace& probe) {
 
 // Sweeps until one ends clean, as `txn-recoveryd run` would: a sweep the server fails (a
 // DocumentDB backend that crashes restarts every connection) exits 1 and the next goes on,
-// up to --sweep-attempts (10). With `sum`, the figures are those of all the sweeps, from the
-// first start to the last end (a recovery: its work is what every sweep did); without, the
-// clean sweep's alone (an idle sample). Either way the failed ones are counted.
+// up to --sweep-attempts (10). With `sum` (a recovery), it also sweeps again, every 10 s, as
+// long as a sweep leaves transactions busy or failed (a failed sweep's claims stay leased
+// until their lease expires, 60 s by default), and the figures are those of all the sweeps,
+// from the first start to the last end: its work is what every sweep did. Without (an idle
+// or dry-run sample), the clean sweep's alone. Either way the failed ones are counted.
 RunResult SweepUntilClean(const Options& o, const std::string& config, const std::string& uri,
                           const ProcessTreeCpu& server, MongoStore* store, bool sum,
                           bool dry_run = false) {
   RunResult total;
   ServerMeter meter(server);
   const auto t0 = Steady::now();
-  for (int attempt = 1;; ++attempt) {
+  for (int attempt = 1;;) {
     RunResult r = Sweep(o, config, uri, server, dry_run);
     if (sum) {
       total.done += r.done;
@@ -699,18 +715,25 @@ RunResult SweepUntilClean(const Options& o, const std::string& config, const std
       total.documents_read += r.documents_read;
       total.peak_rss_kb = std::max(total.peak_rss_kb, r.peak_rss_kb);
     }
+    if (r.exit_code == 0 && !sum) {
+      r.failed_sweeps = total.failed_sweeps;
+      r.failure = total.failure;
+      return r;
+    }
+    if (r.exit_code == 0 && r.left == 0) break;
     if (r.exit_code == 0) {
-      if (!sum) {
-        r.failed_sweeps = total.failed_sweeps;
-        r.failure = total.failure;
-        return r;
-      }
-      break;
+      if (++total.follow_ups > 30)
+        throw std::runtime_error(std::to_string(r.left) + " transactions still left after " +
+                                 std::to_string(total.follow_ups) + " sweeps");
+      std::fprintf(stderr, "txn-recovery-bench: %lld transactions busy or failed; sweeping again\n",
+                   static_cast<long long>(r.left));
+      std::this_thread::sleep_for(std::chrono::seconds(10));
+      continue;
     }
     ++total.failed_sweeps;
     total.failure = "exit " + std::to_string(r.exit_code) + ": " + r.failure;
-    if (attempt >= o.sweep_attempts)
-      throw std::runtime_error("sweep failed " + std::to_string(attempt) +
+    if (attempt++ >= o.sweep_attempts)
+      throw std::runtime_error("sweep failed " + std::to_string(total.failed_sweeps) +
                                " times, the last with " + total.failure);
     std::fprintf(stderr, "txn-recovery-bench: a sweep failed (%s); sweeping again\n",
                  total.failure.c_str());
@@ -729,6 +752,98 @@ Writes Counted(bench::WireCounter* counter) {
     w.commands += k.commands;
     w.by[collection].statements += k.statements;
     w.by[collection].matched += k.matched;
+  }
+  return w;
+}
+
+// What one idle sweep's reads cost the server, summed over them: by the server's own account
+// where it answers explain ("executionStats"), else by replaying each read alone and timing
+// it (the embedded server), which at least names the read that costs.
+struct ServerWork {
+  bool explained = false;
+  int reads = 0;
+  int collection_scans = 0;
+  std::int64_t keys_examined = 0, docs_examined = 0, returned = 0;
+  double replay_seconds = 0, slowest_seconds = 0;
+  std::string costliest;  // the read that examined the most (or took longest), and its plan
+
+  void Add(const ServerWork& w) {
+    explained = w.explained;
+    reads += w.reads;
+    collection_scans += w.collection_scans;
+    keys_examined += w.keys_examined;
+    docs_examined += w.docs_examined;
+    returned += w.returned;
+    replay_seconds += w.replay_seconds;
+    if (w.slowest_seconds >= slowest_seconds || costliest.empty()) {
+      slowest_seconds = w.slowest_seconds;
+      costliest = w.costliest;
+    }
+  }
+};
+
+// The same sweep as `txn-recoveryd sweep --json` (the daemon's RunSweep on the daemon's
+// configuration file), run in this process through a QueryLog, then every read it sent
+// explained by the server, or replayed and timed where the server does not answer explain:
+// the work each read costs, which neither round trips nor documents returned show. `probe`
+// is a collection that exists.
+ServerWork ExamineSweep(MongoStore* store, const std::string& config_path, const std::string& uri,
+                        const Namespace& probe) {
+  QueryPlan plan;
+  ServerWork w;
+  w.explained =
+      store->Explain({ReadQuery::Kind::kFind, probe, Filter().Eq("_id", 1), {}}, &plan).ok();
+  txn_recoveryd::Config config;
+  Check(txn_recoveryd::LoadConfig(
+            config_path,
+            [&](const std::string& name) -> std::optional<std::string> {
+              if (name == "TXN_RECOVERYD_MONGODB_URI") return uri;
+              return std::nullopt;
+            },
+            &config),
+        "the daemon's configuration");
+  QueryLog log(store);
+  txn_recoveryd::SweepCommandOptions options;
+  options.json = true;
+  std::ostringstream report;
+  if (int code = txn_recoveryd::RunSweep(config, &log, options, report); code != 0)
+    throw std::runtime_error("the in-process sweep exited " + std::to_string(code));
+  std::int64_t widest = -1;
+  for (const ReadQuery& q : log.reads()) {
+    ++w.reads;
+    if (w.explained) {
+      Check(store->Explain(q, &plan), "explain " + q.ToString());
+      if (plan.collection_scan) ++w.collection_scans;
+      w.keys_examined += plan.keys_examined;
+      w.docs_examined += plan.docs_examined;
+      w.returned += plan.returned;
+      if (plan.keys_examined + plan.docs_examined > widest) {
+        widest = plan.keys_examined + plan.docs_examined;
+        w.costliest = q.ToString() + ": " + plan.summary;
+      }
+      continue;
+    }
+    const auto t0 = Steady::now();
+    if (q.kind == ReadQuery::Kind::kCount) {
+      std::int64_t n = 0;
+      Check(store->Count(q.ns, q.filter, &n), "count " + q.ToString());
+      w.returned += 1;
+    } else {
+      std::unique_ptr<Cursor> c;
+      Check(store->Find(q.ns, q.filter, q.options, &c), "find " + q.ToString());
+      Document d;
+      for (bool has = true;;) {
+        Check(c->Next(&d, &has), "read " + q.ToString());
+        if (!has) break;
+        ++w.returned;
+      }
+    }
+    const double seconds = Seconds(Steady::now() - t0).count();
+    w.replay_seconds += seconds;
+    if (seconds >= w.slowest_seconds) {
+      w.slowest_seconds = seconds;
+      w.costliest = q.ToString();
+    }
   }
   return w;
 }
@@ -851,16 +966,27 @@ std::string LoadAverage() {
 
 // "; 1 sweep failed (...) and the next went on", recorded in `row` too; empty if none did.
 std::string Failures(const RunResult& r, nlohmann::json* row) {
-  if (r.failed_sweeps == 0) return "";
-  (*row)["failed_sweeps"] = r.failed_sweeps;
-  (*row)["failure"] = r.failure;
-  return "; " + std::to_string(r.failed_sweeps) + " sweep(s) failed (last: " + r.failure +
-         ") and the next went on";
+  std::string text;
+  if (r.failed_sweeps) {
+    (*row)["failed_sweeps"] = r.failed_sweeps;
+    (*row)["failure"] = r.failure;
+    text += "; " + std::to_string(r.failed_sweeps) + " sweep(s) failed (last: " + r.failure +
+            ") and the next went on";
+  }
+  if (r.follow_ups) {
+    (*row)["follow_up_sweeps"] = r.follow_ups;
+    text += "; " + std::to_string(r.follow_ups) +
+            " more sweep(s), 10 s apart, for what the failed ones left leased";
+  }
+  return text;
 }
 
 // ---- The runs ---------------------------------------------------------------------------
 
 int Main(const Options& o) {
+  // The daemon's code run in this process (ExplainSweep) logs: to stderr, not into the tables.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("txn-recovery-bench"));
+  spdlog::set_level(spdlog::level::warn);
   MongoDriver driver;
   MongoOptions mo;
   mo.uri = o.uri;
@@ -929,7 +1055,8 @@ int Main(const Options& o) {
     for (const auto& p : profiles) {
       Verified v = p->Verify(store.get(), db_of(*p), n / share, o.read_batch);
       repeats += v.repeats;
-      if (!v.problem.empty()) problems += p->name() + ": " + v.problem + "; ";
+      if (!v.problem.empty())
+        problems += (problems.empty() ? "" : "; ") + p->name() + ": " + v.problem;
     }
     (*row)["verified"] = problems.empty();
     (*row)["repeats_read"] = repeats;
@@ -1057,10 +1184,11 @@ int Main(const Options& o) {
   Table idle_table(
       "Idle sweeps over terminal transactions only (after a first sweep built the indexes)",
       {"idle", "N terminal", "wall s", "daemon CPU s", "server CPU s", "peak RSS MiB",
-       "round trips", "docs returned", "note"});
+       "round trips", "docs returned", "keys examined", "docs examined", "note"});
   struct IdleFigures {
     std::int64_t n;
     RunResult median;
+    ServerWork work;
   };
   std::vector<IdleFigures> idles;
   for (std::int64_t n : o.idle) {
@@ -1101,9 +1229,36 @@ int Main(const Options& o) {
       note += "; " + std::to_string(failed) + " sweep(s) failed and were repeated";
       j["failed_sweeps"] = failed;
     }
+    // The server's account of the same sweep, where it gives one; else its reads timed.
+    ServerWork work;
+    for (const auto& p : profiles)
+      work.Add(ExamineSweep(store.get(), config, uri, TransferBench::Txns(db_of(*p))));
+    if (work.explained) {
+      note += "; explain: " + std::to_string(work.reads) + " reads, " +
+              std::to_string(work.collection_scans) + " collection scans";
+    } else {
+      std::string slowest = work.costliest.substr(0, 100);
+      if (slowest.size() < work.costliest.size()) slowest += "...";
+      note += "; no explain: its " + std::to_string(work.reads) + " reads replayed alone take " +
+              Fmt("%.2f", work.replay_seconds) + " s, the slowest " +
+              Fmt("%.2f", work.slowest_seconds) + " s: " + slowest;
+    }
+    j["server_work"] = {{"explained", work.explained},
+                        {"reads", work.reads},
+                        {"returned", work.returned},
+                        {"costliest_read", work.costliest}};
+    if (work.explained) {
+      j["server_work"]["collection_scans"] = work.collection_scans;
+      j["server_work"]["keys_examined"] = work.keys_examined;
+      j["server_work"]["docs_examined"] = work.docs_examined;
+    } else {
+      j["server_work"]["replay_seconds"] = work.replay_seconds;
+      j["server_work"]["slowest_seconds"] = work.slowest_seconds;
+    }
     idle_table.Print({"idle", Int(n), Fmt("%.2f", m.seconds), Fmt("%.2f", m.client_cpu),
                       Opt(m.server_cpu), MiB(m.peak_rss_kb), Int(m.round_trips),
-                      Int(m.documents_read), note});
+                      Int(m.documents_read), work.explained ? Int(work.keys_examined) : "-",
+                      work.explained ? Int(work.docs_examined) : "-", note});
     j["run"] = "idle";
     j["n"] = n;
     j["first_sweep_seconds"] = first.seconds;
@@ -1112,7 +1267,7 @@ int Main(const Options& o) {
     j["sweeps"] = nlohmann::json::array();
     for (const auto& r : runs) j["sweeps"].push_back(Json(r));
     report.Add(std::move(j));
-    idles.push_back({n, m});
+    idles.push_back({n, m, work});
   }
 
   Table dry_table(
@@ -1161,7 +1316,13 @@ int Main(const Options& o) {
     const IdleFigures& hi = idles.back();
     auto ratio = [](double a, double b) { return b > 0 ? Fmt("%.1fx", a / b) : "-"; };
     Table t("Idle sweep cost, largest vs smallest N (target: within 1.5x)",
-            {"N", "wall", "daemon CPU", "server CPU", "round trips", "docs returned"});
+            {"N", "wall", "daemon CPU", "server CPU", "round trips", "docs returned",
+             "keys examined", "docs examined"});
+    auto examined = [&](auto field) {
+      return hi.work.explained && lo.work.explained
+                 ? ratio(static_cast<double>(hi.work.*field), static_cast<double>(lo.work.*field))
+                 : std::string("-");
+    };
     t.Print({Int(hi.n) + " vs " + Int(lo.n), ratio(hi.median.seconds, lo.median.seconds),
              ratio(hi.median.client_cpu, lo.median.client_cpu),
              hi.median.server_cpu && lo.median.server_cpu
@@ -1170,7 +1331,8 @@ int Main(const Options& o) {
              ratio(static_cast<double>(hi.median.round_trips),
                    static_cast<double>(lo.median.round_trips)),
              ratio(static_cast<double>(hi.median.documents_read),
-                   static_cast<double>(lo.median.documents_read))});
+                   static_cast<double>(lo.median.documents_read)),
+             examined(&ServerWork::keys_examined), examined(&ServerWork::docs_examined)});
   }
   std::printf("\nload average at the end: %s\n", LoadAverage().c_str());
   report.doc()["machine"]["load_average_end"] = LoadAverage();
