@@ -351,11 +351,15 @@ class Run {
     ++worker_spawns_;
     // A million ids per worker process: int32 ids (as the seeds write them) for 2000 spawns.
     std::int64_t first_id = worker_spawns_ * 1'000'000 + 1;
-    w.proc = std::make_unique<Subprocess>(std::vector<std::string>{
-        o_.worker_binary, "--uri", proxied_uri_, "--database", database_, "--profile", o_.profile,
-        "--participants", std::to_string(o_.app.participants), "--hot", std::to_string(o_.app.hot),
-        "--seed", std::to_string(o_.seed * 7919 + worker_spawns_), "--first-id",
-        std::to_string(first_id), "--step-delay-ms", std::to_string(o_.step_delay_ms)});
+    // The URI may carry a password (DocumentDB's): through the environment, never argv,
+    // where every user of the host can read it.
+    w.proc = std::make_unique<Subprocess>(
+        std::vector<std::string>{
+            o_.worker_binary, "--database", database_, "--profile", o_.profile, "--participants",
+            std::to_string(o_.app.participants), "--hot", std::to_string(o_.app.hot), "--seed",
+            std::to_string(o_.seed * 7919 + worker_spawns_), "--first-id", std::to_string(first_id),
+            "--step-delay-ms", std::to_string(o_.step_delay_ms)},
+        std::map<std::string, std::string>{{"TXN_RECOVERY_CHAOS_WORKER_URI", proxied_uri_}});
     w.resume_at.reset();
   }
 

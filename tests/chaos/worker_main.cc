@@ -37,7 +37,8 @@ txn_recovery::Status RunOne(txn_recovery::chaos::ChaosApp& app, std::mt19937_64&
 }
 
 int Usage() {
-  std::cerr << "usage: txn-recovery-chaos-worker --uri URI --database DB [--profile transfer]\n"
+  std::cerr << "usage: TXN_RECOVERY_CHAOS_WORKER_URI=URI txn-recovery-chaos-worker --database DB\n"
+               "  [--profile transfer]"
                "  [--participants N] [--hot N] [--seed N] [--first-id N] [--step-delay-ms N]\n";
   return 64;
 }
@@ -75,6 +76,9 @@ int main(int argc, char** argv) {
       return Usage();
     }
   }
+  // From the environment: a URI may carry a password, and argv is readable by every user.
+  if (const char* env = std::getenv("TXN_RECOVERY_CHAOS_WORKER_URI"); uri.empty() && env != nullptr)
+    uri = env;
   if (uri.empty() || database.empty()) return Usage();
   signal(SIGTERM, OnTerm);
   // An application must not outlive a driver that was itself killed.

@@ -24,9 +24,10 @@ struct RequiredIndex {
 
 // Every index `watch` needs, in a stable order: on the transactions collection
 // {<state_field>: 1, <time_field>: 1} (with missing_time "object_id" then _id, with
-// "first_seen" then <lease_field>.firstSeen) and {<lease_field>.quarantine: 1} over the quarantined only; per
-// participant collection the marker field (the apply/undo guards), and each participant key
-// that is not _id (a transfer's participant_key, a described step's key).
+// "first_seen" then <lease_field>.firstSeen) and {<lease_field>.quarantine: 1} over the
+// quarantined only; per participant collection the marker field (the apply/undo guards),
+// {<lease_field>.finished: 1} over the participants carrying a trace, and each participant
+// key that is not _id (a transfer's participant_key, a described step's key).
 std::vector<RequiredIndex> RequiredIndexes(const WatchSpec& watch);
 
 struct IndexCheck {
