@@ -647,7 +647,7 @@ top:
 
   /* Claim: {_id, state and time as read, no quarantine, lease absent or expired on the
    * server's clock} -> lease = {me, expires: now + LEASE}; the deadline counts from here.
-   * Not "or ours": a daemon never takes over its own lease (lib/src/requests.cc, Claim);
+   * Not "or ours": a daemon never takes over its own lease (lib/src/engine/requests.cc, Claim);
    * every exit path releases it, and one left by a crash expires like any other. */
   atomic {
     if

@@ -9,7 +9,7 @@
 #include <functional>
 #include <string>
 
-#include "mongo_handles.h"
+#include "stores/mongo_handles.h"
 #include "support/wire_proxy.h"
 #include "txn_recovery/profile.h"
 

@@ -10,8 +10,8 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "mongo_handles.h"
-#include "requests.h"
+#include "engine/requests.h"
+#include "stores/mongo_handles.h"
 #include "txn_recovery/candidates.h"
 #include "txn_recovery/profile.h"
 #include "txn_recovery/state_machine.h"

@@ -1,6 +1,6 @@
 // MongoStore: the Store implementation over the official MongoDB C driver (libmongoc).
 //
-// libmongoc is confined to lib/src/mongo_handles.h and its users; this header exposes no
+// libmongoc is confined to lib/src/stores/mongo_handles.h and its users; this header exposes no
 // driver type. One MongoStore owns one mongoc client pool; every call checks a client out
 // for its duration, so a MongoStore may be shared by any number of threads.
 #pragma once

@@ -5,7 +5,7 @@
 // There is one execution path. Execute is ExecuteBatch of one transaction; ExecuteBatch
 // drives several transactions in lockstep, each write of a phase sent together with the
 // same write of the others (one unordered bulk per collection). Every write is built by
-// one pure request builder (lib/src/requests.h) and sent by one writer, which applies the
+// one pure request builder (lib/src/engine/requests.h) and sent by one writer, which applies the
 // lease-deadline rule to each of them.
 #pragma once
 
@@ -69,7 +69,7 @@ struct ExecuteResult {
 };
 
 // One write the engine would send, for `explain`: what it is for, where, and the filter
-// and update exactly as built (lib/src/requests.h).
+// and update exactly as built (lib/src/engine/requests.h).
 struct PlannedWrite {
   std::string what;  // "claim", "apply: debit 100 from \"A\"", "mark applied", ...
   Namespace ns;

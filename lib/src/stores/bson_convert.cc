@@ -5,7 +5,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "mongo_handles.h"
+#include "stores/mongo_handles.h"
 
 namespace txn_recovery::mongo {
 namespace {

@@ -2,7 +2,7 @@
 // collection. The transaction document itself carries nothing but its state and time.
 #include <set>
 
-#include "profile_parsing.h"
+#include "shapes/profile_parsing.h"
 
 namespace txn_recovery {
 

@@ -1,12 +1,12 @@
 // The step builder every protocol goes through, and the `steps` protocol: participant steps
 // described in the configuration by paths into the transaction document.
-#include "steps.h"
+#include "shapes/steps.h"
 
 #include <cmath>
 #include <set>
 #include <sstream>
 
-#include "profile_parsing.h"
+#include "shapes/profile_parsing.h"
 
 namespace txn_recovery {
 namespace steps {

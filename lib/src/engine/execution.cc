@@ -19,8 +19,8 @@
 #include <random>
 #include <set>
 
-#include "amounts.h"
-#include "requests.h"
+#include "base/amounts.h"
+#include "engine/requests.h"
 #include "txn_recovery/state_machine.h"
 
 namespace txn_recovery {

@@ -5,7 +5,7 @@
 #include <map>
 #include <set>
 
-#include "profile_parsing.h"
+#include "shapes/profile_parsing.h"
 
 namespace txn_recovery {
 

@@ -4,8 +4,8 @@
 #include <map>
 #include <utility>
 
-#include "profile_parsing.h"
-#include "steps.h"
+#include "shapes/profile_parsing.h"
+#include "shapes/steps.h"
 
 namespace txn_recovery {
 namespace {

@@ -1,6 +1,6 @@
 // The `transfer` protocol: two participant steps, a debit and a credit of the same amount,
 // described like any application's steps (StepsProfile).
-#include "profile_parsing.h"
+#include "shapes/profile_parsing.h"
 
 namespace txn_recovery {
 

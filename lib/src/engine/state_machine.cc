@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <random>
 
-#include "requests.h"
+#include "engine/requests.h"
 
 namespace txn_recovery {
 

@@ -1,4 +1,4 @@
-#include "amounts.h"
+#include "base/amounts.h"
 
 #include <cmath>
 #include <cstdint>

@@ -9,7 +9,7 @@
 #include <set>
 #include <vector>
 
-#include "mongo_handles.h"
+#include "stores/mongo_handles.h"
 
 namespace txn_recovery {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <set>
 
-#include "requests.h"
+#include "engine/requests.h"
 
 namespace txn_recovery {
 

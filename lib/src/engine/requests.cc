@@ -1,6 +1,6 @@
-#include "requests.h"
+#include "engine/requests.h"
 
-#include "amounts.h"
+#include "base/amounts.h"
 #include "txn_recovery/candidates.h"
 
 namespace txn_recovery::requests {

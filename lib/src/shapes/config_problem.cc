@@ -2,7 +2,7 @@
 
 #include <chrono>
 
-#include "profile_parsing.h"
+#include "shapes/profile_parsing.h"
 #include "txn_recovery/decision.h"
 
 namespace txn_recovery {

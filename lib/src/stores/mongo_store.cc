@@ -7,7 +7,7 @@
 #include <mutex>
 #include <optional>
 
-#include "mongo_handles.h"
+#include "stores/mongo_handles.h"
 
 namespace txn_recovery {
 
