@@ -654,7 +654,8 @@ int Daemon::Run() {
       backoff = config_.daemon.backoff_initial;
       next = Jittered(config_.daemon.interval);
     } else {
-      // Seed 003's schedule, jittered so that hosts reconnecting after an outage spread out.
+      // The tagged-insert application's schedule, jittered so that hosts reconnecting after an
+      // outage spread out.
       next = Jittered(backoff);
       backoff = std::min(backoff * 2, config_.daemon.backoff_max);
     }

@@ -6,12 +6,14 @@
 // A Profile is a value: the fields every transaction document has (state, time, owner),
 // shared by every protocol, plus one protocol-specific part:
 //   steps          any application: its participant steps described by paths into the
-//                  transaction document (seed 000's mongoose example, seed 004, ...)
-//   transfer       seeds 001, 002, 004: move an amount between two participants; a fixed
+//                  transaction document (mongoose operations, a transfer without a time field, ...)
+//   transfer       the MongoDB manual transfer, the schema-book transfer, the transfer
+//                  without a time field: move an amount between two participants; a fixed
 //                  description of two steps (TransferProfile::AsSteps)
-//   operations     seed 000 (mongoose): a list of invertible changes to any documents, one
+//   operations     mongoose operations: a list of invertible changes to any documents, one
 //                  step per entry of the list the document carries
-//   tagged-insert  seed 003: documents inserted with a `tx` tag, untagged or deleted at the end
+//   tagged-insert  tagged inserts: documents inserted with a `tx` tag, untagged or deleted at
+//                  the end
 // Every participant step, whichever protocol names it, is built by one builder (steps.h),
 // so the guards are the same for all. The state machine and the sweeper only see what Parse
 // produces (a Transaction with its participant steps and tagged sets), so they stay the same
@@ -48,7 +50,7 @@ inline bool IsTerminal(TxnState s) noexcept {
 // spelling in no list is never guessed at (the document is quarantined).
 //
 // A list may be empty where the profile allows it: tagged-insert has no initial state, and
-// by default (seed 003) ends a rollback in the `done` spelling, so its cancelled list is
+// by default (tagged inserts) ends a rollback in the `done` spelling, so its cancelled list is
 // empty and Written(kCancelled) is the first spelling of `done`.
 struct StateAliases {
   std::vector<std::string> initial{"initial"};
@@ -81,19 +83,23 @@ struct StateAliases {
 
 // What to do with a transaction document that has no time field.
 enum class MissingTime {
-  kQuarantine,    // the document does not fit: set it aside
-  kObjectIdTime,  // age it from its ObjectId `_id`'s creation time (seed 001 writes no time)
+  kQuarantine,  // the document does not fit: set it aside
+  // Age it from its ObjectId `_id`'s creation time (the schema-book transfer writes none).
+  kObjectIdTime,
   // Age it from the first time a sweep saw it: the sweep stamps `<lease_field>.firstSeen`
   // with the server's time once, by a write that matches only while no stamp is there, so
   // that of several daemons the first stamp stays. A transaction is then never older than
-  // the daemon's first look at it (seed 004 writes no time and numbers its _ids). The
-  // default of a watch whose configuration names no time field.
+  // the daemon's first look at it (the transfer without a time field writes none and numbers its
+  // _ids). The default of a watch whose configuration names no time field.
   kFirstSeen,
 };
 std::string_view MissingTimeName(MissingTime m) noexcept;  // "quarantine", "object_id", ...
 std::optional<MissingTime> ParseMissingTime(std::string_view name) noexcept;
 
 // Where a transaction's age is measured from.
+// Where a transaction's age is measured from: the one enum for it (the candidate query,
+// inspect, explain and retention use it). MissingTime above is the watch's policy for a
+// transaction without a time, which may also be to quarantine it.
 enum class AgeSource {
   kTimeField,   // the profile's time field
   kObjectId,    // its ObjectId _id's creation time (MissingTime::kObjectIdTime)
@@ -101,10 +107,10 @@ enum class AgeSource {
   kNotYetSeen,  // no time and no stamp yet: the next sweep stamps it and does nothing else
 };
 
-// Seed 001's `application` field: which application drives a transaction. When `applications`
-// is non-empty or `include_unowned` is set, the daemon recovers only the transactions owned
-// by one of `applications`, plus (with include_unowned) those with no owner (field absent
-// or null). Otherwise it recovers every transaction, owned or not.
+// The schema-book transfer's `application` field: which application drives a transaction. When
+// `applications` is non-empty or `include_unowned` is set, the daemon recovers only the
+// transactions owned by one of `applications`, plus (with include_unowned) those with no owner
+// (field absent or null). Otherwise it recovers every transaction, owned or not.
 struct OwnerFilter {
   std::string field = "application";
   std::vector<std::string> applications;
@@ -121,8 +127,8 @@ struct OwnerFilter {
 // `collection` whose `key` equals the value at `key_path` is changed by `$inc` of fields by
 // the numbers at paths (optionally negated) and `$set` of fields to the values at paths,
 // each with the path of the value it replaces, so that every change has an exact inverse.
-// Seed 000's example: {collection = "users", key = "_id", key_path = "data.targetUser",
-// inc = {money = "data.amount"}}.
+// The mongoose operations example: {collection = "users", key = "_id", key_path =
+// "data.targetUser", inc = {money = "data.amount"}}.
 struct StepSpec {
   struct Inc {
     std::string field;  // in the participant
@@ -171,8 +177,8 @@ struct StepsProfile {
   ConfigProblems Validate() const;
 };
 
-// The `transfer` protocol: MongoDB manual's bank transfer (seeds 002, 004) and the schema
-// book's (seed 001), every name configurable. One transaction moves `amount_field` from the
+// The `transfer` protocol: MongoDB manual's bank transfer (with or without a time field) and
+// the schema book's, every name configurable. One transaction moves `amount_field` from the
 // participant named by `source_field` to the one named by `destination_field`.
 struct TransferProfile {
   std::string source_field = "source";
@@ -182,8 +188,8 @@ struct TransferProfile {
   std::string participant_key = "_id";  // the participant field that source/destination name
   std::string balance_field = "balance";
   std::string marker_field = "pendingTransactions";
-  // Debit only while `balance >= amount` (seed 001); a debit that cannot apply makes
-  // the transaction roll back.
+  // Debit only while `balance >= amount` (the schema-book transfer); a debit that cannot apply
+  // makes the transaction roll back.
   bool require_funds = false;
 
   // Keys as in the configuration: "source_field", ..., "participants", "marker_field".
@@ -193,7 +199,7 @@ struct TransferProfile {
   StepsProfile AsSteps() const;
 };
 
-// The `operations` protocol (seed 000, mongoose): a transaction lists the changes it makes,
+// The `operations` protocol (mongoose operations): a transaction lists the changes it makes,
 // each to one document of any collection of the transactions' database, in plain field
 // names so that the daemon knows each change's exact inverse:
 //   {collection: "users", _id: <id>, inc: {money: 100}}
@@ -222,7 +228,7 @@ struct OperationsProfile {
   ConfigProblems Validate() const;
 };
 
-// The `tagged-insert` protocol (seed 003): the application inserts its new documents with
+// The `tagged-insert` protocol (tagged inserts): the application inserts its new documents with
 // `tag_field: <txId>` into the tagged collections. Finishing removes the tag and sets
 // `valid_field: true` on every document carrying it; rolling back deletes them. The
 // daemon cannot resume a started transaction: only the application knows which documents
@@ -306,11 +312,11 @@ struct Profile {
   OwnerFilter owner;
   std::variant<TransferProfile, OperationsProfile, TaggedInsertProfile, StepsProfile> protocol;
 
-  // The defaults of each protocol, as its seeds write them.
-  static Profile Transfer();  // seeds 002/004: state, lastModified, initial..cancelled
-  // seed 000: status, lastModified, new/pending/applied/done/canceling/canceled
+  // The defaults of each protocol, as its applications write them.
+  static Profile Transfer();  // MongoDB manual transfer: state, lastModified, initial..cancelled
+  // mongoose operations: status, lastModified, new/pending/applied/done/canceling/canceled
   static Profile Operations();
-  // seed 003: status, lastUpdate, started/finishing/rollback/done, no initial state, and
+  // tagged inserts: status, lastUpdate, started/finishing/rollback/done, no initial state, and
   // rollbacks end in `done` (tagged_collections must still be set)
   static Profile TaggedInsert();
   // state, lastModified, initial..cancelled, no steps yet (the configuration lists them)
@@ -342,8 +348,8 @@ struct Profile {
 
   // The missing_time of a configuration that does not choose one: kQuarantine when it names
   // its time field (the application is trusted to write it) or the protocol's application
-  // always writes one (tagged-insert: seed 003 stamps every step); kFirstSeen otherwise
-  // (seed 004 writes no time, and says nothing of one).
+  // always writes one (tagged inserts stamp every step); kFirstSeen otherwise
+  // (the transfer without a time field writes none, and says nothing of one).
   MissingTime DefaultMissingTime(bool time_field_named) const noexcept;
 
   // Every collection and marker field the profile's transactions mark, for the transactions

@@ -1,4 +1,4 @@
-// The `operations` protocol (seed 000): one participant step per listed operation, each
+// The `operations` protocol (mongoose operations): one participant step per listed operation, each
 // with the exact inverse the operation itself declares, built by the one step builder
 // (steps.h) like every described step.
 #include <map>

@@ -176,7 +176,7 @@ Profile Profile::TaggedInsert() {
   p.states.done = {"done"};
   p.states.canceling = {"rollback"};
   p.states.cancelled = {};
-  p.states.resuming = {};  // a started transaction is never resumed (seed 003)
+  p.states.resuming = {};  // a started transaction is never resumed (tagged inserts)
   p.protocol = TaggedInsertProfile{};
   return p;
 }
@@ -351,7 +351,7 @@ Status Profile::Parse(const Document& doc, const Namespace& txn_ns, std::string_
     return Missing(time_field);
   }
 
-  // A profile that ends rollbacks in `done` (seed 003) tells them apart only by the
+  // A profile that ends rollbacks in `done` (tagged inserts) tells them apart only by the
   // daemon's record; late writes are undone in the direction the transaction went.
   if (txn->state == TxnState::kDone && states.cancelled.empty()) {
     if (txn->record.outcome == RecoveryPaths::kRolledBack) {

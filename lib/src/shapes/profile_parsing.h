@@ -18,7 +18,7 @@ template <>
 struct ProtocolTraits<TransferProfile> {
   static constexpr std::string_view kName = "transfer";
   static constexpr bool kResumesPending = true;
-  // Seed 002 writes lastModified, seed 004 no time at all.
+  // The MongoDB manual transfer writes lastModified; a transfer without a time field none.
   static constexpr bool kAlwaysWritesTime = false;
   static std::vector<TxnState> OptionalStates() { return {}; }
 };
@@ -27,7 +27,7 @@ template <>
 struct ProtocolTraits<OperationsProfile> {
   static constexpr std::string_view kName = "operations";
   static constexpr bool kResumesPending = true;
-  // Seed 000's schema declares lastModified without a default.
+  // The mongoose operations schema declares lastModified without a default.
   static constexpr bool kAlwaysWritesTime = false;
   static std::vector<TxnState> OptionalStates() { return {}; }
 };
@@ -35,12 +35,12 @@ struct ProtocolTraits<OperationsProfile> {
 template <>
 struct ProtocolTraits<TaggedInsertProfile> {
   static constexpr std::string_view kName = "tagged-insert";
-  // The application inserts; the daemon cannot know whether it had finished (seed 003,
-  // crash points 2 and 3).
+  // The application inserts; the daemon cannot know whether it had finished (tagged inserts
+  // crashed at their second or third point).
   static constexpr bool kResumesPending = false;
-  // Seed 003 sets lastUpdate with every step, the insert included.
+  // Tagged inserts set lastUpdate with every step, the insert included.
   static constexpr bool kAlwaysWritesTime = true;
-  // Seed 003 starts in `started` and ends rollbacks in `done`.
+  // Tagged inserts start in `started` and ends rollbacks in `done`.
   static std::vector<TxnState> OptionalStates() {
     return {TxnState::kInitial, TxnState::kCancelled};
   }

@@ -1,4 +1,4 @@
-// The `tagged-insert` protocol (seed 003): no participant steps, one tagged set per tagged
+// The `tagged-insert` protocol (tagged inserts): no participant steps, one tagged set per tagged
 // collection. The transaction document itself carries nothing but its state and time.
 #include <set>
 
