@@ -76,7 +76,7 @@ int RunInspect(const Config& config, txn_recovery::Store* store, bool json, std:
          report.oldest_age ? nlohmann::json(report.oldest_age->count() / 1000.0) : nullptr},
         {"oldest_stuck_age_from",
          report.oldest_age ? nlohmann::json(report.oldest_age_source) : nullptr},
-        {"ages_from", txn_recovery::AgeClocks(w)},
+        {"ages_from", txn_recovery::AgeSources(w)},
         {"not_yet_seen", report.not_yet_seen},
         {"quarantined", quarantined},
         {"missing_indexes", missing},
@@ -103,7 +103,7 @@ int RunInspect(const Config& config, txn_recovery::Store* store, bool json, std:
     if (report.oldest_age)
       out << "; oldest " << report.oldest_age->count() / 1000 << "s (from "
           << report.oldest_age_source << ")";
-    out << "\n  ages from: " << txn_recovery::AgeClocks(w);
+    out << "\n  ages from: " << txn_recovery::AgeSources(w);
     if (report.not_yet_seen > 0)
       out << "\n  not yet seen: " << report.not_yet_seen
           << " without a time (the next sweep stamps their first sighting)";

@@ -144,7 +144,7 @@ TEST_P(Seed004, ExplainAndInspectSayWhichClockTheAgeComesFrom) {
   EXPECT_EQ(report.not_yet_seen, 0);
   EXPECT_EQ(report.stuck[TxnState::kPending], 1);
   EXPECT_EQ(report.oldest_age_source, kStamp);
-  EXPECT_NE(AgeClocks(watch_).find("first sighting"), std::string::npos);
+  EXPECT_NE(AgeSources(watch_).find("first sighting"), std::string::npos);
 }
 
 TEST_P(Seed004, ARetryBeforeTheFirstSightingResumesNeverRollsBack) {

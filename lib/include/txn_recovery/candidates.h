@@ -12,25 +12,17 @@
 
 namespace txn_recovery {
 
-// Where a transaction's age is measured from.
-enum class AgeClock {
-  kTimeField,  // its time field (profile.time_field)
-  kObjectId,   // its ObjectId _id's creation time, when the time field is absent
-               // (missing_time = "object_id"; seed 001 writes no time)
-  kFirstSeen,  // the daemon's first sighting, when the time field is absent
-               // (missing_time = "first_seen"; seed 004 writes no time)
-};
-
 // Transactions with neither a time nor a first-sighting stamp (missing_time = "first_seen":
 // the next sweep stamps them). The one spelling of that condition: the candidate query, the
 // stamp's own guard and inspect's count use it.
 Filter NotYetSeen(const Profile& profile, const RecoveryPaths& paths);
 
 // The transactions of `watch` in one of `states` whose age at server time `now`, measured
-// by `clock`, is one the decision table acts on: one alternative per group of states that
-// share an age window. Empty when no state has a spelling, or `clock` does not apply.
+// from `clock` (kNotYetSeen: none), is one the decision table acts on: one alternative per
+// group of states that share an age window. Empty when no state has a spelling, or `clock`
+// does not apply to the watch's missing_time.
 std::vector<Filter> AgedAlternatives(const WatchSpec& watch, const std::vector<TxnState>& states,
-                                     DateTime now, AgeClock clock);
+                                     DateTime now, AgeSource clock);
 
 // The query that selects a sweep's candidates at server time `now`: transactions the
 // decision table acts on, and every document whose state or time cannot be read (so that

@@ -30,7 +30,7 @@ struct StuckReport {
 
 // Where the ages of `watch`'s transactions come from: "lastModified", then (when it is
 // absent) the ObjectId's creation time or the daemon's first sighting.
-std::string AgeClocks(const WatchSpec& watch);
+std::string AgeSources(const WatchSpec& watch);
 
 // A count query per state, one sorted find with limit 1 per age clock, one count of the
 // quarantined; reads only.

@@ -14,10 +14,11 @@ Filter NotYetSeen(const Profile& profile, const RecoveryPaths& paths) {
 }
 
 std::vector<Filter> AgedAlternatives(const WatchSpec& watch, const std::vector<TxnState>& states,
-                                     DateTime now, AgeClock clock) {
+                                     DateTime now, AgeSource clock) {
   const Profile& p = watch.profile;
-  if (clock == AgeClock::kObjectId && p.missing_time != MissingTime::kObjectIdTime) return {};
-  if (clock == AgeClock::kFirstSeen && p.missing_time != MissingTime::kFirstSeen) return {};
+  if (clock == AgeSource::kObjectId && p.missing_time != MissingTime::kObjectIdTime) return {};
+  if (clock == AgeSource::kFirstSeen && p.missing_time != MissingTime::kFirstSeen) return {};
+  if (clock == AgeSource::kNotYetSeen) return {};
   const std::string first_seen = RecoveryPaths(watch.lease_field).FirstSeen();
   // States sharing an age window share one alternative: {state: {$in: [...]}, age in it}.
   std::map<std::pair<std::int64_t, std::int64_t>, std::vector<Value>> groups;
@@ -35,11 +36,11 @@ std::vector<Filter> AgedAlternatives(const WatchSpec& watch, const std::vector<T
     const DateTime oldest_allowed = Minus(now, std::chrono::milliseconds(window.first));
     Filter f;
     f.In(p.state_field, std::move(spellings));
-    if (clock == AgeClock::kTimeField) {
+    if (clock == AgeSource::kTimeField) {
       f.Lt(p.time_field, oldest_allowed);
       if (window.second >= 0)
         f.Gte(p.time_field, Minus(now, std::chrono::milliseconds(window.second)));
-    } else if (clock == AgeClock::kObjectId) {
+    } else if (clock == AgeSource::kObjectId) {
       f.NotExists(p.time_field).Lt("_id", ObjectId::AtTime(oldest_allowed.millis));
       if (window.second >= 0)
         f.Gte("_id", ObjectId::AtTime(Minus(now, std::chrono::milliseconds(window.second)).millis));
@@ -58,8 +59,8 @@ Filter CandidateFilter(const WatchSpec& watch, DateTime now) {
   const std::vector<TxnState> all = {TxnState::kInitial, TxnState::kPending,
                                      TxnState::kApplied, TxnState::kCanceling,
                                      TxnState::kDone,    TxnState::kCancelled};
-  std::vector<Filter> alternatives = AgedAlternatives(watch, all, now, AgeClock::kTimeField);
-  for (AgeClock clock : {AgeClock::kObjectId, AgeClock::kFirstSeen})
+  std::vector<Filter> alternatives = AgedAlternatives(watch, all, now, AgeSource::kTimeField);
+  for (AgeSource clock : {AgeSource::kObjectId, AgeSource::kFirstSeen})
     for (Filter& f : AgedAlternatives(watch, all, now, clock)) alternatives.push_back(std::move(f));
   // Documents that can never match the alternatives above must still be found, or they
   // would stay stuck without anyone knowing: unknown states and unreadable times. Each of

@@ -39,8 +39,8 @@ Status Inspect(Store* store, const WatchSpec& watch, StuckReport* report) {
   };
 
   for (TxnState st : kNonTerminal) {
-    std::vector<Filter> alts = AgedAlternatives(watch, {st}, now, AgeClock::kTimeField);
-    for (AgeClock clock : {AgeClock::kObjectId, AgeClock::kFirstSeen})
+    std::vector<Filter> alts = AgedAlternatives(watch, {st}, now, AgeSource::kTimeField);
+    for (AgeSource clock : {AgeSource::kObjectId, AgeSource::kFirstSeen})
       for (Filter& f : AgedAlternatives(watch, {st}, now, clock)) alts.push_back(std::move(f));
     if (alts.empty()) continue;
     std::int64_t n = 0;
@@ -49,7 +49,7 @@ Status Inspect(Store* store, const WatchSpec& watch, StuckReport* report) {
   }
 
   // The oldest: the first by time, and (ObjectId time) the first by _id among those without.
-  auto oldest = [&](AgeClock clock, const std::string& sort_by) -> Status {
+  auto oldest = [&](AgeSource clock, const std::string& sort_by) -> Status {
     std::vector<Filter> alts = AgedAlternatives(watch, kNonTerminal, now, clock);
     if (alts.empty()) return Status::Ok();
     std::optional<Document> doc;
@@ -60,10 +60,10 @@ Status Inspect(Store* store, const WatchSpec& watch, StuckReport* report) {
     if (const Value* t = doc->GetPath(p.time_field); t && t->is_datetime())
       since = *t->as_datetime();
     if (const Value* id = doc->Get("_id");
-        !since && clock == AgeClock::kObjectId && id && id->is_object_id())
+        !since && clock == AgeSource::kObjectId && id && id->is_object_id())
       since = DateTime{id->as_object_id()->CreationMillis()};
     if (const Value* seen = doc->GetPath(paths.FirstSeen());
-        !since && clock == AgeClock::kFirstSeen && seen && seen->is_datetime())
+        !since && clock == AgeSource::kFirstSeen && seen && seen->is_datetime())
       since = *seen->as_datetime();
     if (!since) return Status::Ok();
     const std::chrono::milliseconds age = AgeOf(now, *since);
@@ -73,9 +73,9 @@ Status Inspect(Store* store, const WatchSpec& watch, StuckReport* report) {
     }
     return Status::Ok();
   };
-  if (Status s = oldest(AgeClock::kTimeField, p.time_field); !s.ok()) return s;
-  if (Status s = oldest(AgeClock::kObjectId, "_id"); !s.ok()) return s;
-  if (Status s = oldest(AgeClock::kFirstSeen, paths.FirstSeen()); !s.ok()) return s;
+  if (Status s = oldest(AgeSource::kTimeField, p.time_field); !s.ok()) return s;
+  if (Status s = oldest(AgeSource::kObjectId, "_id"); !s.ok()) return s;
+  if (Status s = oldest(AgeSource::kFirstSeen, paths.FirstSeen()); !s.ok()) return s;
   if (p.missing_time == MissingTime::kFirstSeen) {
     Filter unseen = Filter(base).And(NotYetSeen(p, paths));
     unseen.In(p.state_field, p.states.NonTerminalSpellings());
@@ -134,7 +134,7 @@ Status Probe(Store* store, const WatchSpec& watch, std::int64_t limit, std::size
   }
 }
 
-std::string AgeClocks(const WatchSpec& watch) {
+std::string AgeSources(const WatchSpec& watch) {
   const Profile& p = watch.profile;
   switch (p.missing_time) {
     case MissingTime::kObjectIdTime:
