@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <regex>
 
 #include "support/bank.h"
 #include "support/fault_store.h"
@@ -140,6 +141,125 @@ TEST_P(OneEngine, TransactionsDrivenOneByOneOrAllTogetherEndTheSame) {
 
 INSTANTIATE_TEST_SUITE_P(Backends, OneEngine, ::testing::Values("memory", "mongo"),
                          [](const auto& info) { return info.param; });
+
+// Every single-document write a store is sent, as "namespace filter -> update", with the
+// times and the claim's nonce masked: they are the only parts a rehearsal cannot know.
+class WriteLog final : public Store {
+ public:
+  explicit WriteLog(Store* inner) : inner_(inner) {}
+  const std::vector<std::string>& writes() const { return writes_; }
+  void Clear() { writes_.clear(); }
+
+  static std::string Masked(const Namespace& ns, const Filter& f, const Update& u) {
+    static const std::regex date(R"(Date\(-?[0-9]+\))");
+    // A claim's nonce: random digits when sent, a placeholder when rehearsed.
+    static const std::regex nonce(R"re("(<claim nonce>|[0-9]{6,})")re");
+    std::string text = ns.ToString() + " " + f.ToString() + " -> " + u.ToString();
+    text = std::regex_replace(text, date, "Date(...)");
+    return std::regex_replace(text, nonce, "<nonce>");
+  }
+
+  Status ServerTime(DateTime* now) override { return inner_->ServerTime(now); }
+  Status Find(const Namespace& ns, const Filter& f, const FindOptions& o,
+              std::unique_ptr<Cursor>* c) override {
+    return inner_->Find(ns, f, o, c);
+  }
+  Status Count(const Namespace& ns, const Filter& f, std::int64_t* n) override {
+    return inner_->Count(ns, f, n);
+  }
+  Status UpdateOne(const Namespace& ns, const Filter& f, const Update& u, WriteResult* r) override {
+    writes_.push_back(Masked(ns, f, u));
+    return inner_->UpdateOne(ns, f, u, r);
+  }
+  Status UpdateMany(const Namespace& ns, const Filter& f, const Update& u,
+                    WriteResult* r) override {
+    writes_.push_back("many " + Masked(ns, f, u));
+    return inner_->UpdateMany(ns, f, u, r);
+  }
+  Status FindOneAndUpdate(const Namespace& ns, const Filter& f, const Update& u,
+                          std::optional<Document>* after) override {
+    writes_.push_back(Masked(ns, f, u));
+    return inner_->FindOneAndUpdate(ns, f, u, after);
+  }
+  Status DeleteMany(const Namespace& ns, const Filter& f, WriteResult* r) override {
+    writes_.push_back("delete " + Masked(ns, f, Update()));
+    return inner_->DeleteMany(ns, f, r);
+  }
+  Status InsertMany(const Namespace& ns, const std::vector<Document>& docs) override {
+    return inner_->InsertMany(ns, docs);
+  }
+  Status UpdateEach(const Namespace& ns, const std::vector<UpdateRequest>& requests,
+                    BulkResult* r) override {
+    for (const UpdateRequest& q : requests) writes_.push_back(Masked(ns, q.filter, q.update));
+    return inner_->UpdateEach(ns, requests, r);
+  }
+  Status ListIndexes(const Namespace& ns, std::vector<IndexSpec>* out) override {
+    return inner_->ListIndexes(ns, out);
+  }
+  Status CreateIndexes(const Namespace& ns, const std::vector<IndexSpec>& specs) override {
+    return inner_->CreateIndexes(ns, specs);
+  }
+
+ private:
+  Store* inner_;
+  std::vector<std::string> writes_;
+};
+
+// A transfer killed after each of the application's steps, stuck and expired: what
+// `explain` and a dry run show is the engine's own run rehearsed, so it is write for write
+// what the execution then sends (nothing interfering in between).
+TEST_P(OneEngine, TheRehearsalOfEachKilledTransferIsWhatItsExecutionSends) {
+  auto backend = TestBackend::Create(GetParam());
+  ASSERT_TRUE(backend->error().empty()) << backend->error();
+  Bank bank(backend->store(), backend->database());
+  bank.Open(28);
+  const Snapshot before = bank.Take();
+  KillAtEveryStep(bank);
+  const WatchSpec watch = bank.Watch();
+  const Planned plan = Plan(backend->store(), watch);
+  WriteLog log(backend->store());
+  StateMachine machine = MachineFor(&log, backend->clock(), watch, "daemon-a");
+  for (std::size_t i = 0; i < plan.txns.size(); ++i) {
+    if (plan.actions[i] == Action::kNone) continue;  // an initial transfer, not yet expired
+    SCOPED_TRACE("transaction " + plan.txns[i].id.ToString() + ", " +
+                 std::string(ActionName(plan.actions[i])));
+    std::vector<std::string> rehearsed;
+    for (const PlannedWrite& w : machine.Rehearse(plan.txns[i], plan.actions[i]))
+      if (w.update) rehearsed.push_back(WriteLog::Masked(w.ns, w.filter, *w.update));
+    ASSERT_TRUE(log.writes().empty()) << "a rehearsal writes nothing";
+    const ExecuteResult r = machine.Execute(plan.txns[i], plan.actions[i]);
+    EXPECT_EQ(r.outcome, Outcome::kResolved) << r.detail;
+    EXPECT_EQ(rehearsed, log.writes());
+    EXPECT_FALSE(rehearsed.empty());
+    log.Clear();
+  }
+  for (const auto& v : bank.Violations(before, /*all_terminal=*/false)) ADD_FAILURE() << v;
+}
+
+// A resume whose destination account is gone cannot apply: the engine rolls it back, and
+// so does its rehearsal (a second walk of the program used to show the resume).
+TEST_P(OneEngine, ARehearsedResumeWithAMissingParticipantIsTheRollbackItBecomes) {
+  auto backend = TestBackend::Create(GetParam());
+  ASSERT_TRUE(backend->error().empty()) << backend->error();
+  Bank bank(backend->store(), backend->database());
+  bank.Open(2);
+  Value id = bank.Transfer("A0", "A1", 10, 3);  // killed after debiting A0
+  bank.Age(id, kStuck);
+  WriteResult w;
+  Must(backend->store()->DeleteMany(bank.accounts(), Filter().Eq("_id", "A1"), &w));
+  const WatchSpec watch = bank.Watch();
+  const Planned plan = Plan(backend->store(), watch);
+  ASSERT_EQ(plan.actions, std::vector<Action>{Action::kResume});
+  StateMachine machine = MachineFor(backend->store(), backend->clock(), watch, "daemon-a");
+  const std::vector<ExecuteResult> rehearsed =
+      machine.RehearseBatch(plan.Pointers(), plan.actions, nullptr);
+  EXPECT_EQ(rehearsed[0].outcome, Outcome::kPlanned);
+  EXPECT_EQ(rehearsed[0].action, Action::kRollback) << rehearsed[0].detail;
+  EXPECT_EQ(bank.State(id), "pending") << "a rehearsal writes nothing";
+  const ExecuteResult done = machine.Execute(plan.txns[0], plan.actions[0]);
+  EXPECT_EQ(done.action, Action::kRollback);
+  EXPECT_EQ(done.outcome, Outcome::kResolved);
+}
 
 // ---- The lease-deadline rule ----------------------------------------------------------------
 

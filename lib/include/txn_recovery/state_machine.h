@@ -24,6 +24,8 @@
 
 namespace txn_recovery {
 
+class Writer;  // lib/src/engine/writer.h: the one writer
+
 // How a transaction ended up after Execute.
 enum class Outcome {
   kUntouched,    // nothing to do
@@ -68,8 +70,9 @@ struct ExecuteResult {
   Status status;       // the error behind kFailed
 };
 
-// One write the engine would send, for `explain`: what it is for, where, and the filter
-// and update exactly as built (lib/src/engine/requests.h).
+// One write the engine would send, from a rehearsal (RehearseBatch): what it is for, where,
+// and the filter and update exactly as built (lib/src/engine/requests.h). An entry without
+// filter is a note: a write left out, and why.
 struct PlannedWrite {
   std::string what;  // "claim", "apply: debit 100 from \"A\"", "mark applied", ...
   Namespace ns;
@@ -102,13 +105,20 @@ class StateMachine {
   std::vector<ExecuteResult> ExecuteBatch(const std::vector<const Transaction*>& txns,
                                           const std::vector<Action>& actions);
 
-  // The writes ExecuteBatch would send for `action` on `txn`, in order, built by the same
-  // request builders, for participants as read now (`participants`: the documents each step
-  // names, in step order, nullopt where missing). The lease's fence is left out (it
-  // depends on when the claim is sent). Pure: nothing is read or written. Steps already
-  // applied (resume), or not (undo), appear as "(nothing: ...)" entries without filter.
-  std::vector<PlannedWrite> Plan(const Transaction& txn, Action action,
-                                 const std::vector<std::optional<Document>>& participants) const;
+  // ExecuteBatch rehearsed: the same execution, against a writer that sends nothing and
+  // takes every write as matched (a rehearsal cannot know what would interfere). It reads
+  // what the execution reads (the participants) and appends each write it would send to
+  // `*record` (may be null), in order, exactly as built, fences included, with a line for
+  // each write it leaves out and why ("(nothing: already applied) ..."). Results: kPlanned
+  // where the execution would act, the action it would take (a resume whose participant is
+  // missing is rehearsed as the rollback it becomes), "would quarantine: ..." for a
+  // participant that does not fit. The dry run and `explain` are this, so that they cannot
+  // drift from what runs.
+  std::vector<ExecuteResult> RehearseBatch(const std::vector<const Transaction*>& txns,
+                                           const std::vector<Action>& actions,
+                                           std::vector<PlannedWrite>* record);
+  // RehearseBatch of one: the writes, for `explain`.
+  std::vector<PlannedWrite> Rehearse(const Transaction& txn, Action action);
 
   // Stamps the first sighting of each of `ids` with the server's time, one unordered bulk.
   // Each stamp matches only while the transaction has neither a time nor a stamp (of several
@@ -126,6 +136,7 @@ class StateMachine {
 
  private:
   class Batch;
+  Status QuarantineThrough(Writer* writer, const Value& id, std::string_view reason);
   Store* store_;
   Clock* clock_;
   Namespace txn_ns_;

@@ -24,7 +24,8 @@
 namespace txn_recovery {
 
 struct SweepOptions {
-  bool dry_run = false;  // decide and report; write nothing
+  bool dry_run =
+      false;  // rehearse (StateMachine::RehearseBatch): read, decide, report; write nothing
   LeaseOptions lease;
   int workers = 4;  // threads executing transactions
   // Documents per cursor batch, which is also how many candidates are held in memory at

@@ -13,7 +13,9 @@
 // (LeaseOptions in state_machine.h): a write under a lease is sent only while that lease's
 // local deadline has not passed, and carries the lease's fence, which the server checks
 // as it applies the write. A LeaseGuard releases, on every way out of a batch, the leases
-// the batch still holds.
+// the batch still holds. Send hands the writes to the one Writer (engine/writer.h); a
+// rehearsal (RehearseBatch: the dry run, `explain`) is this same execution with a recording
+// Writer, which sends nothing and takes every write as matched.
 #include <algorithm>
 #include <map>
 #include <random>
@@ -21,6 +23,7 @@
 
 #include "base/amounts.h"
 #include "engine/requests.h"
+#include "engine/writer.h"
 #include "txn_recovery/state_machine.h"
 
 namespace txn_recovery {
@@ -130,7 +133,10 @@ const Document* WithMarker(const std::vector<Document>& docs, const ParticipantS
 
 class StateMachine::Batch {
  public:
-  explicit Batch(StateMachine* m) : m_(m), paths_(m->paths_) {}
+  // `record` null: the batch writes. Otherwise it rehearses: every write goes to `*record`
+  // instead of the server and is taken as matched (engine/writer.h).
+  Batch(StateMachine* m, std::vector<PlannedWrite>* record)
+      : m_(m), paths_(m->paths_), writer_(record ? Writer(m->store_, record) : Writer(m->store_)) {}
 
   std::vector<ExecuteResult> Go(const std::vector<const Transaction*>& txns,
                                 const std::vector<Action>& actions) {
@@ -195,6 +201,7 @@ class StateMachine::Batch {
     Namespace ns;
     UpdateRequest request;
     bool best_effort = false;
+    std::string what;  // for a rehearsal's record: what the write is for
   };
 
   // Releases, on every way out of the batch's run, the leases the batch still holds
@@ -262,11 +269,11 @@ class StateMachine::Batch {
       by_ns[writes[i].ns.ToString()].push_back(i);
     }
     for (const auto& [key, indices] : by_ns) {
-      std::vector<UpdateRequest> bulk;
+      std::vector<LabelledRequest> bulk;
       bulk.reserve(indices.size());
-      for (std::size_t i : indices) bulk.push_back(writes[i].request);
+      for (std::size_t i : indices) bulk.push_back({writes[i].what, writes[i].request});
       BulkResult r;
-      if (Status s = m_->store_->UpdateEach(writes[indices.front()].ns, bulk, &r); !s.ok()) {
+      if (Status s = writer_.Each(writes[indices.front()].ns, bulk, &r); !s.ok()) {
         for (std::size_t i : indices)
           if (!writes[i].best_effort) Fail(writes[i].item, s);
         continue;
@@ -287,8 +294,8 @@ class StateMachine::Batch {
   // A write to every document of a tagged set for `it`: UpdateMany with `update`, or
   // DeleteMany when it is null. The same rule as Send. Returns the documents changed (or
   // deleted); nullopt when nothing was written (the item failed).
-  std::optional<std::int64_t> SendMany(Item* it, const Namespace& ns, Filter filter,
-                                       const Update* update) {
+  std::optional<std::int64_t> SendMany(Item* it, const std::string& what, const Namespace& ns,
+                                       Filter filter, const Update* update) {
     if (it->leased) {
       if (!LeaseLive(*it)) {
         Fail(it, LeaseExpired(*it));
@@ -297,10 +304,8 @@ class StateMachine::Batch {
       filter = requests::Fenced(std::move(filter), it->lease);
     }
     WriteResult r;
-    Status s = update ? m_->store_->UpdateMany(ns, filter, *update, &r)
-                      : m_->store_->DeleteMany(ns, filter, &r);
-    if (!s.ok()) {
-      Fail(it, s);
+    if (Status s = writer_.Many(ns, what, filter, update, &r); !s.ok()) {
+      Fail(it, std::move(s));
       return std::nullopt;
     }
     return update ? r.matched : r.modified;
@@ -381,9 +386,9 @@ class StateMachine::Batch {
   // item instead when an increment would not be exact. Built by `make` once checked.
   template <typename Make>
   void AddWrite(std::vector<Write>* writes, Item* it, const ParticipantStep* step,
-                const Document& doc, const Update& update, Make make) {
+                const Document& doc, const Update& update, std::string what, Make make) {
     if (Status s = CheckIncrements(*step, doc, update); !s.ok()) return Fail(it, s);
-    writes->push_back({it, step, step->ns, make()});
+    writes->push_back({it, step, step->ns, make(), false, std::move(what)});
   }
 
   static bool AnyHasMarker(const Found& docs, const ParticipantStep& step, const Value& id) {
@@ -412,7 +417,8 @@ class StateMachine::Batch {
   bool Claim() {
     std::vector<Write> writes;
     const DateTime now = m_->server_now_();
-    const std::string nonce = NewNonce();
+    // A rehearsal's claim is never read back: its nonce says what it stands for.
+    const std::string nonce = writer_.recording() ? "<claim nonce>" : NewNonce();
     for (Item& it : items_) {
       if (it.late) continue;
       it.lease.owner = m_->lease_.owner;
@@ -422,7 +428,7 @@ class StateMachine::Batch {
       // lease to be used would only keep others out until it expired.
       UpdateRequest claim = requests::Claim(*it.txn, profile(), paths_, it.lease);
       claim.filter = requests::Fenced(std::move(claim.filter), it.lease);
-      writes.push_back({&it, nullptr, m_->txn_ns_, std::move(claim)});
+      writes.push_back({&it, nullptr, m_->txn_ns_, std::move(claim), false, "claim the lease"});
     }
     if (writes.empty()) return false;
     const auto start = m_->clock_->MonotonicNow();
@@ -444,11 +450,11 @@ class StateMachine::Batch {
       if (!read.ok()) {
         // Some leases may be ours without our knowing which: release them all by nonce.
         it->leased = true;
-        it->deadline = start + m_->lease_.duration - m_->lease_.margin;
+        it->deadline = Deadline(start);
         Fail(it, read);
       } else if (sent.all_matched() || claimed.count(it->txn->id.ToString())) {
         it->leased = true;
-        it->deadline = start + m_->lease_.duration - m_->lease_.margin;
+        it->deadline = Deadline(start);
         any = true;
       } else {
         Fail(it,
@@ -461,10 +467,17 @@ class StateMachine::Batch {
     return any;
   }
 
-  // The lease a claim or renewal at server time `now` writes, and its fence.
+  // The lease arithmetic, in one place. A claim or renewal sent at server time `now` writes
+  // the expiry `Expiry(now)`, with its fence; and the daemon stops writing under it at
+  // `Deadline(start)` on its monotonic clock, `start` being when the write was sent.
+  DateTime Expiry(DateTime now) const { return DateTime{now.millis + m_->lease_.duration.count()}; }
   void SetExpiry(Item* it, DateTime now) const {
-    it->lease.expires = DateTime{now.millis + m_->lease_.duration.count()};
+    it->lease.expires = Expiry(now);
     it->lease.fence = DateTime{it->lease.expires.millis - m_->lease_.margin.count() / 2};
+  }
+  std::chrono::steady_clock::time_point Deadline(
+      std::chrono::steady_clock::time_point start) const {
+    return start + m_->lease_.duration - m_->lease_.margin;
   }
 
   // Releases every lease still held, as one bulk (best effort: a lease that cannot be
@@ -477,7 +490,7 @@ class StateMachine::Batch {
       it.released = true;
       it.pc = it.program.size();  // nothing more is written for it
       writes.push_back({&it, nullptr, m_->txn_ns_, requests::Release(it.txn->id, paths_, it.lease),
-                        /*best_effort=*/true});
+                        /*best_effort=*/true, "release the lease"});
     }
     if (!writes.empty()) (void)Send(writes);
   }
@@ -539,6 +552,10 @@ class StateMachine::Batch {
                                    step->target.ToString()));
       } else if (before[i].empty() && it->cannot_apply.empty()) {
         it->cannot_apply = step->describe + ": participant not found in " + step->ns.ToString();
+        writer_.Note(step->ns,
+                     "(cannot apply: participant not found; the resume becomes a "
+                     "rollback) " +
+                         step->describe);
       }
     }
     // Checked for every step before any is written: one that cannot be written exactly
@@ -548,8 +565,11 @@ class StateMachine::Batch {
       auto [it, step] = steps[i];
       if (!Running(*it) || !it->cannot_apply.empty()) continue;
       const Document& doc = before[i].front();
-      if (HasMarker(doc, *step, it->txn->id)) continue;  // applied before a crash
-      AddWrite(&writes, it, step, doc, step->apply,
+      if (HasMarker(doc, *step, it->txn->id)) {  // applied before a crash
+        writer_.Note(step->ns, "(nothing: already applied) " + step->describe);
+        continue;
+      }
+      AddWrite(&writes, it, step, doc, step->apply, "apply: " + step->describe,
                [&] { return requests::Apply(*step, it->txn->id, doc); });
     }
     std::vector<Item*> to_take_over;
@@ -600,12 +620,13 @@ class StateMachine::Batch {
   void TakeOver(const std::vector<Item*>& list) {
     if (list.empty()) return;
     const DateTime now = m_->server_now_();
-    const DateTime renewed{now.millis + m_->lease_.duration.count()};
+    const std::string what = "take it over (pending -> " + profile().states.resuming.front() + ")";
     std::vector<Write> writes;
     for (Item* it : list)
       writes.push_back({it, nullptr, m_->txn_ns_,
                         requests::TakeOver(it->txn->id, it->state_spelling, profile(), paths_,
-                                           it->lease, renewed)});
+                                           it->lease, Expiry(now)),
+                        false, what});
     const auto start = m_->clock_->MonotonicNow();
     const Sent sent = Send(writes);
     const Value resuming(profile().states.resuming.front());
@@ -624,7 +645,7 @@ class StateMachine::Batch {
       it->taken_over = true;
       it->state_spelling = resuming;
       SetExpiry(it, now);
-      it->deadline = start + m_->lease_.duration - m_->lease_.margin;
+      it->deadline = Deadline(start);
     }
   }
 
@@ -641,8 +662,10 @@ class StateMachine::Batch {
   void AddUntrace(std::vector<Write>* writes, Item* it) {
     for (const auto& step : it->txn->steps) {
       auto [whole, part] = requests::Untrace(step, it->txn->id, paths_);
-      writes->push_back({it, &step, step.ns, std::move(whole), /*best_effort=*/true});
-      writes->push_back({it, &step, step.ns, std::move(part), /*best_effort=*/true});
+      writes->push_back({it, &step, step.ns, std::move(whole), /*best_effort=*/true,
+                         "remove the finish's trace on " + step.describe});
+      writes->push_back({it, &step, step.ns, std::move(part), /*best_effort=*/true,
+                         "or pull it from the daemon's sub-document"});
     }
   }
 
@@ -658,8 +681,10 @@ class StateMachine::Batch {
       auto [it, step] = steps[i];
       if (!Running(*it)) continue;
       if (const Document* d = WithMarker(before[i], *step, it->txn->id))
-        AddWrite(&writes, it, step, *d, step->undo,
+        AddWrite(&writes, it, step, *d, step->undo, "undo: " + step->describe,
                  [&] { return requests::Undo(*step, it->txn->id, *d); });
+      else
+        writer_.Note(step->ns, "(nothing: not applied) " + step->describe);
     }
     std::erase_if(writes, [&](const Write& w) { return !Running(*w.item); });
     const Sent sent = Send(writes);
@@ -682,7 +707,7 @@ class StateMachine::Batch {
     for (Item* it : list) {
       for (const TaggedSet& set : it->txn->tagged_sets) {
         if (!Running(*it)) break;
-        if (auto n = SendMany(it, set.ns, set.members, nullptr))
+        if (auto n = SendMany(it, "delete: " + set.describe, set.ns, set.members, nullptr))
           it->result->operations_undone += static_cast<int>(*n);
       }
       if (Running(*it)) ++it->pc;
@@ -696,8 +721,10 @@ class StateMachine::Batch {
     for (Item* it : list) {
       for (const auto& step : it->txn->steps) {
         auto [pull, duplicate] = requests::Finish(step, it->txn->id, paths_);
-        writes.push_back({it, &step, step.ns, std::move(pull)});
-        writes.push_back({it, &step, step.ns, std::move(duplicate)});
+        writes.push_back({it, &step, step.ns, std::move(pull), false,
+                          "finish: pull the marker of " + step.describe});
+        writes.push_back({it, &step, step.ns, std::move(duplicate), false,
+                          "finish: or undo a late duplicate of " + step.describe});
       }
     }
     (void)Send(writes);  // a finish that matches nothing had nothing left to do
@@ -705,7 +732,7 @@ class StateMachine::Batch {
       for (const TaggedSet& set : it->txn->tagged_sets) {
         if (!Running(*it)) break;
         const UpdateRequest finish = requests::FinishTagged(set);
-        if (auto n = SendMany(it, set.ns, finish.filter, &finish.update))
+        if (auto n = SendMany(it, "finish: " + set.describe, set.ns, finish.filter, &finish.update))
           it->result->operations_applied += static_cast<int>(*n);
       }
       if (Running(*it)) ++it->pc;
@@ -722,10 +749,10 @@ class StateMachine::Batch {
     for (Item* it : list) {
       if (!Running(*it)) continue;
       const TxnState to = *TargetOf(it->program[it->pc]);
-      const DateTime renewed{now.millis + m_->lease_.duration.count()};
       writes.push_back({it, nullptr, m_->txn_ns_,
                         requests::Transition(it->txn->id, it->state_spelling, to,
-                                             it->result->action, p, paths_, it->lease, renewed)});
+                                             it->result->action, p, paths_, it->lease, Expiry(now)),
+                        false, "mark " + p.states.Written(to)});
     }
     const auto start = m_->clock_->MonotonicNow();
     const Sent sent = Send(writes);
@@ -750,7 +777,7 @@ class StateMachine::Batch {
         it->resolved = true;  // the clean-up that may follow stays within the same deadline
       } else {
         SetExpiry(it, now);
-        it->deadline = start + m_->lease_.duration - m_->lease_.margin;
+        it->deadline = Deadline(start);
       }
     }
   }
@@ -811,7 +838,10 @@ class StateMachine::Batch {
       const TxnState state = it->txn->state;
       if (const Document* d = WithMarker(found[i], *step, it->txn->id))
         AddWrite(&writes, it, step, *d, requests::LateUndoUpdate(*step, state),
+                 "undo the late write: " + step->describe,
                  [&] { return requests::LateUndo(*step, it->txn->id, state, *d); });
+      else
+        writer_.Note(step->ns, "(nothing: no late write of " + step->describe + ")");
       if (HasTrace(found[i], it->txn->id) && (traced.empty() || traced.back() != it))
         traced.push_back(it);
     }
@@ -854,11 +884,11 @@ class StateMachine::Batch {
     std::optional<std::int64_t> n;
     std::string what;
     if (it->txn->state == TxnState::kCancelled) {
-      n = SendMany(it, set.ns, set.members, nullptr);
+      n = SendMany(it, "late documents: " + set.describe, set.ns, set.members, nullptr);
       what = "deleted ";
     } else if (!it->txn->outcome_unknown) {
       const UpdateRequest finish = requests::FinishTagged(set);
-      n = SendMany(it, set.ns, finish.filter, &finish.update);
+      n = SendMany(it, "late documents: " + set.describe, set.ns, finish.filter, &finish.update);
       what = "finished ";
     } else {
       std::int64_t left = 0;
@@ -884,7 +914,7 @@ class StateMachine::Batch {
   void QuarantineMalformed() {
     for (Item& it : items_) {
       if (it.malformed.ok()) continue;
-      if (Status q = m_->Quarantine(it.txn->id, it.malformed.message()); q.ok()) {
+      if (Status q = m_->QuarantineThrough(&writer_, it.txn->id, it.malformed.message()); q.ok()) {
         it.result->outcome = Outcome::kQuarantined;
         it.result->detail = it.malformed.message();
         if (it.late) it.result->action = Action::kQuarantine;
@@ -894,119 +924,36 @@ class StateMachine::Batch {
 
   StateMachine* m_;
   const RecoveryPaths& paths_;
+  Writer writer_;
   std::vector<Item> items_;
 };
 
 std::vector<ExecuteResult> StateMachine::ExecuteBatch(const std::vector<const Transaction*>& txns,
                                                       const std::vector<Action>& actions) {
-  return Batch(this).Go(txns, actions);
+  return Batch(this, nullptr).Go(txns, actions);
 }
 
-}  // namespace txn_recovery
-
-namespace txn_recovery {
-
-std::vector<PlannedWrite> StateMachine::Plan(
-    const Transaction& txn, Action action,
-    const std::vector<std::optional<Document>>& participants) const {
-  std::vector<PlannedWrite> out;
-  auto add = [&](std::string what, const Namespace& ns, const UpdateRequest& r) {
-    out.push_back({std::move(what), ns, r.filter, r.update, false});
-  };
-  auto note = [&](std::string what, const Namespace& ns) {
-    out.push_back({std::move(what), ns, Filter(), std::nullopt, false});
-  };
-  auto participant = [&](std::size_t i) -> const Document* {
-    return i < participants.size() && participants[i] ? &*participants[i] : nullptr;
-  };
-  const DateTime now = server_now_();
-  requests::LeaseTerms lease;
-  lease.owner = lease_.owner;
-  lease.claim = "<claim nonce>";
-  lease.expires = DateTime{now.millis + lease_.duration.count()};
-  lease.fence = DateTime{lease.expires.millis - lease_.margin.count() / 2};
-  const Profile& p = *profile_;
-
-  if (action == Action::kCheckLateWrites) {
-    for (std::size_t i = 0; i < txn.steps.size(); ++i) {
-      const ParticipantStep& step = txn.steps[i];
-      const Document* d = participant(i);
-      if (d != nullptr && HasMarker(*d, step, txn.id)) {
-        add("undo the late write: " + step.describe, step.ns,
-            requests::LateUndo(step, txn.id, txn.state, *d));
-      } else {
-        note("(nothing: no late write of " + step.describe + ")", step.ns);
-      }
-    }
-    for (const TaggedSet& set : txn.tagged_sets)
-      out.push_back(
-          {"late documents: " + set.describe, set.ns, set.members,
-           txn.state == TxnState::kCancelled ? std::nullopt : std::optional<Update>(set.finish),
-           true});
-    return out;
-  }
-  std::vector<Phase> program = ProgramOf(action);
-  if (program.empty()) return out;
-  add("claim the lease", txn_ns_, requests::Claim(txn, p, paths_, lease));
-  Value spelling = txn.state_as_read;
-  for (Phase phase : program) {
-    if (phase == Phase::kApply) {
-      bool missing = false;
-      for (std::size_t i = 0; i < txn.steps.size(); ++i) {
-        const Document* d = participant(i);
-        missing = missing || (d != nullptr && !HasMarker(*d, txn.steps[i], txn.id));
-      }
-      if (missing && !txn.taken_over) {
-        add("take it over (pending -> " + p.states.resuming.front() + ")", txn_ns_,
-            requests::TakeOver(txn.id, spelling, p, paths_, lease, lease.expires));
-        spelling = Value(p.states.resuming.front());
-      }
-      for (std::size_t i = 0; i < txn.steps.size(); ++i) {
-        const ParticipantStep& step = txn.steps[i];
-        const Document* d = participant(i);
-        if (d == nullptr) {
-          note("(cannot apply: participant not found; the resume becomes a rollback) " +
-                   step.describe,
-               step.ns);
-        } else if (HasMarker(*d, step, txn.id)) {
-          note("(nothing: already applied) " + step.describe, step.ns);
-        } else {
-          add("apply: " + step.describe, step.ns, requests::Apply(step, txn.id, *d));
-        }
-      }
-    } else if (phase == Phase::kUndo) {
-      for (std::size_t i = 0; i < txn.steps.size(); ++i) {
-        const ParticipantStep& step = txn.steps[i];
-        const Document* d = participant(i);
-        if (d != nullptr && HasMarker(*d, step, txn.id)) {
-          add("undo: " + step.describe, step.ns, requests::Undo(step, txn.id, *d));
-        } else {
-          note("(nothing: not applied) " + step.describe, step.ns);
-        }
-      }
-      for (const TaggedSet& set : txn.tagged_sets)
-        out.push_back({"delete: " + set.describe, set.ns, set.members, std::nullopt, true});
-    } else if (phase == Phase::kFinish) {
-      for (const ParticipantStep& step : txn.steps) {
-        auto [pull, duplicate] = requests::Finish(step, txn.id, paths_);
-        add("finish: pull the marker of " + step.describe, step.ns, pull);
-        add("finish: or undo a late duplicate of " + step.describe, step.ns, duplicate);
-      }
-      for (const TaggedSet& set : txn.tagged_sets)
-        out.push_back({"finish: " + set.describe, set.ns, set.members, set.finish, true});
-    } else if (phase == Phase::kUntrace) {
-      for (const ParticipantStep& step : txn.steps) {
-        auto [whole, part] = requests::Untrace(step, txn.id, paths_);
-        add("remove the finish's trace on " + step.describe, step.ns, whole);
-        add("or pull it from the daemon's sub-document", step.ns, part);
-      }
-    } else if (auto to = TargetOf(phase)) {
-      add("mark " + p.states.Written(*to), txn_ns_,
-          requests::Transition(txn.id, spelling, *to, action, p, paths_, lease, lease.expires));
-      spelling = Value(p.states.Written(*to));
+std::vector<ExecuteResult> StateMachine::RehearseBatch(const std::vector<const Transaction*>& txns,
+                                                       const std::vector<Action>& actions,
+                                                       std::vector<PlannedWrite>* record) {
+  std::vector<PlannedWrite> ignored;
+  std::vector<ExecuteResult> results = Batch(this, record ? record : &ignored).Go(txns, actions);
+  for (ExecuteResult& r : results) {
+    if (r.action == Action::kNone || r.action == Action::kQuarantine) continue;
+    if (r.outcome == Outcome::kQuarantined) {
+      r.outcome = Outcome::kPlanned;
+      r.detail = "would quarantine: " + r.detail;
+    } else if (r.outcome == Outcome::kResolved || r.outcome == Outcome::kUntouched) {
+      r.outcome = Outcome::kPlanned;
     }
   }
-  return out;
+  return results;
+}
+
+std::vector<PlannedWrite> StateMachine::Rehearse(const Transaction& txn, Action action) {
+  std::vector<PlannedWrite> record;
+  (void)RehearseBatch({&txn}, {action}, &record);
+  return record;
 }
 
 }  // namespace txn_recovery

@@ -1,5 +1,8 @@
 #include "txn_recovery/one_transaction.h"
 
+#include "engine/requests.h"
+#include "engine/writer.h"
+
 namespace txn_recovery {
 namespace {
 
@@ -9,19 +12,6 @@ Status Read(Store* store, const WatchSpec& watch, const Value& id, Document* doc
   if (!found)
     return Status::NotFound("no transaction " + id.ToString() + " in " + watch.ns.ToString());
   *doc = std::move(*found);
-  return Status::Ok();
-}
-
-// The documents each step names, as read now, in step order (the first when a key names
-// several: the engine would refuse to write then anyway).
-Status ReadParticipants(Store* store, const Transaction& txn,
-                        std::vector<std::optional<Document>>* out) {
-  out->clear();
-  for (const ParticipantStep& step : txn.steps) {
-    std::optional<Document> d;
-    if (Status s = store->FindOne(step.ns, step.target, &d); !s.ok()) return s;
-    out->push_back(std::move(d));
-  }
   return Status::Ok();
 }
 
@@ -62,13 +52,13 @@ Status Explain(Store* store, Clock* clock, const WatchSpec& watch, const Value& 
                       : Decide(out->txn, out->server_now, watch.thresholds);
   }
   out->retry_action = DecideIgnoringAge(out->txn, out->server_now, watch.thresholds);
-  std::vector<std::optional<Document>> participants;
-  if (Status s = ReadParticipants(store, out->txn, &participants); !s.ok()) return s;
   const DateTime now = out->server_now;
   StateMachine machine(store, clock, watch.ns, &watch.profile, watch.lease_field, lease,
                        ServerNowFrom(clock, now));
-  out->writes = machine.Plan(
-      out->txn, out->action == Action::kNone ? out->retry_action : out->action, participants);
+  const Action rehearsed = out->action == Action::kNone ? out->retry_action : out->action;
+  const ExecuteResult r = machine.RehearseBatch({&out->txn}, {rehearsed}, &out->writes).front();
+  // A read the rehearsal could not make is the operator's answer, not a plan.
+  if (r.outcome == Outcome::kFailed) return r.status;
   return Status::Ok();
 }
 
@@ -118,15 +108,12 @@ Status ReleaseQuarantine(Store* store, const WatchSpec& watch, const Value& id, 
   *released = false;
   Document doc;
   if (Status s = Read(store, watch, id, &doc); !s.ok()) return s;
-  const RecoveryPaths paths(watch.lease_field);
-  Update u;
-  u.Unset(paths.Quarantine())
-      .Unset(paths.QuarantinedAt())
-      .Unset(paths.Failures())
-      .Unset(paths.LastError());
   WriteResult r;
   if (Status s =
-          store->UpdateOne(watch.ns, Filter().Eq("_id", id).Exists(paths.Quarantine()), u, &r);
+          Writer(store).One(watch.ns,
+                            {"release the quarantine",
+                             requests::ReleaseQuarantine(id, RecoveryPaths(watch.lease_field))},
+                            &r);
       !s.ok())
     return s;
   *released = r.matched == 1;

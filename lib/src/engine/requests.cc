@@ -148,4 +148,47 @@ UpdateRequest FinishTagged(const TaggedSet& set) {
   return {set.members, set.finish};
 }
 
+UpdateRequest RecordFailure(const Value& txn_id, std::string_view error,
+                            const RecoveryPaths& paths) {
+  Update u;
+  u.Inc(paths.Failures(), std::int32_t{1}).Set(paths.LastError(), std::string(error));
+  return {Filter().Eq("_id", txn_id), std::move(u)};
+}
+
+UpdateRequest Quarantine(const Value& txn_id, const Document& record, const RecoveryPaths& paths) {
+  Update u;
+  u.Set(paths.Quarantine(), record).CurrentDate(paths.QuarantinedAt());
+  return {Filter().Eq("_id", txn_id), std::move(u)};
+}
+
+UpdateRequest QuarantineReplacing(const Value& txn_id, const Value& held, const Document& record,
+                                  const RecoveryPaths& paths) {
+  Update u;
+  u.Set(paths.field(), Document{{"quarantine", record}, {"replacedValue", held}});
+  return {Filter().Eq("_id", txn_id).Eq(paths.field(), held), std::move(u)};
+}
+
+UpdateRequest QuarantinedNow(const Value& txn_id, const RecoveryPaths& paths) {
+  return {Filter().Eq("_id", txn_id), Update().CurrentDate(paths.QuarantinedAt())};
+}
+
+UpdateRequest ReleaseQuarantine(const Value& txn_id, const RecoveryPaths& paths) {
+  Update u;
+  u.Unset(paths.Quarantine())
+      .Unset(paths.QuarantinedAt())
+      .Unset(paths.Failures())
+      .Unset(paths.LastError());
+  return {Filter().Eq("_id", txn_id).Exists(paths.Quarantine()), std::move(u)};
+}
+
+Document PauseSwitch() {
+  return Document{{"_id", "pause"}};
+}
+
+UpdateRequest SetPause(bool paused, const std::string& by) {
+  Update u;
+  u.Set("paused", paused).Set("by", by).CurrentDate("at");
+  return {Filter().Eq("_id", "pause"), std::move(u)};
+}
+
 }  // namespace txn_recovery::requests

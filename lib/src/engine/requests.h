@@ -7,6 +7,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "txn_recovery/decision.h"
 #include "txn_recovery/profile.h"
@@ -87,6 +88,28 @@ const Update& LateUndoUpdate(const ParticipantStep& step, TxnState terminal);
 
 // The members of a tagged set, and what finishing them does.
 UpdateRequest FinishTagged(const TaggedSet& set);
+
+// ---- The daemon's own record, outside any lease ------------------------------------------
+
+// Counts one more failed attempt on a transaction and records the error.
+UpdateRequest RecordFailure(const Value& txn_id, std::string_view error,
+                            const RecoveryPaths& paths);
+// Sets a transaction aside for an operator: the reason, who set it aside, and when.
+UpdateRequest Quarantine(const Value& txn_id, const Document& record, const RecoveryPaths& paths);
+// The same, when the daemon's sub-document holds something that is not a document
+// (written by someone else): the sub-document is replaced, keeping `held` for the operator.
+// Matches only while `held` is still there. The time follows in QuarantinedNow: MongoDB
+// refuses setting a field and a path below it in one update.
+UpdateRequest QuarantineReplacing(const Value& txn_id, const Value& held, const Document& record,
+                                  const RecoveryPaths& paths);
+UpdateRequest QuarantinedNow(const Value& txn_id, const RecoveryPaths& paths);
+// Hands a quarantined transaction back to the sweeps, its failure count reset.
+UpdateRequest ReleaseQuarantine(const Value& txn_id, const RecoveryPaths& paths);
+
+// The `pause` switch of a watch's control collection (watch.h): the document created once,
+// then switched.
+Document PauseSwitch();
+UpdateRequest SetPause(bool paused, const std::string& by);
 
 // `filter` restricted to the life of `lease` on the server's clock: the engine's writer
 // applies it to every write under a lease.

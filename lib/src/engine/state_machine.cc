@@ -9,6 +9,7 @@
 #include <random>
 
 #include "engine/requests.h"
+#include "engine/writer.h"
 
 namespace txn_recovery {
 
@@ -68,9 +69,10 @@ ExecuteResult StateMachine::Execute(const Transaction& txn, Action action) {
 Status StateMachine::RecordFailure(const Value& id, std::string_view error,
                                    std::int64_t* failures) {
   std::optional<Document> after;
-  Update u;
-  u.Inc(paths_.Failures(), std::int32_t{1}).Set(paths_.LastError(), std::string(error));
-  if (Status s = store_->FindOneAndUpdate(txn_ns_, Filter().Eq("_id", id), u, &after); !s.ok())
+  Writer writer(store_);
+  if (Status s = writer.OneAndRead(
+          txn_ns_, {"count the failure", requests::RecordFailure(id, error, paths_)}, &after);
+      !s.ok())
     return s;
   *failures = 0;
   if (after)
@@ -82,18 +84,23 @@ Status StateMachine::RecordFailure(const Value& id, std::string_view error,
 Status StateMachine::StampFirstSeen(const std::vector<Value>& ids, BulkResult* result) {
   *result = BulkResult{};
   if (ids.empty()) return Status::Ok();
-  std::vector<UpdateRequest> stamps;
+  std::vector<LabelledRequest> stamps;
   stamps.reserve(ids.size());
-  for (const Value& id : ids) stamps.push_back(requests::StampFirstSeen(id, *profile_, paths_));
-  return store_->UpdateEach(txn_ns_, stamps, result);
+  for (const Value& id : ids)
+    stamps.push_back({"stamp the first sighting", requests::StampFirstSeen(id, *profile_, paths_)});
+  return Writer(store_).Each(txn_ns_, stamps, result);
 }
 
 Status StateMachine::Quarantine(const Value& id, std::string_view reason) {
+  Writer writer(store_);
+  return QuarantineThrough(&writer, id, reason);
+}
+
+Status StateMachine::QuarantineThrough(Writer* writer, const Value& id, std::string_view reason) {
   const Document record{{"reason", std::string(reason)}, {"by", lease_.owner}};
-  Update u;
-  u.Set(paths_.Quarantine(), record).CurrentDate(paths_.QuarantinedAt());
+  const std::string what = "quarantine: " + std::string(reason);
   WriteResult r;
-  Status s = store_->UpdateOne(txn_ns_, Filter().Eq("_id", id), u, &r);
+  Status s = writer->One(txn_ns_, {what, requests::Quarantine(id, record, paths_)}, &r);
   if (s.ok() || s.IsUnavailable()) return s;
   // The server refuses a path below a field that is not a document: our sub-document holds
   // something else (written by someone else). Replace it, keeping what it held for the
@@ -102,15 +109,11 @@ Status StateMachine::Quarantine(const Value& id, std::string_view reason) {
   if (Status f = store_->FindOne(txn_ns_, Filter().Eq("_id", id), &doc); !f.ok()) return f;
   const Value* held = doc ? doc->GetPath(paths_.field()) : nullptr;
   if (held == nullptr || held->as_document() != nullptr) return s;
-  Update replace;
-  replace.Set(paths_.field(), Document{{"quarantine", record}, {"replacedValue", *held}});
-  if (Status w =
-          store_->UpdateOne(txn_ns_, Filter().Eq("_id", id).Eq(paths_.field(), *held), replace, &r);
+  if (Status w = writer->One(txn_ns_,
+                             {what, requests::QuarantineReplacing(id, *held, record, paths_)}, &r);
       !w.ok())
     return w;
-  // A second write: MongoDB refuses setting a field and a path below it at once.
-  return store_->UpdateOne(txn_ns_, Filter().Eq("_id", id),
-                           Update().CurrentDate(paths_.QuarantinedAt()), &r);
+  return writer->One(txn_ns_, {"record when", requests::QuarantinedNow(id, paths_)}, &r);
 }
 
 }  // namespace txn_recovery

@@ -164,7 +164,11 @@ class Sweeper::Pass {
     }
     StampFirstSightings(unseen);
     if (batch.empty()) return;
-    std::vector<ExecuteResult> results = machine_.ExecuteBatch(batch, actions);
+    // A dry run is the same execution, rehearsed: it reads what a sweep reads and writes
+    // nothing (StateMachine::RehearseBatch).
+    std::vector<ExecuteResult> results = s_->options_.dry_run
+                                             ? machine_.RehearseBatch(batch, actions, nullptr)
+                                             : machine_.ExecuteBatch(batch, actions);
     for (std::size_t k = 0; k < results.size(); ++k) {
       TxnReport& r = reports[index[k]];
       r.result = std::move(results[k]);
@@ -192,8 +196,8 @@ class Sweeper::Pass {
   }
 
   // Parses and decides one document. True when it is to be executed (then *txn, *action
-  // and *r are ready for it); otherwise it has been dealt with (set aside, planned in a dry
-  // run, or left alone), or, with *stamp set, its first sighting is to be stamped.
+  // and *r are ready for it); otherwise it has been dealt with (set aside, or left alone),
+  // or, with *stamp set, its first sighting is to be stamped.
   bool Prepare(const Document& doc, Transaction* txn, Action* action, TxnReport* r, bool* stamp) {
     r->watch = watch_.name;
     if (const Value* id = doc.Get("_id")) r->id = *id;
@@ -224,13 +228,7 @@ class Sweeper::Pass {
       return false;
     }
     *action = Decide(*txn, now, watch_.thresholds);
-    if (*action == Action::kNone) return false;
-    if (!s_->options_.dry_run) return true;
-    r->result.action = *action;
-    r->result.outcome = Outcome::kPlanned;
-    r->result.final_state = txn->state;
-    Report(std::move(*r));
-    return false;
+    return *action != Action::kNone;
   }
 
   // Transactions without a time seen for the first time: their first sighting stamped, one
@@ -288,7 +286,7 @@ class Sweeper::Pass {
   void Conclude(TxnReport&& r) {
     if (r.result.outcome == Outcome::kUntouched && r.result.late_writes_undone == 0) return;
     if (r.result.outcome == Outcome::kFailed && !r.result.status.IsUnavailable() &&
-        !r.result.status.IsAborted())
+        !r.result.status.IsAborted() && !s_->options_.dry_run)
       CountFailure(&r);
     Report(std::move(r));
   }

@@ -1,5 +1,8 @@
 #include "txn_recovery/watch.h"
 
+#include "engine/requests.h"
+#include "engine/writer.h"
+
 namespace txn_recovery {
 
 Status IsPaused(Store* store, const WatchSpec& watch, bool* paused) {
@@ -17,11 +20,11 @@ Status SetPaused(Store* store, const WatchSpec& watch, bool paused, const std::s
   if (Status s = store->FindOne(ns, Filter().Eq("_id", "pause"), &existing); !s.ok()) return s;
   // There is no upsert in the Store algebra: create the document once (a concurrent
   // creator may win; its duplicate-key error is harmless), then update it.
-  if (!existing) (void)store->InsertMany(ns, {Document{{"_id", "pause"}}});
+  Writer writer(store);
+  if (!existing) (void)writer.Insert(ns, "create the pause switch", {requests::PauseSwitch()});
   WriteResult r;
-  Update u;
-  u.Set("paused", paused).Set("by", by).CurrentDate("at");
-  if (Status s = store->UpdateOne(ns, Filter().Eq("_id", "pause"), u, &r); !s.ok()) return s;
+  if (Status s = writer.One(ns, {"switch the pause", requests::SetPause(paused, by)}, &r); !s.ok())
+    return s;
   if (r.matched == 0)
     return Status::ServerError("the pause switch of " + ns.ToString() + " could not be written");
   return Status::Ok();

@@ -3,6 +3,7 @@
 #include <set>
 
 #include "engine/requests.h"
+#include "engine/writer.h"
 
 namespace txn_recovery {
 
@@ -95,7 +96,13 @@ class OrphanScan {
         step.marker_field = loc.field;
         auto [whole, part] = requests::Untrace(step, txn_id, paths);
         BulkResult r;
-        if (Status s = store_->UpdateEach(loc.ns, {whole, part}, &r); !s.ok()) return s;
+        if (Status s = Writer(store_).Each(
+                loc.ns,
+                {{"remove the finish's trace", std::move(whole)},
+                 {"or pull it from the daemon's sub-document", std::move(part)}},
+                &r);
+            !s.ok())
+          return s;
         summary_->traces_removed += r.matched;
       }
     }

@@ -1,5 +1,7 @@
 #include "txn_recovery/retention.h"
 
+#include "engine/writer.h"
+
 #include <algorithm>
 #include <set>
 #include <vector>
@@ -110,7 +112,7 @@ Status RemoveFinished(Store* store, Clock* clock, const RetentionTarget& target,
       for (auto& doc : docs)
         if (!present.count(doc.Get("_id")->ToString())) to_insert.push_back(std::move(doc));
       if (!to_insert.empty()) {
-        Status s = store->InsertMany(archive_ns, to_insert);
+        Status s = Writer(store).Insert(archive_ns, "archive", to_insert);
         if (!s.ok()) {
           // Another instance may have archived some of them meanwhile: fine if every one is
           // there now; otherwise nothing is deleted and the error is reported.
@@ -125,7 +127,8 @@ Status RemoveFinished(Store* store, Clock* clock, const RetentionTarget& target,
     Filter remove = eligible;
     remove.In("_id", ids);
     WriteResult wr;
-    if (Status s = store->DeleteMany(target.transactions, remove, &wr); !s.ok()) return s;
+    if (Status s = Writer(store).Many(target.transactions, "delete", remove, nullptr, &wr); !s.ok())
+      return s;
     (archive ? result->archived : result->deleted) += wr.modified;
     if (static_cast<std::int64_t>(ids.size()) < batch) return Status::Ok();
   }
