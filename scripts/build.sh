@@ -1,19 +1,28 @@
 #!/usr/bin/env bash
 # Configures and builds the tree for development: warnings are errors here (and in CI, which
 # builds through this script), while a plain `cmake` build leaves them warnings.
-# Usage: scripts/build.sh [--sanitize] [--no-werror] [BUILD_DIR]
+# Usage: scripts/build.sh [--sanitize] [--no-werror] [--target T]... [BUILD_DIR]
 # --sanitize builds with AddressSanitizer + UndefinedBehaviorSanitizer (default dir build-asan).
+# --target T (repeatable) builds only T and what it needs (scripts/demo.sh: the daemon and
+# the workload tool, not the tests); without it, every target.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 sanitize=OFF
 werror=ON
 build_dir=""
-for arg in "$@"; do
-  case "$arg" in
+targets=()
+while (($# > 0)); do
+  case "$1" in
     --sanitize) sanitize=ON ;;
     --no-werror) werror=OFF ;;
-    *) build_dir="$arg" ;;
+    --target)
+      [[ -n "${2:-}" ]] || { echo "build.sh: --target takes a target name" >&2; exit 64; }
+      targets+=(--target "$2")
+      shift
+      ;;
+    *) build_dir="$1" ;;
   esac
+  shift
 done
 if [[ -z "$build_dir" ]]; then
   if [[ "$sanitize" == ON ]]; then build_dir="$root/build-asan"; else build_dir="$root/build"; fi
@@ -27,4 +36,4 @@ if command -v ccache >/dev/null 2>&1; then
 fi
 cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" \
   -DTXN_RECOVERY_SANITIZE="$sanitize" -DTXN_RECOVERY_WERROR="$werror" >/dev/null
-cmake --build "$build_dir" -j"$(nproc)"
+cmake --build "$build_dir" -j"$(nproc)" ${targets[@]+"${targets[@]}"}

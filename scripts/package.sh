@@ -14,7 +14,7 @@
 #              --version, and that packaging/Containerfile installs the same run-time
 #              libraries as the package depends on.
 #   --lintian  runs lintian on it (installing lintian first if needed); fails on any
-#              error or warning not explained in README.md ("Lintian notes").
+#              error or warning not explained in docs/packaging.md ("Lintian notes").
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build_dir="$root/build-release"
@@ -173,13 +173,13 @@ if ((do_lintian)); then
       { "${as_root[@]}" apt-get update -q >/dev/null &&
         DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -q --no-install-recommends lintian >/dev/null; }
   fi
-  # Every tag README.md explains under "Lintian notes"; any other error or warning fails.
-  explained="$(sed -n '/^### Lintian notes/,/^## /p' "$root/README.md" |
+  # Every tag docs/packaging.md explains under "Lintian notes"; any other error or warning fails.
+  explained="$(sed -n '/^### Lintian notes/,/^## /p' "$root/docs/packaging.md" |
     grep -E '^- `' | grep -Eo '`[a-z0-9-]+`' | tr -d '`' | LC_ALL=C sort -u)"
   report="$(lintian --info --display-info --pedantic --tag-display-limit 0 "$deb" 2>&1 || true)"
   echo "$report" | grep -Ev '^N: *$' || true
   unexplained="$(grep -E '^[EW]: ' <<<"$report" | awk '{print $3}' | LC_ALL=C sort -u |
     comm -23 - <(echo "$explained") || true)"
-  [[ -z "$unexplained" ]] || fail "lintian errors or warnings not explained in README.md: $unexplained"
+  [[ -z "$unexplained" ]] || fail "lintian errors or warnings not explained in docs/packaging.md: $unexplained"
   echo "package: lintian: no unexplained errors or warnings"
 fi

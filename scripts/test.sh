@@ -4,8 +4,8 @@
 # server (mongo-java-server, started by the suite itself), then the database tests and the
 # chaos rounds again against DocumentDB (PostgreSQL with Microsoft's DocumentDB extensions
 # and gateway), started through `scripts/testdb-start.sh --engine documentdb` (which builds
-# it the first time, into the shared cache the README describes) and stopped afterwards
-# unless it was already running. CI (.ci/run) runs exactly this.
+# it the first time, into the shared cache docs/test-engines.md describes) and stopped
+# afterwards unless it was already running. CI (.ci/run) runs exactly this.
 #
 # Usage: scripts/test.sh [--sanitize] [--engine embedded|documentdb] [-- CTEST_ARGS...]
 #   --sanitize       ASan/UBSan build in build-asan/

@@ -553,7 +553,7 @@ namespace {
 // The README's worked examples are configuration that loads, and each describes what its
 // profile would: the section's indented blocks, loaded as they are printed.
 TEST(DescribedSteps, TheReadmesWorkedExamplesLoadAndMatchTheirProfiles) {
-  std::ifstream in(std::string(TXN_RECOVERY_SOURCE_DIR) + "/README.md");
+  std::ifstream in(std::string(TXN_RECOVERY_SOURCE_DIR) + "/docs/describing-shapes.md");
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const auto begin = text.find("## Describing your application's transactions");
   ASSERT_NE(begin, std::string::npos);
