@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "config.h"
+#include "config_schema.h"
 
 namespace txn_recoveryd {
 namespace {
@@ -118,9 +119,10 @@ TEST(Completions, OfferEveryCommandAndOption) {
 
 TEST(ExampleConfiguration, ShowsEveryKeyAndTheLimitsTheCodeApplies) {
   const std::string example = Read(Source("config/txn-recoveryd.toml"));
-  for (const auto& key : ConfigKeys()) {
-    std::string last = key.substr(key.rfind('.') + 1);
-    if (key.rfind("watch.states.", 0) == 0) {
+  for (const KeySpec& k : ConfigSchema()) {
+    if (k.section.empty() || k.section == "watch.steps" || k.type == KeyType::kTable) continue;
+    const std::string key = FullName(k), last(k.key);
+    if (k.section == "watch.states") {
       EXPECT_NE(example.find(last), std::string::npos) << key;
       continue;
     }
