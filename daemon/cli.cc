@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "config.h"
+#include "config_schema.h"
 #include "exit_codes.h"
 #include "inspect_command.h"
 #include "logging.h"
@@ -49,10 +50,13 @@ std::unique_ptr<CLI::App> BuildCli(CliOptions* o) {
   CLI::App* run = app->add_subcommand(
       "run", "Run as a daemon: sweep every interval until SIGTERM; SIGHUP reloads");
   add_config(run);
-  run->add_option("--log-format", o->run.log_format, "text, json or journal")
-      ->check(CLI::IsMember({"text", "json", "journal"}));
-  run->add_option("--log-level", o->run.log_level, "trace, debug, info, warn or error")
-      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
+  // The values of the configuration's log keys, which these override.
+  const std::vector<std::string> formats = Choices(SchemaKey("log", "format"));
+  const std::vector<std::string> levels = Choices(SchemaKey("log", "level"));
+  run->add_option("--log-format", o->run.log_format, Alternatives(formats))
+      ->check(CLI::IsMember(formats));
+  run->add_option("--log-level", o->run.log_level, Alternatives(levels))
+      ->check(CLI::IsMember(levels));
   run->add_option("--http-listen", o->run.http_listen,
                   "Serve /metrics, /livez and /readyz on HOST:PORT");
 

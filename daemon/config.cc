@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
@@ -12,7 +13,9 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <variant>
 
+#include "config_schema.h"
 #include "http_server.h"
 #include "logging.h"
 #include "suggest.h"
@@ -33,6 +36,17 @@ EnvLookup ProcessEnv() {
   };
 }
 
+std::optional<LogFormat> LogFormatNamed(std::string_view name) {
+  if (name == "text") return LogFormat::kText;
+  if (name == "json") return LogFormat::kJson;
+  if (name == "journal") return LogFormat::kJournal;
+  return std::nullopt;
+}
+
+std::string LogFormatName(LogFormat format) {
+  return format == LogFormat::kJson ? "json" : format == LogFormat::kJournal ? "journal" : "text";
+}
+
 std::vector<std::string> ProcessEnvironmentNames() {
   std::vector<std::string> names;
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
@@ -44,42 +58,14 @@ std::vector<std::string> ProcessEnvironmentNames() {
 
 namespace {
 
-// The scalar keys outside [[watch]] that TXN_RECOVERYD_<SECTION>_<KEY> may set (a
-// container's configuration comes from its environment). The URI, the log format and the
-// listen address have variables of their own, with their own rules.
-const std::map<std::string, std::vector<std::string>>& OverlayKeys() {
-  static const std::map<std::string, std::vector<std::string>> kKeys = {
-      {"mongodb",
-       {"server_selection_timeout", "socket_timeout", "write_concern", "write_concern_timeout",
-        "read_concern", "server_clock"}},
-      {"sweep",
-       {"workers", "batch_size", "bulk_size", "lease", "max_failures", "retention_batch_size",
-        "retention_pause", "retention_max_batches", "marker_cap", "manage_indexes"}},
-      {"daemon",
-       {"interval", "jitter", "backoff_initial", "backoff_max", "drain_deadline",
-        "orphan_scan_interval"}},
-      {"log", {"level"}},
-  };
-  return kKeys;
-}
-
-constexpr const char* kUriVariable = "TXN_RECOVERYD_MONGODB_URI";
-constexpr const char* kLogFormatVariable = "TXN_RECOVERYD_LOG_FORMAT";
-constexpr const char* kListenVariable = "TXN_RECOVERYD_HTTP_LISTEN";
 constexpr std::string_view kVariablePrefix = "TXN_RECOVERYD_";
-
-std::string VariableName(const std::string& section, const std::string& key) {
-  std::string name = std::string(kVariablePrefix) + section + "_" + key;
-  for (char& ch : name) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-  return name;
-}
 
 }  // namespace
 
 std::vector<std::string> EnvironmentVariables() {
-  std::vector<std::string> names = {kUriVariable, kLogFormatVariable, kListenVariable};
-  for (const auto& [section, keys] : OverlayKeys())
-    for (const auto& key : keys) names.push_back(VariableName(section, key));
+  std::vector<std::string> names;
+  for (const auto& k : ConfigSchema())
+    if (k.flags & (kFromEnvironment | kOwnVariable)) names.push_back(VariableName(k));
   std::sort(names.begin(), names.end());
   return names;
 }
@@ -232,8 +218,7 @@ class Reader {
   // Rejects keys this version does not know: a typo must not silently fall back to a
   // default that could roll back live transactions.
   Status OnlyKnownKeys(const toml::table& t, const std::string& prefix,
-                       std::initializer_list<std::string_view> known) const {
-    const std::vector<std::string> names(known.begin(), known.end());
+                       const std::vector<std::string>& names) const {
     Collected problems;
     for (const auto& [k, v] : t)
       if (std::find(names.begin(), names.end(), k.str()) == names.end())
@@ -332,117 +317,171 @@ Status ReadSecretFile(const std::string& path, std::string* out) {
   return Status::Ok();
 }
 
-// The keys every watch may have, whatever its profile.
-constexpr std::string_view kCommonWatchKeys[] = {"name",
-                                                 "database",
-                                                 "collection",
-                                                 "profile",
-                                                 "resume_after",
-                                                 "rollback_after",
-                                                 "initial_timeout",
-                                                 "late_write_window",
-                                                 "max_clock_skew",
-                                                 "state_field",
-                                                 "time_field",
-                                                 "lease_field",
-                                                 "states",
-                                                 "missing_time",
-                                                 "owner_field",
-                                                 "applications",
-                                                 "include_unowned",
-                                                 "retain_finished",
-                                                 "archive_collection"};
-
-// The keys of each protocol.
-struct ProtocolKeys {
-  std::string_view profile;
-  std::vector<std::string_view> keys;
-};
-const std::vector<ProtocolKeys>& AllProtocolKeys() {
-  static const std::vector<ProtocolKeys> kKeys = {
-      {"transfer",
-       {"participants", "source_field", "destination_field", "amount_field", "participant_key",
-        "balance_field", "marker_field", "require_funds"}},
-      {"operations",
-       {"operations_field", "collection_key", "id_key", "inc_key", "set_key", "previous_key",
-        "marker_field", "allowed_collections", "max_operations"}},
-      {"tagged-insert", {"tagged_collections", "tag_field", "valid_field"}},
-      {"steps", {"steps", "marker_field"}},
-  };
-  return kKeys;
+// mongodb.write_concern: "majority", or how many members must acknowledge a write. Never
+// 0: the daemon must know whether each of its guarded writes matched.
+Status ReadWriteConcern(const Reader& r, const toml::table& t, const std::string& prefix,
+                        const KeySpec& spec, std::string* out) {
+  const toml::node* n = t.get(spec.key);
+  if (n == nullptr) return Status::Ok();
+  const std::string problem = "must be \"majority\" or a number of members from " +
+                              std::to_string(static_cast<long long>(spec.min)) + " to " +
+                              std::to_string(static_cast<long long>(spec.max));
+  if (const auto* i = n->as_integer()) {
+    if (i->get() < spec.min || i->get() > spec.max)
+      return r.Error(n->source(), prefix + std::string(spec.key), problem);
+    *out = std::to_string(i->get());
+    return Status::Ok();
+  }
+  const auto* s = n->as_string();
+  if (s == nullptr || s->get() != "majority")
+    return r.Error(n->source(), prefix + std::string(spec.key), problem);
+  *out = s->get();
+  return Status::Ok();
 }
 
-// Every key of `t` must be a common key or one of `profile`'s; a key of another profile is
-// named as such, since it would otherwise be silently ignored.
-Status CheckWatchKeys(const Reader& r, const toml::table& t, const std::string& prefix,
-                      std::string_view profile) {
-  std::vector<std::string> keys(std::begin(kCommonWatchKeys), std::end(kCommonWatchKeys));
-  for (const auto& pk : AllProtocolKeys())
-    if (pk.profile == profile) keys.insert(keys.end(), pk.keys.begin(), pk.keys.end());
+// A string key, one of the schema's choices when it has some.
+Status ReadString(const Reader& r, const toml::table& t, const std::string& prefix,
+                  const KeySpec& spec, std::string* out) {
+  if (Status s = r.String(t, prefix, spec.key, out, (spec.flags & kRequired) != 0); !s.ok())
+    return s;
+  const std::vector<std::string> choices = Choices(spec);
+  if (const toml::node* n = t.get(spec.key);
+      n != nullptr && !choices.empty() &&
+      std::find(choices.begin(), choices.end(), *out) == choices.end())
+    return r.Error(n->source(), prefix + std::string(spec.key),
+                   "must be " + std::string(spec.choices));
+  return Status::Ok();
+}
+
+// A duration key, at least the schema's least value. A duration read but not positive is
+// both: each said.
+Status ReadDuration(const Reader& r, const toml::table& t, const std::string& prefix,
+                    const KeySpec& spec, std::chrono::milliseconds* out) {
   Collected problems;
-  for (const auto& [k, v] : t) {
-    std::string_view key = k.str();
-    bool known = false;
-    for (auto c : kCommonWatchKeys) known = known || key == c;
-    std::string_view other;
-    for (const auto& pk : AllProtocolKeys())
-      for (auto name : pk.keys)
-        if (key == name) {
-          if (pk.profile == profile) {
-            known = true;
-          } else if (other.empty()) {
-            other = pk.profile;
-          }
-        }
-    if (known) continue;
-    if (!other.empty())
-      problems.Add(r.Error(k.source(), prefix + std::string(key),
-                           "is a key of profile '" + std::string(other) + "', not of '" +
-                               std::string(profile) + "'"));
-    else
-      problems.Add(r.Error(k.source(), prefix + std::string(key), UnknownKey("key", key, keys)));
+  problems.Add(r.Duration(t, prefix, spec.key, out));
+  if (const toml::node* n = t.get(spec.key); n != nullptr && out->count() < spec.min)
+    problems.Add(
+        r.Error(n->source(), prefix + std::string(spec.key),
+                "must be at least " +
+                    FormatDuration(std::chrono::milliseconds(static_cast<long long>(spec.min))) +
+                    " (" + std::string(spec.why_min) + ")"));
+  return problems.status();
+}
+
+// A number key within the schema's range.
+Status ReadNumber(const Reader& r, const toml::table& t, const std::string& prefix,
+                  const KeySpec& spec, double* out) {
+  const toml::node* n = t.get(spec.key);
+  if (n == nullptr) return Status::Ok();
+  std::optional<double> v = n->value<double>();
+  if (!v || *v < spec.min || *v > spec.max) {
+    std::ostringstream range;
+    range << spec.min << " to " << spec.max;
+    return r.Error(n->source(), prefix + std::string(spec.key),
+                   "must be a number from " + range.str());
+  }
+  *out = *v;
+  return Status::Ok();
+}
+
+template <class Int>
+Status ReadInteger(const Reader& r, const toml::table& t, const std::string& prefix,
+                   const KeySpec& spec, Int* out) {
+  long long v = *out;
+  Status s = r.Int(t, prefix, spec.key, static_cast<long long>(spec.min),
+                   static_cast<long long>(spec.max), &v);
+  *out = static_cast<Int>(v);
+  return s;
+}
+
+template <class... F>
+struct Overloaded : F... {
+  using F::operator()...;
+};
+
+// Reads `spec` from `t` into `field` with the checks of its type and the schema's bounds.
+Status ReadKey(const Reader& r, const toml::table& t, const std::string& prefix,
+               const KeySpec& spec, FieldRef field) {
+  return std::visit(
+      Overloaded{
+          [](std::monostate) { return Status::Ok(); },
+          [&](std::string* out) {
+            return spec.type == KeyType::kWriteConcern ? ReadWriteConcern(r, t, prefix, spec, out)
+                                                       : ReadString(r, t, prefix, spec, out);
+          },
+          [&](int* out) { return ReadInteger(r, t, prefix, spec, out); },
+          [&](std::int64_t* out) { return ReadInteger(r, t, prefix, spec, out); },
+          [&](bool* out) { return r.Bool(t, prefix, spec.key, out); },
+          [&](double* out) { return ReadNumber(r, t, prefix, spec, out); },
+          [&](std::chrono::milliseconds* out) { return ReadDuration(r, t, prefix, spec, out); },
+          [&](std::vector<std::string>* out) { return r.StringList(t, prefix, spec.key, out); },
+          [&](LogFormat* out) {
+            std::string name = LogFormatName(*out);
+            Status s = ReadString(r, t, prefix, spec, &name);
+            if (s.ok()) *out = *LogFormatNamed(name);
+            return s;
+          },
+      },
+      field);
+}
+
+// Which keys of a section ReadKeys reads.
+enum class Keys { kAll, kOfEveryProfile, kOfSomeProfiles };
+
+// Every key of `section` the schema reads (those the section's loader reads itself left to
+// it), from `t` into `config` and `watch`.
+Status ReadKeys(const Reader& r, const toml::table& t, const std::string& prefix,
+                std::string_view section, Keys which, Config* config, WatchSpec* watch) {
+  Collected problems;
+  for (const KeySpec* k : KeysOf(section)) {
+    if ((k->flags & kReadBySection) || k->field == nullptr) continue;
+    if (which != Keys::kAll && (k->profiles == kEveryProfile) != (which == Keys::kOfEveryProfile))
+      continue;
+    problems.Add(ReadKey(r, t, prefix, *k, k->field(*config, *watch)));
   }
   return problems.status();
 }
 
-Status LoadTransferKeys(const Reader& r, const toml::table& t, const std::string& prefix,
-                        txn_recovery::TransferProfile* p) {
+// Every key of `t` must be a key of every profile or one of `profile`'s; a key of another
+// profile is named as such, since it would otherwise be silently ignored.
+Status CheckWatchKeys(const Reader& r, const toml::table& t, const std::string& prefix,
+                      std::string_view profile) {
+  const unsigned bit = ProfileBit(profile);
   Collected problems;
-  problems.Add(r.String(t, prefix, "participants", &p->participants_collection));
-  problems.Add(r.String(t, prefix, "source_field", &p->source_field));
-  problems.Add(r.String(t, prefix, "destination_field", &p->destination_field));
-  problems.Add(r.String(t, prefix, "amount_field", &p->amount_field));
-  problems.Add(r.String(t, prefix, "participant_key", &p->participant_key));
-  problems.Add(r.String(t, prefix, "balance_field", &p->balance_field));
-  problems.Add(r.String(t, prefix, "marker_field", &p->marker_field));
-  problems.Add(r.Bool(t, prefix, "require_funds", &p->require_funds));
+  for (const auto& [k, v] : t) {
+    std::string_view key = k.str();
+    unsigned profiles = 0;
+    for (const KeySpec* spec : KeysOf("watch"))
+      if (spec->key == key) profiles = spec->profiles;
+    if (profiles & bit) continue;
+    if (profiles != 0)
+      problems.Add(r.Error(k.source(), prefix + std::string(key),
+                           "is a key of profile '" +
+                               std::string(kProfileNames[std::countr_zero(profiles)]) +
+                               "', not of '" + std::string(profile) + "'"));
+    else
+      problems.Add(r.Error(k.source(), prefix + std::string(key),
+                           UnknownKey("key", key, KeyNames("watch", profile))));
+  }
   return problems.status();
 }
 
-Status LoadOperationsKeys(const Reader& r, const toml::table& t, const std::string& prefix,
-                          txn_recovery::OperationsProfile* p) {
-  Collected problems;
-  long long max_operations = p->max_operations;
-  problems.Add(r.String(t, prefix, "operations_field", &p->operations_field));
-  problems.Add(r.String(t, prefix, "collection_key", &p->collection_key));
-  problems.Add(r.String(t, prefix, "id_key", &p->id_key));
-  problems.Add(r.String(t, prefix, "inc_key", &p->inc_key));
-  problems.Add(r.String(t, prefix, "set_key", &p->set_key));
-  problems.Add(r.String(t, prefix, "previous_key", &p->previous_key));
-  problems.Add(r.String(t, prefix, "marker_field", &p->marker_field));
-  problems.Add(r.StringList(t, prefix, "allowed_collections", &p->collections));
-  problems.Add(r.Int(t, prefix, "max_operations", 1, 1'000'000, &max_operations));
-  p->max_operations = max_operations;
-  return problems.status();
-}
-
-Status LoadTaggedInsertKeys(const Reader& r, const toml::table& t, const std::string& prefix,
-                            txn_recovery::TaggedInsertProfile* p) {
-  Collected problems;
-  problems.Add(r.StringList(t, prefix, "tagged_collections", &p->tagged_collections));
-  problems.Add(r.String(t, prefix, "tag_field", &p->tag_field));
-  problems.Add(r.String(t, prefix, "valid_field", &p->valid_field));
-  return problems.status();
+// A collection list naming the watch's own transactions collection: the daemon would
+// change (or delete) transaction documents as if they were participants.
+Status RefuseOwnCollections(const Reader& r, const toml::table& t, const std::string& prefix,
+                            Config* config, WatchSpec* w) {
+  for (const KeySpec* k : KeysOf("watch")) {
+    if (!(k->flags & kNotTheTransactionsCollection)) continue;
+    FieldRef field = k->field(*config, *w);
+    auto* names = std::get_if<std::vector<std::string>*>(&field);
+    if (names == nullptr) continue;
+    for (const auto& n : **names)
+      if (n == w->ns.collection)
+        return r.Error(t.get(k->key) ? t.get(k->key)->source() : t.source(),
+                       prefix + std::string(k->key),
+                       "must not name the transactions collection '" + w->ns.collection + "'");
+  }
+  return Status::Ok();
 }
 
 // A table of `field = "path"` entries of one step (inc, set, previous): each value a
@@ -475,9 +514,7 @@ Status LoadStep(const Reader& r, const toml::node& node, const std::string& at,
                    "must be a table: {collection = ..., key_path = ..., inc = {...}}");
   Collected problems;
   Status s;
-  problems.Add(r.OnlyKnownKeys(*t, at,
-                               {"collection", "key", "key_path", "inc", "set", "previous", "guard",
-                                "marker", "label", "positive"}));
+  problems.Add(r.OnlyKnownKeys(*t, at, KeyNames("watch.steps")));
   problems.Add(r.String(*t, at, "collection", &spec->collection, true));
   problems.Add(r.String(*t, at, "key", &spec->key));
   problems.Add(r.String(*t, at, "key_path", &spec->key_path, true));
@@ -550,70 +587,69 @@ Status LoadStepsKeys(const Reader& r, const toml::table& t, const std::string& p
   return problems.status();
 }
 
-// A collection list key naming the watch's own transactions collection: the daemon would
-// change (or delete) transaction documents as if they were participants.
-Status RefuseOwnCollection(const Reader& r, const toml::table& t, const std::string& prefix,
-                           std::string_view key, const std::vector<std::string>& names,
-                           const std::string& own) {
-  for (const auto& n : names)
-    if (n == own)
-      return r.Error(t.get(key) ? t.get(key)->source() : t.source(), prefix + std::string(key),
-                     "must not name the transactions collection '" + own + "'");
-  return Status::Ok();
-}
+// The states of the life cycle, in the order the documentation and check-config list them.
+constexpr txn_recovery::TxnState kStates[] = {
+    txn_recovery::TxnState::kInitial,   txn_recovery::TxnState::kPending,
+    txn_recovery::TxnState::kApplied,   txn_recovery::TxnState::kDone,
+    txn_recovery::TxnState::kCanceling, txn_recovery::TxnState::kCancelled};
 
-// The keys of [watch.states]: each state of the life cycle under the names the seeds give
-// it. Two keys of one state in one table are refused.
-struct StateKeys {
-  txn_recovery::TxnState state;
+// The keys of [watch.states] that name `state` (its canonical name first).
+std::vector<std::string_view> StateKeys(txn_recovery::TxnState state) {
   std::vector<std::string_view> keys;
-};
-const std::vector<StateKeys>& AllStateKeys() {
-  using txn_recovery::TxnState;
-  static const std::vector<StateKeys> kKeys = {
-      {TxnState::kInitial, {"initial", "new"}},
-      {TxnState::kPending, {"pending", "started"}},
-      {TxnState::kApplied, {"applied", "committed", "finishing"}},
-      {TxnState::kDone, {"done"}},
-      {TxnState::kCanceling, {"canceling", "cancelling", "rollback"}},
-      {TxnState::kCancelled, {"cancelled", "canceled"}},
-  };
-  return kKeys;
+  for (const KeySpec* k : KeysOf("watch.states"))
+    if (k->state == txn_recovery::TxnStateName(state)) keys.push_back(k->key);
+  return keys;
 }
 
-Status LoadStates(const Reader& r, const toml::node& node, const std::string& prefix,
-                  const txn_recovery::Profile& profile, txn_recovery::StateAliases* states) {
-  const toml::table* st = node.as_table();
-  if (st == nullptr) return r.Error(node.source(), prefix + "states", "must be a table");
-  const std::string sp = prefix + "states.";
-  std::vector<std::string> names = {"resuming"};
-  for (const auto& sk : AllStateKeys()) names.insert(names.end(), sk.keys.begin(), sk.keys.end());
+// "one of initial|new, pending|started, resuming, ...": every state with its names.
+std::string StateKeysText() {
+  std::string text;
+  std::string_view last_state;
+  for (const KeySpec* k : KeysOf("watch.states")) {
+    const bool same = !k->state.empty() && k->state == last_state;
+    text += (same ? "|" : text.empty() ? "" : ", ") + std::string(k->key);
+    last_state = k->state;
+  }
+  return "one of " + text;
+}
+
+// A [watch.states] key that is none: an error naming the closest.
+Status UnknownStates(const Reader& r, const toml::table& st, const std::string& sp) {
+  const std::vector<std::string> names = KeyNames("watch.states");
   Collected unknown;
-  for (const auto& [k, v] : *st) {
+  for (const auto& [k, v] : st) {
     if (std::find(names.begin(), names.end(), k.str()) != names.end()) continue;
     std::string closest = Closest(k.str(), names);
     unknown.Add(r.Error(k.source(), sp + std::string(k.str()),
                         "unknown state (" +
                             (closest.empty() ? "" : "did you mean '" + closest + "'? ") +
-                            "one of initial|new, pending|started, resuming, "
-                            "applied|committed|finishing, done, canceling|cancelling|rollback, "
-                            "cancelled|canceled)"));
+                            StateKeysText() + ")"));
   }
-  if (!unknown.ok()) return unknown.status();
+  return unknown.status();
+}
+
+// [watch.states]: each state's spellings, under any one of its names. Two keys of one state
+// in one table are refused.
+Status LoadStates(const Reader& r, const toml::node& node, const std::string& prefix,
+                  const txn_recovery::Profile& profile, txn_recovery::StateAliases* states) {
+  const toml::table* st = node.as_table();
+  if (st == nullptr) return r.Error(node.source(), prefix + "states", "must be a table");
+  const std::string sp = prefix + "states.";
+  if (Status s = UnknownStates(r, *st, sp); !s.ok()) return s;
   // Pending as the daemon writes it once it has taken a transaction over to resume it.
   if (Status s = r.StringList(*st, sp, "resuming", &states->resuming); !s.ok()) return s;
-  for (const auto& sk : AllStateKeys()) {
+  for (const auto state : kStates) {
     std::string_view given;
-    for (auto key : sk.keys) {
+    for (auto key : StateKeys(state)) {
       if (st->get(key) == nullptr) continue;
       if (!given.empty())
         return r.Error(st->get(key)->source(), sp + std::string(key),
                        "names the same state as '" + std::string(given) + "'");
       given = key;
-      auto& list = states->For(sk.state);
+      auto& list = states->For(state);
       const toml::array* arr = st->get(key)->as_array();
       bool may_be_empty = false;
-      for (auto o : profile.OptionalStates()) may_be_empty = may_be_empty || o == sk.state;
+      for (auto o : profile.OptionalStates()) may_be_empty = may_be_empty || o == state;
       if (may_be_empty && arr != nullptr && arr->empty()) {
         list.clear();  // this profile may do without the state
         continue;
@@ -635,9 +671,9 @@ std::pair<const toml::node*, std::string> Locate(const toml::table& t,
     const toml::table* st = t.get("states") ? t.get("states")->as_table() : nullptr;
     if (st == nullptr) return {nullptr, key};
     std::string_view canonical = std::string_view(key).substr(7);
-    for (const auto& sk : AllStateKeys()) {
-      if (txn_recovery::TxnStateName(sk.state) != canonical) continue;
-      for (auto name : sk.keys)
+    for (const auto state : kStates) {
+      if (txn_recovery::TxnStateName(state) != canonical) continue;
+      for (auto name : StateKeys(state))
         if (const toml::node* n = st->get(name)) return {n, "states." + std::string(name)};
     }
     return {st, "states"};
@@ -662,72 +698,64 @@ Status Problems(const Reader& r, const toml::table& t, const std::string& prefix
   return Status::InvalidArgument(message);
 }
 
+// A string key's default without its quotes.
+std::string StringDefault(const KeySpec& spec) {
+  std::string value = DefaultFor(spec, "");
+  return value.size() >= 2 ? value.substr(1, value.size() - 2) : value;
+}
+
 // The profile first: it decides the defaults and which other keys the watch may have.
 Status LoadWatchProfile(const Reader& r, const toml::table& t, const std::string& prefix,
                         WatchSpec* w) {
-  std::string kind = "transfer";
+  std::string kind = StringDefault(SchemaKey("watch", "profile"));
   if (Status s = r.String(t, prefix, "profile", &kind); !s.ok()) return s;
   std::optional<txn_recovery::Profile> profile = txn_recovery::Profile::Named(kind);
-  if (!profile)
+  if (!profile) {
+    std::string names;
+    for (auto name : kProfileNames) names += (names.empty() ? "" : ", ") + std::string(name);
     return r.Error(t.get("profile")->source(), prefix + "profile",
-                   "unknown profile '" + kind +
-                       "' (this version supports: transfer, operations, tagged-insert, steps)");
+                   "unknown profile '" + kind + "' (this version supports: " + names + ")");
+  }
   w->profile = std::move(*profile);
   return Status::Ok();
 }
 
-// The keys every watch has, whatever its profile.
-Status LoadCommonWatchKeys(const Reader& r, const toml::table& t, const std::string& prefix,
-                           WatchSpec* w) {
-  Profile& p = w->profile;
-  w->ns.collection = "transactions";
+// missing_time, whose default depends on the file: an application that names no time field
+// may write none (the transfer without a time field).
+Status LoadMissingTime(const Reader& r, const toml::table& t, const std::string& prefix,
+                       Profile* p) {
+  const KeySpec& spec = SchemaKey("watch", "missing_time");
   std::string missing_time;
-  Collected problems;
-  problems.Add(r.String(t, prefix, "name", &w->name, true));
-  problems.Add(r.String(t, prefix, "database", &w->ns.database, true));
-  problems.Add(r.String(t, prefix, "collection", &w->ns.collection));
-  problems.Add(r.Duration(t, prefix, "resume_after", &w->thresholds.resume_after));
-  problems.Add(r.Duration(t, prefix, "rollback_after", &w->thresholds.rollback_after));
-  problems.Add(r.Duration(t, prefix, "initial_timeout", &w->thresholds.initial_timeout));
-  problems.Add(r.Duration(t, prefix, "late_write_window", &w->thresholds.late_write_window));
-  problems.Add(r.Duration(t, prefix, "max_clock_skew", &w->thresholds.max_clock_skew));
-  problems.Add(r.String(t, prefix, "state_field", &p.state_field));
-  problems.Add(r.String(t, prefix, "time_field", &p.time_field));
-  problems.Add(r.String(t, prefix, "missing_time", &missing_time));
-  problems.Add(r.String(t, prefix, "owner_field", &p.owner.field));
-  problems.Add(r.StringList(t, prefix, "applications", &p.owner.applications));
-  problems.Add(r.Bool(t, prefix, "include_unowned", &p.owner.include_unowned));
-  problems.Add(r.String(t, prefix, "lease_field", &w->lease_field));
-  problems.Add(r.Duration(t, prefix, "retain_finished", &w->retention.retain_finished));
-  problems.Add(r.String(t, prefix, "archive_collection", &w->retention.archive_collection));
+  if (Status s = r.String(t, prefix, spec.key, &missing_time); !s.ok()) return s;
   if (missing_time.empty()) {
-    // An application that names no time field may write none (seed 004).
-    p.missing_time = p.DefaultMissingTime(/*time_field_named=*/t.get("time_field") != nullptr);
+    p->missing_time = p->DefaultMissingTime(/*time_field_named=*/t.get("time_field") != nullptr);
   } else if (auto parsed = txn_recovery::ParseMissingTime(missing_time)) {
-    p.missing_time = *parsed;
+    p->missing_time = *parsed;
   } else {
-    problems.Add(r.Error(t.get("missing_time")->source(), prefix + "missing_time",
-                         "must be \"first_seen\", \"quarantine\" or \"object_id\""));
+    return r.Error(t.get(spec.key)->source(), prefix + std::string(spec.key),
+                   "must be " + std::string(spec.choices));
   }
+  return Status::Ok();
+}
+
+// The keys every watch has, whatever its profile. The transactions collection is the one
+// whose default is the daemon's, not the profile's.
+Status LoadCommonWatchKeys(const Reader& r, const toml::table& t, const std::string& prefix,
+                           Config* c, WatchSpec* w) {
+  w->ns.collection = StringDefault(SchemaKey("watch", "collection"));
+  Collected problems;
+  problems.Add(ReadKeys(r, t, prefix, "watch", Keys::kOfEveryProfile, c, w));
+  problems.Add(LoadMissingTime(r, t, prefix, &w->profile));
   return problems.status();
 }
 
 // The keys of the watch's protocol, and its state spellings.
-Status LoadProtocolKeys(const Reader& r, const toml::table& t, const std::string& prefix,
+Status LoadProtocolKeys(const Reader& r, const toml::table& t, const std::string& prefix, Config* c,
                         WatchSpec* w) {
   Profile& p = w->profile;
   Collected problems;
-  if (auto* transfer = p.transfer()) problems.Add(LoadTransferKeys(r, t, prefix, transfer));
-  if (auto* ops = p.operations()) {
-    if (problems.Add(LoadOperationsKeys(r, t, prefix, ops)))
-      problems.Add(RefuseOwnCollection(r, t, prefix, "allowed_collections", ops->collections,
-                                       w->ns.collection));
-  }
-  if (auto* tagged = p.tagged_insert()) {
-    if (problems.Add(LoadTaggedInsertKeys(r, t, prefix, tagged)))
-      problems.Add(RefuseOwnCollection(r, t, prefix, "tagged_collections",
-                                       tagged->tagged_collections, w->ns.collection));
-  }
+  if (problems.Add(ReadKeys(r, t, prefix, "watch", Keys::kOfSomeProfiles, c, w)))
+    problems.Add(RefuseOwnCollections(r, t, prefix, c, w));
   if (auto* described = p.steps())
     problems.Add(LoadStepsKeys(r, t, prefix, w->ns.collection, described));
   if (const toml::node* states = t.get("states"))
@@ -752,16 +780,15 @@ Status ValidateWatch(const Reader& r, const toml::table& t, const std::string& p
   return Problems(r, t, prefix, problems);
 }
 
-Status LoadWatch(const Reader& r, const toml::table& t, std::size_t index, WatchSpec* w) {
+Status LoadWatch(const Reader& r, const toml::table& t, std::size_t index, Config* c,
+                 WatchSpec* w) {
   const std::string prefix = "watch[" + std::to_string(index) + "].";
   // Without a known profile, no other key of the watch can be judged.
   if (Status s = LoadWatchProfile(r, t, prefix, w); !s.ok()) return s;
   Collected problems;
-  std::string kind = "transfer";
-  if (const toml::node* n = t.get("profile")) kind = n->value_or(kind);
-  problems.Add(CheckWatchKeys(r, t, prefix, kind));
-  problems.Add(LoadCommonWatchKeys(r, t, prefix, w));
-  problems.Add(LoadProtocolKeys(r, t, prefix, w));
+  problems.Add(CheckWatchKeys(r, t, prefix, w->profile.kind()));
+  problems.Add(LoadCommonWatchKeys(r, t, prefix, c, w));
+  problems.Add(LoadProtocolKeys(r, t, prefix, c, w));
   // The profile's, thresholds' and retention's checks weigh values together: only once each
   // was read.
   if (problems.ok()) problems.Add(ValidateWatch(r, t, prefix, *w));
@@ -819,98 +846,64 @@ Status VariableAsToml(const std::string& name, const std::string& value, toml::t
   return Status::Ok();
 }
 
-// TXN_RECOVERYD_<SECTION>_<KEY> for every key of OverlayKeys(), merged into the file's
-// tables and then validated like the file's own values, with errors naming the variable.
+// TXN_RECOVERYD_<SECTION>_<KEY> for every key the schema lets the environment set, merged
+// into the file's tables and then validated like the file's own values, with errors naming
+// the variable. The sections are taken in the order of their names, so that of two
+// unreadable variables the same one is named as ever.
 Status OverlayEnvironment(const EnvLookup& env, toml::table* root) {
-  for (const auto& [section, keys] : OverlayKeys()) {
-    for (const auto& key : keys) {
-      std::string name = VariableName(section, key);
-      std::optional<std::string> v;
-      if (Status s = Variable(env, name, &v); !s.ok()) return s;
-      if (!v) continue;
-      toml::table parsed;
-      if (Status s = VariableAsToml(name, *v, &parsed); !s.ok()) return s;
-      toml::node* existing = root->get(section);
-      if (existing == nullptr) {
-        root->insert_or_assign(section, toml::table{});
-        existing = root->get(section);
-      }
-      toml::table* t = existing->as_table();
-      if (t == nullptr) continue;  // the file's own error is reported later
-      t->insert_or_assign(key, std::move(*parsed.get("v")));
+  std::vector<const KeySpec*> keys;
+  for (const auto& k : ConfigSchema())
+    if (k.flags & kFromEnvironment) keys.push_back(&k);
+  std::stable_sort(keys.begin(), keys.end(),
+                   [](const KeySpec* a, const KeySpec* b) { return a->section < b->section; });
+  for (const KeySpec* k : keys) {
+    const std::string name = VariableName(*k);
+    std::optional<std::string> v;
+    if (Status s = Variable(env, name, &v); !s.ok()) return s;
+    if (!v) continue;
+    toml::table parsed;
+    if (Status s = VariableAsToml(name, *v, &parsed); !s.ok()) return s;
+    toml::node* existing = root->get(k->section);
+    if (existing == nullptr) {
+      root->insert_or_assign(k->section, toml::table{});
+      existing = root->get(k->section);
     }
+    toml::table* t = existing->as_table();
+    if (t == nullptr) continue;  // the file's own error is reported later
+    t->insert_or_assign(k->key, std::move(*parsed.get("v")));
   }
   return Status::Ok();
 }
 
 // A table of the root, or null when absent; an error when the key holds something else.
-Status Section(const Reader& r, const toml::table& root, const char* name,
+Status Section(const Reader& r, const toml::table& root, std::string_view name,
                const toml::table** out) {
   *out = nullptr;
   const toml::node* n = root.get(name);
   if (n == nullptr) return Status::Ok();
   *out = n->as_table();
-  if (*out == nullptr) return r.Error(n->source(), name, "must be a table");
+  if (*out == nullptr) return r.Error(n->source(), std::string(name), "must be a table");
   return Status::Ok();
 }
 
-// mongodb.write_concern: "majority", or how many members must acknowledge a write (1-50).
-// Never 0: the daemon must know whether each of its guarded writes matched.
-Status ReadWriteConcern(const Reader& r, const toml::table& m, std::string* out) {
-  const toml::node* n = m.get("write_concern");
-  if (n == nullptr) return Status::Ok();
-  if (const auto* i = n->as_integer()) {
-    if (i->get() < 1 || i->get() > 50)
-      return r.Error(n->source(), "mongodb.write_concern",
-                     "must be \"majority\" or a number of members from 1 to 50");
-    *out = std::to_string(i->get());
-    return Status::Ok();
-  }
-  const auto* s = n->as_string();
-  if (s == nullptr || s->get() != "majority")
-    return r.Error(n->source(), "mongodb.write_concern",
-                   "must be \"majority\" or a number of members from 1 to 50");
-  *out = s->get();
-  return Status::Ok();
-}
-
-// [mongodb] and the URI's other sources; the URI itself checked as the driver will read it.
-Status LoadMongo(const Reader& r, const toml::table& root, const EnvLookup& env, Config* c) {
-  const toml::table* m = nullptr;
-  if (Status s = Section(r, root, "mongodb", &m); !s.ok()) return s;
-  std::string uri_file;
-  const toml::node* uri_node = nullptr;
+// A section's unknown keys, then every key the schema reads for it.
+Status LoadSection(const Reader& r, const toml::table& t, std::string_view section, Config* c) {
+  const std::string prefix = std::string(section) + ".";
+  WatchSpec no_watch;
   Collected problems;
-  if (m != nullptr) {
-    problems.Add(r.OnlyKnownKeys(
-        *m, "mongodb.",
-        {"uri", "uri_file", "server_selection_timeout", "socket_timeout", "write_concern",
-         "write_concern_timeout", "read_concern", "server_clock"}));
-    problems.Add(ReadWriteConcern(r, *m, &c->mongodb.write_concern));
-    problems.Add(
-        r.Duration(*m, "mongodb.", "write_concern_timeout", &c->mongodb.write_concern_timeout));
-    problems.Add(r.String(*m, "mongodb.", "read_concern", &c->mongodb.read_concern));
-    problems.Add(r.String(*m, "mongodb.", "server_clock", &c->mongodb.server_clock));
-    problems.Add(r.String(*m, "mongodb.", "uri", &c->mongodb.uri));
-    problems.Add(r.String(*m, "mongodb.", "uri_file", &uri_file));
-    problems.Add(r.Duration(*m, "mongodb.", "server_selection_timeout",
-                            &c->mongodb.server_selection_timeout));
-    problems.Add(r.Duration(*m, "mongodb.", "socket_timeout", &c->mongodb.socket_timeout));
-    if (c->mongodb.read_concern != "majority" && c->mongodb.read_concern != "local")
-      problems.Add(r.Error(m->get("read_concern")->source(), "mongodb.read_concern",
-                           "must be \"majority\" or \"local\""));
-    if (c->mongodb.server_clock != "auto" && c->mongodb.server_clock != "server" &&
-        c->mongodb.server_clock != "daemon")
-      problems.Add(r.Error(m->get("server_clock")->source(), "mongodb.server_clock",
-                           "must be \"auto\", \"server\" or \"daemon\""));
-    // Where the URI comes from is decided below: not before the file's keys are sound.
-    if (!problems.ok()) return problems.status();
-    if (!c->mongodb.uri.empty() && !uri_file.empty())
-      return r.Error(m->source(), "mongodb", "set either uri or uri_file, not both");
-    if (!c->mongodb.uri.empty()) {
-      c->mongodb.uri_source = r.path();
-      uri_node = m->get("uri");
-    }
+  problems.Add(r.OnlyKnownKeys(t, prefix, KeyNames(section)));
+  problems.Add(ReadKeys(r, t, prefix, section, Keys::kAll, c, &no_watch));
+  return problems.status();
+}
+
+// Where the URI comes from, highest precedence first: the environment, the systemd
+// credential, uri_file, uri. `m` is [mongodb] (or null); `uri_file` its uri_file.
+Status ResolveUri(const Reader& r, const toml::table* m, const std::string& uri_file,
+                  const EnvLookup& env, Config* c) {
+  const toml::node* uri_node = nullptr;
+  if (m != nullptr && !c->mongodb.uri.empty()) {
+    c->mongodb.uri_source = r.path();
+    uri_node = m->get("uri");
   }
   if (!uri_file.empty()) {
     const toml::node* at = m->get("uri_file");
@@ -929,17 +922,19 @@ Status LoadMongo(const Reader& r, const toml::table& root, const EnvLookup& env,
       uri_node = nullptr;
     }
   }
+  const std::string variable = VariableName(SchemaKey("mongodb", "uri"));
   std::optional<std::string> from_env;
-  if (Status s = Variable(env, kUriVariable, &from_env); !s.ok()) return s;
+  if (Status s = Variable(env, variable, &from_env); !s.ok()) return s;
   if (from_env) {
     c->mongodb.uri = *from_env;
-    c->mongodb.uri_source = std::string("environment ") + kUriVariable;
+    c->mongodb.uri_source = "environment " + variable;
     uri_node = nullptr;
   }
   if (c->mongodb.uri.empty())
     return r.Error("mongodb.uri",
                    "no MongoDB URI: set mongodb.uri or mongodb.uri_file, or the environment "
-                   "variable TXN_RECOVERYD_MONGODB_URI");
+                   "variable " +
+                       variable);
   if (Status s = txn_recovery::ValidateMongoUri(c->mongodb.uri); !s.ok()) {
     std::string problem = "not a usable MongoDB URI: " + s.message();
     if (uri_node != nullptr) return r.Error(uri_node->source(), "mongodb.uri", problem);
@@ -948,61 +943,33 @@ Status LoadMongo(const Reader& r, const toml::table& root, const EnvLookup& env,
   return Status::Ok();
 }
 
+// [mongodb] and the URI's other sources; the URI itself checked as the driver will read it.
+Status LoadMongo(const Reader& r, const toml::table& root, const EnvLookup& env, Config* c) {
+  const toml::table* m = nullptr;
+  if (Status s = Section(r, root, "mongodb", &m); !s.ok()) return s;
+  std::string uri_file;
+  if (m != nullptr) {
+    Collected problems;
+    problems.Add(LoadSection(r, *m, "mongodb", c));
+    problems.Add(r.String(*m, "mongodb.", "uri_file", &uri_file));
+    // Where the URI comes from is decided below: not before the file's keys are sound.
+    if (!problems.ok()) return problems.status();
+    if (!c->mongodb.uri.empty() && !uri_file.empty())
+      return r.Error(m->source(), "mongodb", "set either uri or uri_file, not both");
+  }
+  return ResolveUri(r, m, uri_file, env, c);
+}
+
 Status LoadSweep(const Reader& r, const toml::table& root, Config* c) {
   const toml::table* t = nullptr;
   if (Status s = Section(r, root, "sweep", &t); !s.ok() || t == nullptr) return s;
-  long long workers = c->sweep.workers, batch = c->sweep.batch_size, bulk = c->sweep.bulk_size,
-            max_failures = c->sweep.max_failures;
-  long long retention_batch = c->sweep.retention_batch_size,
-            retention_batches = c->sweep.retention_max_batches, marker_cap = c->sweep.marker_cap;
-  Collected problems;
-  problems.Add(r.OnlyKnownKeys(
-      *t, "sweep.",
-      {"workers", "batch_size", "bulk_size", "lease", "max_failures", "retention_batch_size",
-       "retention_pause", "retention_max_batches", "marker_cap", "manage_indexes"}));
-  problems.Add(r.Bool(*t, "sweep.", "manage_indexes", &c->sweep.manage_indexes));
-  problems.Add(r.Int(*t, "sweep.", "marker_cap", 1, 1'000'000, &marker_cap));
-  problems.Add(r.Int(*t, "sweep.", "retention_batch_size", 1, 100'000, &retention_batch));
-  problems.Add(r.Int(*t, "sweep.", "retention_max_batches", 0, 1'000'000, &retention_batches));
-  problems.Add(r.Duration(*t, "sweep.", "retention_pause", &c->sweep.retention_pause));
-  problems.Add(r.Int(*t, "sweep.", "max_failures", 1, 1000, &max_failures));
-  problems.Add(r.Int(*t, "sweep.", "workers", 1, 256, &workers));
-  problems.Add(r.Int(*t, "sweep.", "batch_size", 1, 100'000, &batch));
-  problems.Add(r.Int(*t, "sweep.", "bulk_size", 1, 10'000, &bulk));
-  problems.Add(r.Duration(*t, "sweep.", "lease", &c->sweep.lease_duration));
-  c->sweep.workers = static_cast<int>(workers);
-  c->sweep.batch_size = static_cast<std::int32_t>(batch);
-  c->sweep.bulk_size = static_cast<std::int32_t>(bulk);
-  c->sweep.max_failures = static_cast<int>(max_failures);
-  c->sweep.retention_batch_size = static_cast<std::int32_t>(retention_batch);
-  c->sweep.retention_max_batches = static_cast<std::int32_t>(retention_batches);
-  c->sweep.marker_cap = marker_cap;
-  if (c->sweep.lease_duration < std::chrono::seconds(15))
-    problems.Add(r.Error(t->get("lease")->source(), "sweep.lease",
-                         "must be at least 15s (the daemon stops writing 10s before it expires)"));
-  return problems.status();
+  return LoadSection(r, *t, "sweep", c);
 }
 
 Status LoadDaemon(const Reader& r, const toml::table& root, Config* c) {
   const toml::table* t = nullptr;
   if (Status s = Section(r, root, "daemon", &t); !s.ok() || t == nullptr) return s;
-  Collected problems;
-  problems.Add(r.OnlyKnownKeys(*t, "daemon.",
-                               {"interval", "jitter", "backoff_initial", "backoff_max",
-                                "drain_deadline", "orphan_scan_interval"}));
-  problems.Add(r.Duration(*t, "daemon.", "orphan_scan_interval", &c->daemon.orphan_scan_interval));
-  problems.Add(r.Duration(*t, "daemon.", "interval", &c->daemon.interval));
-  problems.Add(r.Duration(*t, "daemon.", "backoff_initial", &c->daemon.backoff_initial));
-  problems.Add(r.Duration(*t, "daemon.", "backoff_max", &c->daemon.backoff_max));
-  problems.Add(r.Duration(*t, "daemon.", "drain_deadline", &c->daemon.drain_deadline));
-  if (const toml::node* j = t->get("jitter")) {
-    std::optional<double> v = j->value<double>();
-    if (!v || *v < 0 || *v > 0.9)
-      problems.Add(r.Error(j->source(), "daemon.jitter", "must be a number from 0 to 0.9"));
-    else
-      c->daemon.jitter = *v;
-  }
-  if (!problems.ok()) return problems.status();
+  if (Status s = LoadSection(r, *t, "daemon", c); !s.ok()) return s;
   if (c->daemon.backoff_max < c->daemon.backoff_initial)
     return r.Error(t->get("backoff_max") ? t->get("backoff_max")->source()
                                          : t->get("backoff_initial")->source(),
@@ -1013,27 +980,21 @@ Status LoadDaemon(const Reader& r, const toml::table& root, Config* c) {
 Status LoadLog(const Reader& r, const toml::table& root, const EnvLookup& env, Config* c) {
   const toml::table* t = nullptr;
   if (Status s = Section(r, root, "log", &t); !s.ok()) return s;
+  const KeySpec& format_key = SchemaKey("log", "format");
   std::string format;
   if (t != nullptr) {
     Collected problems;
-    problems.Add(r.OnlyKnownKeys(*t, "log.", {"format", "level"}));
-    problems.Add(r.String(*t, "log.", "format", &format));
-    problems.Add(r.String(*t, "log.", "level", &c->log.level));
-    if (!format.empty() && format != "text" && format != "json" && format != "journal")
-      problems.Add(r.Error(t->get("format")->source(), "log.format",
-                           "must be \"text\", \"json\" or \"journal\""));
-    if (c->log.level != "trace" && c->log.level != "debug" && c->log.level != "info" &&
-        c->log.level != "warn" && c->log.level != "error")
-      problems.Add(r.Error(t->get("level")->source(), "log.level",
-                           "must be trace, debug, info, warn or error"));
+    problems.Add(LoadSection(r, *t, "log", c));
+    problems.Add(ReadString(r, *t, "log.", format_key, &format));
     if (!problems.ok()) return problems.status();
   }
+  const std::string variable = VariableName(format_key);
   std::optional<std::string> v;
-  if (Status s = Variable(env, kLogFormatVariable, &v); !s.ok()) return s;
+  if (Status s = Variable(env, variable, &v); !s.ok()) return s;
   if (v) {
-    if (*v != "text" && *v != "json" && *v != "journal")
-      return Status::InvalidArgument(std::string("environment ") + kLogFormatVariable +
-                                     ": must be text, json or journal, not '" + *v + "'");
+    if (!LogFormatNamed(*v))
+      return Status::InvalidArgument("environment " + variable + ": must be " +
+                                     Alternatives(Choices(format_key)) + ", not '" + *v + "'");
     format = *v;
   }
   // Under systemd with stderr connected to the journal, speak its language by default. The
@@ -1043,9 +1004,7 @@ Status LoadLog(const Reader& r, const toml::table& root, const EnvLookup& env, C
     std::optional<std::string> stream = env("JOURNAL_STREAM");
     format = stream && StreamIsJournal(*stream, STDERR_FILENO) ? "journal" : "text";
   }
-  c->log.format = format == "json"      ? LogFormat::kJson
-                  : format == "journal" ? LogFormat::kJournal
-                                        : LogFormat::kText;
+  c->log.format = *LogFormatNamed(format);
   return Status::Ok();
 }
 
@@ -1054,18 +1013,18 @@ Status LoadHttp(const Reader& r, const toml::table& root, const EnvLookup& env, 
   if (Status s = Section(r, root, "http", &t); !s.ok()) return s;
   if (t != nullptr) {
     Collected problems;
-    problems.Add(r.OnlyKnownKeys(*t, "http.", {"listen"}));
+    problems.Add(LoadSection(r, *t, "http", c));
     if (problems.Add(r.String(*t, "http.", "listen", &c->http.listen)) && !c->http.listen.empty())
       if (Status bad = CheckHttpListen(c->http.listen); !bad.ok())
         problems.Add(r.Error(t->get("listen")->source(), "http.listen", bad.message()));
     if (!problems.ok()) return problems.status();
   }
+  const std::string variable = VariableName(SchemaKey("http", "listen"));
   std::optional<std::string> v;
-  if (Status s = Variable(env, kListenVariable, &v); !s.ok()) return s;
+  if (Status s = Variable(env, variable, &v); !s.ok()) return s;
   if (v) {
     if (Status bad = CheckHttpListen(*v); !bad.ok())
-      return Status::InvalidArgument(std::string("environment ") + kListenVariable + ": " +
-                                     bad.message());
+      return Status::InvalidArgument("environment " + variable + ": " + bad.message());
     c->http.listen = *v;
   }
   return Status::Ok();
@@ -1086,7 +1045,7 @@ Status LoadWatches(const Reader& r, const toml::table& root, Config* c) {
     w.retention.batch_size = c->sweep.retention_batch_size;
     w.retention.pause_between_batches = c->sweep.retention_pause;
     w.retention.max_batches = c->sweep.retention_max_batches;
-    if (!problems.Add(LoadWatch(r, t, i, &w))) continue;
+    if (!problems.Add(LoadWatch(r, t, i, c, &w))) continue;
     if (!names.insert(w.name).second) {
       problems.Add(r.Error(t.source(), "watch[" + std::to_string(i) + "].name",
                            "duplicate watch name '" + w.name + "'"));
@@ -1117,7 +1076,7 @@ Status LoadAll(const std::string& path, const EnvLookup& env, Config* c) {
   if (!(s = ParseFile(r, &root)).ok() || !(s = OverlayEnvironment(env, &root)).ok()) return s;
   // Each section on its own: a problem in one does not hide those of the next.
   Collected problems;
-  problems.Add(r.OnlyKnownKeys(root, "", {"mongodb", "sweep", "daemon", "log", "http", "watch"}));
+  problems.Add(r.OnlyKnownKeys(root, "", KeyNames("")));
   problems.Add(LoadMongo(r, root, env, c));
   problems.Add(LoadSweep(r, root, c));
   problems.Add(LoadDaemon(r, root, c));
@@ -1164,21 +1123,6 @@ Status SelectWatches(const std::vector<std::string>& names, Config* config) {
     if (std::find(names.begin(), names.end(), w.name) != names.end()) kept.push_back(std::move(w));
   config->watches = std::move(kept);
   return Status::Ok();
-}
-
-std::vector<std::string> ConfigKeys() {
-  std::vector<std::string> keys = {"mongodb.uri", "mongodb.uri_file", "log.format", "http.listen"};
-  for (const auto& [section, names] : OverlayKeys())
-    for (const auto& k : names) keys.push_back(section + "." + k);
-  for (auto k : kCommonWatchKeys)
-    if (k != "states") keys.push_back("watch." + std::string(k));
-  for (const auto& pk : AllProtocolKeys())
-    for (auto k : pk.keys) keys.push_back("watch." + std::string(k));
-  for (const auto& sk : AllStateKeys())
-    for (auto k : sk.keys) keys.push_back("watch.states." + std::string(k));
-  std::sort(keys.begin(), keys.end());
-  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
-  return keys;
 }
 
 txn_recovery::MongoOptions MongoOptionsFor(const Config& config) {
@@ -1276,104 +1220,123 @@ std::string DescribeSteps(const txn_recovery::WatchSpec& w) {
   return os.str();
 }
 
-std::string DescribeConfig(const Config& c) {
-  const auto q = Quoted;
-  auto list = [&](const std::vector<std::string>& v) {
-    std::string out = "[";
-    for (std::size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + q(v[i]);
-    return out + "]";
-  };
+namespace {
+
+std::string List(const std::vector<std::string>& v) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + Quoted(v[i]);
+  return out + "]";
+}
+
+// A value as check-config prints it: as the file would spell it.
+std::string ValueText(const KeySpec& spec, const FieldRef& field) {
+  return std::visit(
+      Overloaded{
+          [](std::monostate) { return std::string(); },
+          [&](std::string* v) {
+            return spec.type == KeyType::kWriteConcern && *v != "majority" ? *v : Quoted(*v);
+          },
+          [](int* v) { return std::to_string(*v); },
+          [](std::int64_t* v) { return std::to_string(*v); },
+          [](bool* v) { return std::string(*v ? "true" : "false"); },
+          [](double* v) {
+            std::ostringstream os;
+            os << *v;
+            return os.str();
+          },
+          [](std::chrono::milliseconds* v) { return Quoted(FormatDuration(*v)); },
+          [](std::vector<std::string>* v) { return List(*v); },
+          [](LogFormat* v) { return Quoted(LogFormatName(*v)); },
+      },
+      field);
+}
+
+// One section outside [[watch]], every key the configuration holds.
+void DescribeSection(std::ostream& os, std::string_view section, Config& c) {
+  WatchSpec no_watch;
+  os << "[" << section << "]";
+  for (const KeySpec* k : KeysOf(section)) {
+    if (k->field == nullptr) continue;
+    FieldRef field = k->field(c, no_watch);
+    os << "\n" << k->key << " = ";
+    if (k->flags & kRedacted)
+      os << Quoted(txn_recovery::RedactUri(*std::get<std::string*>(field))) << "  # from "
+         << c.mongodb.uri_source;
+    else
+      os << ValueText(*k, field);
+  }
+}
+
+// One key of a watch as check-config prints it ("\nkey = value"), or nothing: a key the
+// profile does not have, one without a default left unset, or one printed elsewhere.
+std::string WatchKeyText(const KeySpec& k, Config& c, WatchSpec& w) {
+  const txn_recovery::Profile& p = w.profile;
+  const std::string key(k.key);
+  if (key == "profile") return "\nprofile = " + Quoted(std::string(p.kind()));
+  if (key == "missing_time")
+    return "\nmissing_time = " + Quoted(std::string(txn_recovery::MissingTimeName(p.missing_time)));
+  if (key == "retain_finished" && !w.retention.enabled())
+    return "\n# retain_finished: off (finished transactions are kept)";
+  if (k.field == nullptr) return "";
+  FieldRef field = k.field(c, w);
+  if (std::holds_alternative<std::monostate>(field)) return "";
+  const bool unset = std::visit(Overloaded{[](std::string* v) { return v->empty(); },
+                                           [](std::vector<std::string>* v) { return v->empty(); },
+                                           [](auto) { return false; }},
+                                field);
+  if (unset && k.default_value.empty() && !(k.flags & kRequired)) return "";
+  return "\n" + key + " = " + ValueText(k, field);
+}
+
+// A watch: its keys, its profile's steps, its state spellings.
+void DescribeWatch(std::ostream& os, Config& c, WatchSpec& w) {
+  os << "\n[[watch]]";
+  bool in_protocol = false;
+  for (const KeySpec* k : KeysOf("watch")) {
+    const bool protocol = k->profiles != kEveryProfile;
+    // The steps as the daemon understands them, after the keys of its profile.
+    if (in_protocol && !protocol) os << DescribeSteps(w);
+    in_protocol = protocol;
+    os << WatchKeyText(*k, c, w);
+  }
+  os << "\n[watch.states]";
+  const txn_recovery::StateAliases& states = w.profile.states;
+  for (const auto state : kStates)
+    if (!states.For(state).empty())
+      os << "\n" << txn_recovery::TxnStateName(state) << " = " << List(states.For(state));
+  if (!states.resuming.empty()) os << "\nresuming = " << List(states.resuming);
+  os << "\n";
+}
+
+}  // namespace
+
+std::string DescribeConfig(const Config& config) {
+  // The schema's fields are for reading and writing alike; nothing here writes.
+  Config& c = const_cast<Config&>(config);
   std::ostringstream os;
   os << "# effective configuration of " << c.path << "\n";
-  os << "[mongodb]\nuri = " << q(txn_recovery::RedactUri(c.mongodb.uri)) << "  # from "
-     << c.mongodb.uri_source
-     << "\nserver_selection_timeout = " << q(FormatDuration(c.mongodb.server_selection_timeout))
-     << "\nsocket_timeout = " << q(FormatDuration(c.mongodb.socket_timeout)) << "\nwrite_concern = "
-     << (c.mongodb.write_concern == "majority" ? q(c.mongodb.write_concern)
-                                               : c.mongodb.write_concern)
-     << "\nwrite_concern_timeout = " << q(FormatDuration(c.mongodb.write_concern_timeout))
-     << "\nread_concern = " << q(c.mongodb.read_concern)
-     << "\nserver_clock = " << q(c.mongodb.server_clock) << "\n\n";
-  os << "[sweep]\nworkers = " << c.sweep.workers << "\nbatch_size = " << c.sweep.batch_size
-     << "\nbulk_size = " << c.sweep.bulk_size
-     << "\nlease = " << q(FormatDuration(c.sweep.lease_duration))
-     << "\nmax_failures = " << c.sweep.max_failures
-     << "\nretention_batch_size = " << c.sweep.retention_batch_size
-     << "\nretention_pause = " << q(FormatDuration(c.sweep.retention_pause))
-     << "\nretention_max_batches = " << c.sweep.retention_max_batches
-     << "\nmarker_cap = " << c.sweep.marker_cap
-     << "\nmanage_indexes = " << (c.sweep.manage_indexes ? "true" : "false") << "\n\n";
-  os << "[daemon]\ninterval = " << q(FormatDuration(c.daemon.interval))
-     << "\njitter = " << c.daemon.jitter
-     << "\nbackoff_initial = " << q(FormatDuration(c.daemon.backoff_initial))
-     << "\nbackoff_max = " << q(FormatDuration(c.daemon.backoff_max))
-     << "\ndrain_deadline = " << q(FormatDuration(c.daemon.drain_deadline))
-     << "\norphan_scan_interval = " << q(FormatDuration(c.daemon.orphan_scan_interval)) << "\n\n";
-  os << "[log]\nformat = "
-     << q(c.log.format == LogFormat::kJson      ? "json"
-          : c.log.format == LogFormat::kJournal ? "journal"
-                                                : "text")
-     << "\nlevel = " << q(c.log.level) << "\n\n";
-  os << "[http]\nlisten = " << q(c.http.listen) << "\n";
-  for (const auto& w : c.watches) {
-    const auto& p = w.profile;
-    const auto& t = w.thresholds;
-    os << "\n[[watch]]\nname = " << q(w.name) << "\ndatabase = " << q(w.ns.database)
-       << "\ncollection = " << q(w.ns.collection) << "\nprofile = " << q(std::string(p.kind()))
-       << "\nresume_after = " << q(FormatDuration(t.resume_after))
-       << "\nrollback_after = " << q(FormatDuration(t.rollback_after))
-       << "\ninitial_timeout = " << q(FormatDuration(t.initial_timeout))
-       << "\nlate_write_window = " << q(FormatDuration(t.late_write_window))
-       << "\nmax_clock_skew = " << q(FormatDuration(t.max_clock_skew))
-       << "\nstate_field = " << q(p.state_field) << "\ntime_field = " << q(p.time_field)
-       << "\nmissing_time = " << q(std::string(txn_recovery::MissingTimeName(p.missing_time)))
-       << "\nowner_field = " << q(p.owner.field);
-    if (!p.owner.applications.empty()) os << "\napplications = " << list(p.owner.applications);
-    os << "\ninclude_unowned = " << (p.owner.include_unowned ? "true" : "false");
-    if (const auto* tp = p.transfer()) {
-      os << "\nparticipants = " << q(tp->participants_collection)
-         << "\nsource_field = " << q(tp->source_field)
-         << "\ndestination_field = " << q(tp->destination_field)
-         << "\namount_field = " << q(tp->amount_field)
-         << "\nparticipant_key = " << q(tp->participant_key)
-         << "\nbalance_field = " << q(tp->balance_field)
-         << "\nmarker_field = " << q(tp->marker_field)
-         << "\nrequire_funds = " << (tp->require_funds ? "true" : "false");
+  bool first = true;
+  for (const KeySpec* section : KeysOf(""))
+    if (section->type == KeyType::kTable) {
+      os << (first ? "" : "\n\n");
+      DescribeSection(os, section->key, c);
+      first = false;
     }
-    if (const auto* op = p.operations()) {
-      os << "\noperations_field = " << q(op->operations_field)
-         << "\ncollection_key = " << q(op->collection_key) << "\nid_key = " << q(op->id_key)
-         << "\ninc_key = " << q(op->inc_key) << "\nset_key = " << q(op->set_key)
-         << "\nprevious_key = " << q(op->previous_key)
-         << "\nmarker_field = " << q(op->marker_field);
-      if (!op->collections.empty()) os << "\nallowed_collections = " << list(op->collections);
-      os << "\nmax_operations = " << op->max_operations;
-    }
-    if (const auto* tg = p.tagged_insert()) {
-      os << "\ntagged_collections = " << list(tg->tagged_collections)
-         << "\ntag_field = " << q(tg->tag_field) << "\nvalid_field = " << q(tg->valid_field);
-    }
-    os << DescribeSteps(w);
-    if (w.retention.enabled())
-      os << "\nretain_finished = " << q(FormatDuration(w.retention.retain_finished));
-    else
-      os << "\n# retain_finished: off (finished transactions are kept)";
-    if (!w.retention.archive_collection.empty())
-      os << "\narchive_collection = " << q(w.retention.archive_collection);
-    os << "\nlease_field = " << q(w.lease_field) << "\n[watch.states]";
-    const std::pair<const char*, txn_recovery::TxnState> roles[] = {
-        {"initial", txn_recovery::TxnState::kInitial},
-        {"pending", txn_recovery::TxnState::kPending},
-        {"applied", txn_recovery::TxnState::kApplied},
-        {"done", txn_recovery::TxnState::kDone},
-        {"canceling", txn_recovery::TxnState::kCanceling},
-        {"cancelled", txn_recovery::TxnState::kCancelled}};
-    for (const auto& [key, state] : roles)
-      if (!p.states.For(state).empty()) os << "\n" << key << " = " << list(p.states.For(state));
-    if (!p.states.resuming.empty()) os << "\nresuming = " << list(p.states.resuming);
-    os << "\n";
-  }
+  os << "\n";
+  for (auto& w : c.watches) DescribeWatch(os, c, w);
   return os.str();
+}
+
+Config::Config() {
+  // The defaults of every key outside [[watch]], read from the schema as the file's values
+  // are (those of a watch are its profile's).
+  Reader r("(the schema's defaults)");
+  WatchSpec no_watch;
+  for (const KeySpec& k : ConfigSchema()) {
+    if (k.field == nullptr || k.default_value.empty() || k.section.rfind("watch", 0) == 0) continue;
+    toml::table t = toml::parse(std::string(k.key) + " = " + std::string(k.default_value));
+    (void)ReadKey(r, t, "", k, k.field(*this, no_watch));
+  }
 }
 
 }  // namespace txn_recoveryd

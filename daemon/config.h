@@ -16,35 +16,37 @@
 
 namespace txn_recoveryd {
 
+// The values of the sections outside [[watch]]. Their defaults are the schema's
+// (config_schema.cc), set by Config(); the comments say what the code does with them.
 struct MongoConfig {
   std::string uri;         // may hold a password: print only through RedactUri
   std::string uri_source;  // where the URI came from ("file", "uri_file /path", "env ...")
-  std::chrono::milliseconds server_selection_timeout{5000};
+  std::chrono::milliseconds server_selection_timeout{};
   // How long one operation may wait for a reply from a connected server.
-  std::chrono::milliseconds socket_timeout{30000};
+  std::chrono::milliseconds socket_timeout{};
   // Durability on a replica set (see MongoOptions): "majority" or a number of members.
-  std::string write_concern = "majority";
-  std::chrono::milliseconds write_concern_timeout{10000};
-  std::string read_concern = "majority";  // or "local"
+  std::string write_concern;
+  std::chrono::milliseconds write_concern_timeout{};
+  std::string read_concern;  // "majority" or "local"
   // Who compares with the server's clock in filters: "auto", "server" ($$NOW) or "daemon"
   // (its estimate; servers without $$NOW in filters, docs/compatibility.md).
-  std::string server_clock = "auto";
+  std::string server_clock;
 };
 
 struct SweepConfig {
-  int workers = 4;
-  std::int32_t batch_size = 500;  // documents per cursor batch (bounds memory)
+  int workers = 0;
+  std::int32_t batch_size = 0;  // documents per cursor batch (bounds memory)
   // Transactions a worker drives together, each phase one bulk write per collection.
-  std::int32_t bulk_size = 125;
-  std::chrono::milliseconds lease_duration{std::chrono::seconds(60)};
-  int max_failures = 5;
+  std::int32_t bulk_size = 0;
+  std::chrono::milliseconds lease_duration{};
+  int max_failures = 0;
   // How every watch's retention removes finished transactions (see retention.h): documents
   // per batch, the pause between batches, and batches per sweep.
-  std::int32_t retention_batch_size = 500;
-  std::chrono::milliseconds retention_pause{200};
-  std::int32_t retention_max_batches = 20;
+  std::int32_t retention_batch_size = 0;
+  std::chrono::milliseconds retention_pause{};
+  std::int32_t retention_max_batches = 0;
   // The orphan scan reports a participant carrying more markers than this.
-  std::int64_t marker_cap = 16;
+  std::int64_t marker_cap = 0;
   // Create the indexes each watch's queries need at start (otherwise only report the
   // missing ones). Off by default: building an index on a large production collection
   // loads the server and needs the createIndex privilege, an operator's decision.
@@ -53,26 +55,31 @@ struct SweepConfig {
 
 // The long-running mode (`txn-recoveryd run`).
 struct DaemonConfig {
-  std::chrono::milliseconds interval{std::chrono::seconds(10)};
+  std::chrono::milliseconds interval{};
   // Each wait is interval * (1 +/- jitter), so that hosts do not sweep in lockstep.
-  double jitter = 0.2;
+  double jitter = 0;
   // While the database is unreachable: wait backoff_initial, doubling up to backoff_max
-  // (seed 003's schedule).
-  std::chrono::milliseconds backoff_initial{100};
-  std::chrono::milliseconds backoff_max{std::chrono::seconds(30)};
+  // (the retry schedule of the tagged inserts).
+  std::chrono::milliseconds backoff_initial{};
+  std::chrono::milliseconds backoff_max{};
   // After SIGTERM: how long the transactions in hand may take before the process exits
   // anyway (everything it leaves is safe to repeat; its leases simply expire).
-  std::chrono::milliseconds drain_deadline{std::chrono::seconds(8)};
+  std::chrono::milliseconds drain_deadline{};
   // How often `run` scans the participants for orphan markers (orphans.h). It reads every
   // marked participant, hence the low rate.
-  std::chrono::milliseconds orphan_scan_interval{std::chrono::hours(1)};
+  std::chrono::milliseconds orphan_scan_interval{};
 };
 
 enum class LogFormat { kText, kJson, kJournal };
 
+// log.format's values as the file, the environment and --log-format spell them
+// ("text", "json", "journal"); nullopt for any other name.
+std::optional<LogFormat> LogFormatNamed(std::string_view name);
+std::string LogFormatName(LogFormat format);
+
 struct LogConfig {
   LogFormat format = LogFormat::kText;
-  std::string level = "info";  // trace, debug, info, warn, error
+  std::string level;  // trace, debug, info, warn, error
 };
 
 struct HttpConfig {
@@ -80,6 +87,7 @@ struct HttpConfig {
 };
 
 struct Config {
+  Config();          // every default of the schema's
   std::string path;  // the file it was loaded from
   MongoConfig mongodb;
   SweepConfig sweep;
@@ -106,10 +114,6 @@ std::vector<std::string> EnvironmentVariables();
 std::vector<std::string> UnknownEnvironmentVariables(const std::vector<std::string>& present);
 // The names of the process's environment variables.
 std::vector<std::string> ProcessEnvironmentNames();
-
-// Every key the configuration file accepts, as "section.key", "watch.key" and
-// "watch.states.key" (for the documentation checks).
-std::vector<std::string> ConfigKeys();
 
 // Loads and validates `path`. InvalidArgument with "FILE:LINE:COL: KEY: problem" on any
 // error; never a partial result, never an exception. This is the one validation: what

@@ -19,6 +19,7 @@
 #include <set>
 #include <thread>
 
+#include "config_schema.h"
 #include "exit_codes.h"
 #include "http_server.h"
 #include "index_check.h"
@@ -43,23 +44,18 @@ using std::chrono::milliseconds;
 
 Status ApplyOverrides(const RunOptions& options, Config* config) {
   if (!options.log_format.empty()) {
-    if (options.log_format == "text") {
-      config->log.format = LogFormat::kText;
-    } else if (options.log_format == "json") {
-      config->log.format = LogFormat::kJson;
-    } else if (options.log_format == "journal") {
-      config->log.format = LogFormat::kJournal;
-    } else {
-      return Status::InvalidArgument("--log-format: must be text, json or journal, not '" +
+    std::optional<LogFormat> format = LogFormatNamed(options.log_format);
+    if (!format)
+      return Status::InvalidArgument("--log-format: must be " +
+                                     Alternatives(Choices(SchemaKey("log", "format"))) + ", not '" +
                                      options.log_format + "'");
-    }
+    config->log.format = *format;
   }
   if (!options.log_level.empty()) {
-    static const std::set<std::string> kLevels = {"trace", "debug", "info", "warn", "error"};
-    if (!kLevels.count(options.log_level))
-      return Status::InvalidArgument(
-          "--log-level: must be trace, debug, info, warn or error, not '" + options.log_level +
-          "'");
+    const std::vector<std::string> levels = Choices(SchemaKey("log", "level"));
+    if (std::find(levels.begin(), levels.end(), options.log_level) == levels.end())
+      return Status::InvalidArgument("--log-level: must be " + Alternatives(levels) + ", not '" +
+                                     options.log_level + "'");
     config->log.level = options.log_level;
   }
   if (!options.http_listen.empty()) {

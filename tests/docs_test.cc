@@ -1,16 +1,23 @@
-// Documentation drift: what the man page, the shell completions, the example configuration
-// and the container image say, checked against the code that defines it.
+// Documentation drift: what the man page, the shell completions, the example configuration,
+// docs/configuration.md and the container image say, checked against the code that defines
+// it (the configuration's keys: the schema, daemon/config_schema.cc).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "cli.h"
 #include "config.h"
+#include "config_schema.h"
 
 namespace txn_recoveryd {
 namespace {
@@ -116,20 +123,308 @@ TEST(Completions, OfferEveryCommandAndOption) {
   }
 }
 
-TEST(ExampleConfiguration, ShowsEveryKeyAndTheLimitsTheCodeApplies) {
-  const std::string example = Read(Source("config/txn-recoveryd.toml"));
-  for (const auto& key : ConfigKeys()) {
-    std::string last = key.substr(key.rfind('.') + 1);
-    if (key.rfind("watch.states.", 0) == 0) {
-      EXPECT_NE(example.find(last), std::string::npos) << key;
+// ---- The configuration's schema (daemon/config_schema.cc) against the code that applies it
+// and the three documents that describe it: a key, a default or a bound that drifts in any
+// of them fails here.
+
+std::string Trim(std::string s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+  std::size_t first = 0;
+  while (first < s.size() && std::isspace(static_cast<unsigned char>(s[first]))) ++first;
+  return s.substr(first);
+}
+
+// Two values as a file spells them are the same value: "1m" and "60s" are one duration.
+bool SameValue(const std::string& a, const std::string& b) {
+  if (a == b) return true;
+  auto unquoted = [](const std::string& v) {
+    return v.size() >= 2 && v.front() == '"' && v.back() == '"' ? v.substr(1, v.size() - 2) : "";
+  };
+  std::chrono::milliseconds x, y;
+  return !unquoted(a).empty() && ParseDuration(unquoted(a), &x).ok() &&
+         ParseDuration(unquoted(b), &y).ok() && x == y;
+}
+
+// The profiles `spec` belongs to; "" alone for a key outside [[watch]].
+std::vector<std::string> ProfilesOf(const KeySpec& spec) {
+  if (spec.profiles == 0) return {""};
+  std::vector<std::string> out;
+  for (auto name : kProfileNames)
+    if (spec.profiles & ProfileBit(name)) out.emplace_back(name);
+  return out;
+}
+
+// Another name of a state ([watch.states] new, committed, ...): its default is its state's.
+bool IsStateAlias(const KeySpec& spec) {
+  return !spec.state.empty() && spec.state != spec.key;
+}
+
+// A key's default as docs/configuration.md and the man page state it.
+std::string DefaultCell(const KeySpec& spec) {
+  if (!spec.default_value.empty()) return "`" + std::string(spec.default_value) + "`";
+  return (spec.flags & kRequired) ? "required" : "—";
+}
+
+// The cells of every row of the Markdown tables of `doc`, by the key its first cell names.
+std::map<std::string, std::vector<std::string>> TableRows(const std::string& doc) {
+  std::map<std::string, std::vector<std::string>> rows;
+  std::istringstream in(doc);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("| `", 0) != 0) continue;
+    std::vector<std::string> cells;
+    std::string cell;
+    for (std::size_t i = 1; i < line.size(); ++i) {
+      if (line[i] == '|' && line[i - 1] != '\\') {
+        cells.push_back(Trim(cell));
+        cell.clear();
+      } else {
+        cell += line[i];
+      }
+    }
+    std::string key = cells.empty() ? "" : cells[0];
+    key.erase(std::remove(key.begin(), key.end(), '`'), key.end());
+    rows[key] = cells;
+  }
+  return rows;
+}
+
+TEST(ConfigurationReference, ListsEveryKeyWithTheSchemasTypeDefaultBoundsAndProfiles) {
+  const std::string doc = Read(Source("docs/configuration.md"));
+  const auto rows = TableRows(doc);
+  ASSERT_FALSE(rows.empty()) << "docs/configuration.md has no key table";
+  for (const KeySpec& k : ConfigSchema()) {
+    const std::string name = FullName(k);
+    if (k.section.empty()) {  // a section: the page's headings
+      EXPECT_NE(doc.find(k.type == KeyType::kTable ? "[" + name + "]" : "[[" + name + "]]"),
+                std::string::npos)
+          << name;
       continue;
     }
-    std::regex shown("(^|\n)#? *" + last + " *=");
-    EXPECT_TRUE(std::regex_search(example, shown)) << key << " is not shown in the example";
+    auto row = rows.find(name);
+    if (row == rows.end()) {
+      ADD_FAILURE() << name << " has no row in docs/configuration.md";
+      continue;
+    }
+    const std::vector<std::string>& cells = row->second;
+    ASSERT_EQ(cells.size(), 6u) << name << ": key | type | default | accepted | profiles | meaning";
+    EXPECT_EQ(cells[1], TypeName(k.type)) << name;
+    EXPECT_EQ(cells[2], DefaultCell(k)) << name;
+    EXPECT_EQ(cells[3], BoundsText(k)) << name;
+    EXPECT_EQ(cells[4], ProfilesText(k)) << name;
+    EXPECT_EQ(cells[5].rfind(std::string(k.doc), 0), 0u)
+        << name << ": the meaning starts with the schema's line:\n"
+        << k.doc;
   }
-  // The loader caps daemon.jitter at 0.9 (a wait of zero would sweep in a loop).
-  EXPECT_NE(example.find("0 to 0.9"), std::string::npos);
-  EXPECT_EQ(example.find("0 to 1."), std::string::npos);
+  for (const auto& [name, cells] : rows) {
+    bool known = false;
+    for (const KeySpec& k : ConfigSchema()) known = known || FullName(k) == name;
+    EXPECT_TRUE(known) << name << " is in docs/configuration.md but is no key";
+  }
+}
+
+// The man page's entry of a key: "integer, 1 to 256; default 4".
+std::string ManSummary(const KeySpec& k) {
+  std::string out(TypeName(k.type));
+  if (!BoundsText(k).empty()) out += ", " + BoundsText(k);
+  if (k.profiles != 0 && k.profiles != kEveryProfile) out += "; profiles " + ProfilesText(k);
+  if (!k.default_value.empty()) return out + "; default " + std::string(k.default_value);
+  return out + ((k.flags & kRequired) ? "; required" : "; no default");
+}
+
+TEST(ManPage, ListsEveryKeyWithTheSchemasTypeDefaultBoundsAndProfiles) {
+  const std::string config =
+      Section(Read(Source("packaging/txn-recoveryd.8")), "CONFIGURATION") + "\n";
+  const std::size_t keys = config.find("\n.SS Keys\n");
+  ASSERT_NE(keys, std::string::npos);
+  for (const KeySpec& k : ConfigSchema()) {
+    if (k.section.empty()) continue;
+    const std::string entry = "\n.TP\n.B " + Roff(FullName(k)) + "\n" + Roff(ManSummary(k)) +
+                              ".\n.br\n" + Roff(std::string(k.doc)) + ".\n";
+    EXPECT_NE(config.find(entry, keys), std::string::npos) << "CONFIGURATION, Keys has no entry\n"
+                                                           << entry;
+  }
+  std::regex named("\n\\.B ([a-z_.\\\\-]+)\n");
+  const std::string listed = config.substr(keys);
+  for (std::sregex_iterator it(listed.begin(), listed.end(), named), end; it != end; ++it) {
+    bool known = false;
+    for (const KeySpec& k : ConfigSchema()) known = known || Roff(FullName(k)) == (*it)[1].str();
+    EXPECT_TRUE(known) << (*it)[1].str() << " is in the man page but is no key";
+  }
+}
+
+// A line of the example that sets a key or shows it commented out: its value, and the
+// comment that explains it (the comment lines above it and its group of keys, and its own).
+struct Shown {
+  std::string value;
+  std::string comment;
+};
+
+bool SetsAKey(const std::string& line) {
+  static const std::regex kSets("^#? *[a-z_]+ *=.*");
+  return std::regex_match(line, kSets);
+}
+
+// The value at the start of `text`: a quoted string, a list, or a bare word.
+std::string LeadingValue(const std::string& text) {
+  if (text.empty()) return text;
+  std::size_t end = text[0] == '"'   ? text.find('"', 1)
+                    : text[0] == '[' ? text.find(']')
+                                     : text.find(' ') - 1;
+  return text.substr(0, end == std::string::npos ? end : end + 1);
+}
+
+// Where the example shows `spec`: in its section for a key outside [[watch]], anywhere
+// after the first watch otherwise.
+std::vector<Shown> ShownInExample(const std::vector<std::string>& lines, const KeySpec& spec) {
+  const bool in_watch = spec.section.rfind("watch", 0) == 0;
+  const std::string header = in_watch ? "[[watch]]" : "[" + std::string(spec.section) + "]";
+  const std::regex sets("^#? *" + std::string(spec.key) + " *= *(.*)$");
+  std::vector<Shown> out;
+  bool inside = false;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i] == header) inside = true;
+    if (!in_watch && !lines[i].empty() && lines[i][0] == '[' && lines[i] != header) inside = false;
+    std::smatch m;
+    if (!inside || !std::regex_match(lines[i], m, sets)) continue;
+    Shown shown{LeadingValue(m[1].str()), lines[i]};
+    std::size_t above = i;
+    while (above > 0 && SetsAKey(lines[above - 1])) --above;
+    while (above > 0 && lines[above - 1].rfind("#", 0) == 0 && !SetsAKey(lines[above - 1]))
+      shown.comment = lines[--above].substr(1) + " " + shown.comment;
+    // As it reads: one space between words, whatever the lines' breaks.
+    shown.comment = std::regex_replace(shown.comment, std::regex(" +"), " ");
+    out.push_back(shown);
+  }
+  return out;
+}
+
+TEST(ExampleConfiguration, ShowsEveryKeyWithItsDefaultAndTheValuesItAccepts) {
+  const std::string example = Read(Source("config/txn-recoveryd.toml"));
+  std::vector<std::string> lines;
+  std::istringstream in(example);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  // Said once for every duration: the comments need not repeat it.
+  EXPECT_NE(example.find("every duration must be positive"), std::string::npos);
+  for (const KeySpec& k : ConfigSchema()) {
+    const std::string name = FullName(k);
+    if (k.section.empty() || k.type == KeyType::kTable || k.type == KeyType::kTableList) {
+      EXPECT_TRUE(example.find("[" + name + "]") != std::string::npos ||
+                  std::regex_search(example, std::regex("(^|\n)#? *" + std::string(k.key) + " *=")))
+          << name << " is not shown in the example";
+      continue;
+    }
+    if (IsStateAlias(k)) {  // listed among its state's names
+      EXPECT_NE(example.find(std::string(k.key)), std::string::npos) << name;
+      continue;
+    }
+    const std::vector<Shown> shown = ShownInExample(lines, k);
+    if (shown.empty()) {
+      ADD_FAILURE() << name << " is not shown in the example";
+      continue;
+    }
+    if (!k.default_value.empty()) {
+      bool with_default = false;
+      for (const auto& s : shown)
+        for (const auto& profile : ProfilesOf(k))
+          with_default = with_default || SameValue(s.value, DefaultFor(k, profile));
+      EXPECT_TRUE(with_default) << name << " is never shown with its default " << k.default_value;
+    }
+    const std::string bounds = BoundsText(k);
+    if (!bounds.empty() && bounds != "positive") {
+      bool said = false;
+      for (const auto& s : shown) said = said || s.comment.find(bounds) != std::string::npos;
+      EXPECT_TRUE(said) << name << ": the example's comment does not say \"" << bounds << "\"";
+    }
+  }
+}
+
+// The schema's defaults are the ones the loader applies: a watch of each profile that sets
+// nothing but what its profile requires, as check-config describes it, shows every key with
+// the schema's default for that profile.
+TEST(ConfigSchema, HasTheDefaultsTheLoaderApplies) {
+  const std::map<std::string, std::string> required = {
+      {"transfer", ""},
+      {"operations", "profile = \"operations\"\n"},
+      {"tagged-insert", "profile = \"tagged-insert\"\ntagged_collections = [\"orders\"]\n"},
+      {"steps",
+       "profile = \"steps\"\nsteps = [{collection = \"a\", key_path = \"k\", inc = {n = "
+       "\"v\"}}]\n"}};
+  for (const auto& [profile, keys] : required) {
+    SCOPED_TRACE(profile);
+    const std::string path = ::testing::TempDir() + "txn_recoveryd_schema_defaults.toml";
+    std::ofstream(path) << "[mongodb]\nuri = \"mongodb://h\"\n[[watch]]\nname = \"w\"\n"
+                        << "database = \"d\"\n"
+                        << keys;
+    Config c;
+    txn_recovery::Status s = LoadConfig(
+        path, [](const std::string&) { return std::optional<std::string>(); }, &c);
+    std::remove(path.c_str());
+    ASSERT_TRUE(s.ok()) << s.message();
+    // "section.key" -> the value as described.
+    std::map<std::string, std::string> described;
+    std::istringstream text(DescribeConfig(c));
+    std::string section;
+    std::smatch m;
+    for (std::string line; std::getline(text, line);) {
+      if (std::regex_match(line, m, std::regex(R"(^\[\[?([a-z.]+)\]\]?$)"))) section = m[1];
+      if (std::regex_match(line, m, std::regex(R"(^([a-z_]+) = (.*?)(  # .*)?$)")))
+        described[section + "." + m[1].str()] = m[2];
+    }
+    for (const KeySpec& k : ConfigSchema()) {
+      if (k.default_value.empty() || IsStateAlias(k) || k.section == "watch.steps") continue;
+      if (k.profiles != 0 && !(k.profiles & ProfileBit(profile))) continue;
+      if (FullName(k) == "watch.profile" && profile != "transfer") continue;  // set by the file
+      const std::string expected = DefaultFor(k, profile);
+      auto it = described.find(FullName(k));
+      if (expected == "[]") {  // an empty list is not described
+        EXPECT_TRUE(it == described.end()) << FullName(k) << " = " << it->second;
+        continue;
+      }
+      ASSERT_NE(it, described.end()) << FullName(k) << " is not described";
+      EXPECT_TRUE(SameValue(it->second, expected))
+          << FullName(k) << ": the loader applies " << it->second << ", the schema says "
+          << expected;
+    }
+  }
+}
+
+TEST(ConfigSchema, NamesEachKeyOnceAndAcceptsItsOwnDefaults) {
+  std::set<std::string> names;
+  for (const KeySpec& k : ConfigSchema()) {
+    EXPECT_TRUE(names.insert(FullName(k)).second) << FullName(k) << " twice";
+    const std::vector<std::string> choices = Choices(k);
+    if (choices.empty() || k.default_value.empty()) continue;
+    for (const auto& profile : ProfilesOf(k)) {
+      std::string value = DefaultFor(k, profile);
+      value = value.substr(1, value.size() - 2);
+      EXPECT_NE(std::find(choices.begin(), choices.end(), value), choices.end())
+          << FullName(k) << ": " << value;
+    }
+  }
+}
+
+// The values the completions offer for --log-format and --log-level are the log keys'.
+TEST(Completions, OfferTheValuesOfTheLogKeys) {
+  const std::string bash = Read(Source("packaging/completions/txn-recoveryd.bash"));
+  const std::string zsh = Read(Source("packaging/completions/_txn-recoveryd"));
+  for (const char* key : {"format", "level"}) {
+    std::string values;
+    for (const auto& v : Choices(SchemaKey("log", key))) values += (values.empty() ? "" : " ") + v;
+    std::smatch m;
+    const std::string option = std::string("--log-") + key;
+    EXPECT_TRUE(std::regex_search(
+        bash, m, std::regex(option + "\\)\\s*COMPREPLY=\\(\\$\\(compgen -W \"([^\"]*)\"")))
+        << option;
+    if (!m.empty()) {
+      EXPECT_EQ(m[1].str(), values) << "bash " << option;
+    }
+    EXPECT_TRUE(
+        std::regex_search(zsh, m, std::regex(option + "\\[[^\\]]*\\]:[a-z]+:\\(([^)]*)\\)")))
+        << option;
+    if (!m.empty()) {
+      EXPECT_EQ(m[1].str(), values) << "zsh " << option;
+    }
+  }
 }
 
 TEST(Tree, CitesOnlyDocumentsItContains) {
