@@ -7,9 +7,9 @@
 
 #include <fstream>
 
-#include "support/bank.h"
+#include "support/bank_test.h"
+#include "support/daemon_process.h"
 #include "support/malformed_txns.h"
-#include "support/subprocess.h"
 #include "support/test_env.h"
 
 namespace txn_recovery::testing {
@@ -19,13 +19,12 @@ using std::chrono::minutes;
 
 // A bank where A0 and A1 are only ever named by malformed transactions and A2 -> A3 carry
 // well-formed stuck transfers, so that A0 and A1 must come out byte for byte unchanged.
-class BadInput : public ::testing::TestWithParam<std::string> {
+class BadInput : public BankTest {
  protected:
+  BadInput() : BankTest(4) {}
   void SetUp() override {
-    backend_ = TestBackend::Create(GetParam());
-    ASSERT_TRUE(backend_->error().empty()) << backend_->error();
-    bank_ = std::make_unique<Bank>(backend_->store(), backend_->database());
-    bank_->Open(4);
+    BankTest::SetUp();
+    if (HasFatalFailure()) return;
     before_ = bank_->Take();
     // Stuck well-formed transfers before and after the bad ones in _id order, so that the
     // sweep has work left after every malformed document.
@@ -69,8 +68,6 @@ class BadInput : public ::testing::TestWithParam<std::string> {
     for (const auto& v : bank_->Violations(before_)) ADD_FAILURE() << v;
   }
 
-  std::unique_ptr<TestBackend> backend_;
-  std::unique_ptr<Bank> bank_;
   Snapshot before_;
   std::vector<Value> good_;
   std::vector<MalformedTxn> bad_;
@@ -131,13 +128,11 @@ TEST_P(BadInputDaemon, TheSweepCommandQuarantinesEveryMalformedTransactionAndExi
                         << backend_->database()
                         // The generator's documents without a time are malformed ones.
                         << "\"\nmissing_time = \"quarantine\"\n";
-  Subprocess sweep({TXN_RECOVERYD_BINARY, "sweep", "--config", config, "-v"}, {},
-                   {"TXN_RECOVERYD_MONGODB_URI"});
-  auto rc = sweep.Wait(std::chrono::seconds(60));
+  ProcessResult sweep =
+      RunTxnRecoveryd({"sweep", "--config", config, "-v"}, {}, std::chrono::seconds(60));
   std::remove(config.c_str());
-  ASSERT_TRUE(rc.has_value()) << "still running";
-  EXPECT_EQ(*rc, 1) << sweep.Stdout() << sweep.Stderr();
-  EXPECT_NE(sweep.Stdout().find("quarantined"), std::string::npos) << sweep.Stdout();
+  EXPECT_EQ(sweep.exit_code, 1) << sweep.out << sweep.err;
+  EXPECT_NE(sweep.out.find("quarantined"), std::string::npos) << sweep.out;
   ExpectEachSetAsideAndNothingTouched();
 }
 

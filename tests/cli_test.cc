@@ -1,60 +1,19 @@
 // The txn-recoveryd executable as an operator runs it: exit codes, reports, redaction.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <nlohmann/json.hpp>
 
 #include <chrono>
-#include <cstdlib>
-#include <fstream>
 #include <map>
 #include <set>
-#include <sstream>
 
 #include "support/bank.h"
-#include "support/subprocess.h"
+#include "support/daemon_process.h"
 #include "support/test_env.h"
 
 namespace txn_recovery::testing {
 namespace {
 
-struct ProcessResult {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string Quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-// Runs the daemon with `args`, with the environment variable for the URI removed so that
-// only the configuration file counts.
-ProcessResult Daemon(const std::string& args) {
-  std::string base = ::testing::TempDir() + "txn_recoveryd_cli_" + std::to_string(getpid());
-  std::string cmd = "env -u TXN_RECOVERYD_MONGODB_URI " + Quote(TXN_RECOVERYD_BINARY) + " " + args +
-                    " >" + base + ".out 2>" + base + ".err";
-  int status = std::system(cmd.c_str());
-  ProcessResult r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = ReadAll(base + ".out");
-  r.err = ReadAll(base + ".err");
-  return r;
-}
-
-std::string WriteConfig(const std::string& text) {
-  std::string path = ::testing::TempDir() + "txn_recoveryd_cli_" +
-                     ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".toml";
-  std::ofstream(path) << text;
-  return path;
-}
+using std::chrono::seconds;
 
 std::string ConfigFor(const std::string& uri, const std::string& database) {
   return "[mongodb]\nuri = \"" + uri + "\"\nserver_selection_timeout = \"2s\"\n" +
@@ -62,34 +21,35 @@ std::string ConfigFor(const std::string& uri, const std::string& database) {
 }
 
 TEST(Cli, UsageErrorsExit64) {
-  EXPECT_EQ(Daemon("").exit_code, 64);
-  EXPECT_EQ(Daemon("sweep").exit_code, 64);
-  EXPECT_EQ(Daemon("sweep --config /nonexistent.toml").exit_code, 64);
-  EXPECT_EQ(Daemon("frobnicate").exit_code, 64);
+  EXPECT_EQ(RunTxnRecoveryd({}).exit_code, 64);
+  EXPECT_EQ(RunTxnRecoveryd({"sweep"}).exit_code, 64);
+  EXPECT_EQ(RunTxnRecoveryd({"sweep", "--config", "/nonexistent.toml"}).exit_code, 64);
+  EXPECT_EQ(RunTxnRecoveryd({"frobnicate"}).exit_code, 64);
 }
 
 TEST(Cli, AnUnknownCommandIsNamedWithTheCommandsThereAre) {
-  ProcessResult r = Daemon("bogus --config /dev/null");
+  ProcessResult r = RunTxnRecoveryd({"bogus", "--config", "/dev/null"});
   EXPECT_EQ(r.exit_code, 64);
   EXPECT_NE(r.err.find("unknown command 'bogus'"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("sweep"), std::string::npos) << r.err;
 }
 
 TEST(Cli, AMisspeltCommandIsNamedWithTheCommandItResembles) {
-  ProcessResult r = Daemon("sweeep --config /dev/null");
+  ProcessResult r = RunTxnRecoveryd({"sweeep", "--config", "/dev/null"});
   EXPECT_EQ(r.exit_code, 64);
   EXPECT_NE(r.err.find("unknown command 'sweeep' (did you mean 'sweep'?"), std::string::npos)
       << r.err;
-  ProcessResult far = Daemon("frobnicate --config /dev/null");
+  ProcessResult far = RunTxnRecoveryd({"frobnicate", "--config", "/dev/null"});
   EXPECT_EQ(far.err.find("did you mean"), std::string::npos) << "nothing close: " << far.err;
 }
 
 // check-config and every other command print every problem of the file, each with its
 // line, on stderr, and exit 78 once.
 TEST(Cli, EveryProblemOfTheFileIsPrintedAtOnce) {
-  std::string path = WriteConfig(
+  std::string path = WriteTestFile(
+      ".toml",
       "[mongodb]\nuri = \"mongodb://h\"\n[daemon]\nintreval = \"30s\"\n[[watch]]\nname = \"w\"\n");
-  ProcessResult r = Daemon("check-config --config " + path);
+  ProcessResult r = RunTxnRecoveryd({"check-config", "--config", path});
   EXPECT_EQ(r.exit_code, 78);
   EXPECT_NE(r.err.find(path + ":4:1: daemon.intreval: unknown key (did you mean 'interval'?"),
             std::string::npos)
@@ -99,7 +59,7 @@ TEST(Cli, EveryProblemOfTheFileIsPrintedAtOnce) {
 
 TEST(Cli, WithoutItsConfigurationFileItSaysWhereItLookedAndHowToProvideOne) {
   for (const char* command : {"run", "sweep", "check-config"}) {
-    ProcessResult r = Daemon(std::string(command) + " --config /nonexistent/txn-recoveryd.toml");
+    ProcessResult r = RunTxnRecoveryd({command, "--config", "/nonexistent/txn-recoveryd.toml"});
     EXPECT_EQ(r.exit_code, 64) << command;
     EXPECT_NE(r.err.find("no configuration file at /nonexistent/txn-recoveryd.toml"),
               std::string::npos)
@@ -108,18 +68,19 @@ TEST(Cli, WithoutItsConfigurationFileItSaysWhereItLookedAndHowToProvideOne) {
 }
 
 TEST(Cli, VersionNamesTheSourceRevision) {
-  ProcessResult r = Daemon("--version");
+  ProcessResult r = RunTxnRecoveryd({"--version"});
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.out.find("txn-recoveryd 0.1.0 (revision "), std::string::npos) << r.out;
 }
 
 TEST(Cli, CheckConfigRefusesAUriThatRunWouldRefuse) {
   // check-config once said OK to this file, and `run` then exited 78 on it.
-  std::string path = WriteConfig(
-      "[mongodb]\nuri = \"mongodb//db.example\"\n[[watch]]\nname = \"w\"\n"
-      "database = \"d\"\n");
+  std::string path =
+      WriteTestFile(".toml",
+                    "[mongodb]\nuri = \"mongodb//db.example\"\n[[watch]]\nname = \"w\"\n"
+                    "database = \"d\"\n");
   for (const char* command : {"check-config", "run", "sweep"}) {
-    ProcessResult r = Daemon(std::string(command) + " --config " + path);
+    ProcessResult r = RunTxnRecoveryd({command, "--config", path});
     EXPECT_EQ(r.exit_code, 78) << command << ": " << r.out << r.err;
     EXPECT_NE(r.err.find(path + ":2:7: mongodb.uri: not a usable MongoDB URI"), std::string::npos)
         << command << ": " << r.err;
@@ -127,50 +88,51 @@ TEST(Cli, CheckConfigRefusesAUriThatRunWouldRefuse) {
 }
 
 TEST(Cli, AControlCharacterInAVariableIsABadConfigurationNotACrash) {
-  std::string path = WriteConfig(ConfigFor("mongodb://127.0.0.1:1", "d"));
+  std::string path = WriteTestFile(".toml", ConfigFor("mongodb://127.0.0.1:1", "d"));
   for (const char* command : {"check-config", "run"}) {
-    Subprocess p({TXN_RECOVERYD_BINARY, command, "--config", path},
-                 {{"TXN_RECOVERYD_SWEEP_LEASE", "60s\x01"}},
-                 {"TXN_RECOVERYD_MONGODB_URI", "NOTIFY_SOCKET"});
-    std::optional<int> rc = p.Wait(std::chrono::seconds(20));
-    ASSERT_TRUE(rc.has_value()) << command << " still running";
-    EXPECT_EQ(*rc, 78) << command << ": " << p.Stderr();
-    EXPECT_NE(p.Stderr().find("environment TXN_RECOVERYD_SWEEP_LEASE: byte 4 is a control "
-                              "character (0x01)"),
+    ProcessResult r = RunTxnRecoveryd({command, "--config", path},
+                                      {{"TXN_RECOVERYD_SWEEP_LEASE", "60s\x01"}}, seconds(20));
+    EXPECT_EQ(r.exit_code, 78) << command << ": " << r.err;
+    EXPECT_NE(r.err.find("environment TXN_RECOVERYD_SWEEP_LEASE: byte 4 is a control "
+                         "character (0x01)"),
               std::string::npos)
-        << command << ": " << p.Stderr();
+        << command << ": " << r.err;
   }
 }
 
 TEST(Cli, AMisspeltVariableIsWarnedAboutWithTheNameItResembles) {
-  std::string path = WriteConfig(ConfigFor("mongodb://127.0.0.1:1", "d"));
-  Subprocess p({TXN_RECOVERYD_BINARY, "check-config", "--config", path},
-               {{"TXN_RECOVERYD_SWEEP_WORKER", "8"}}, {"TXN_RECOVERYD_MONGODB_URI"});
-  ASSERT_EQ(p.Wait(std::chrono::seconds(20)), std::optional<int>(0)) << p.Stderr();
-  EXPECT_NE(p.Stderr().find("unknown environment variable TXN_RECOVERYD_SWEEP_WORKER (did you "
-                            "mean TXN_RECOVERYD_SWEEP_WORKERS?) is ignored"),
+  std::string path = WriteTestFile(".toml", ConfigFor("mongodb://127.0.0.1:1", "d"));
+  ProcessResult r = RunTxnRecoveryd({"check-config", "--config", path},
+                                    {{"TXN_RECOVERYD_SWEEP_WORKER", "8"}}, seconds(20));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("unknown environment variable TXN_RECOVERYD_SWEEP_WORKER (did you "
+                       "mean TXN_RECOVERYD_SWEEP_WORKERS?) is ignored"),
             std::string::npos)
-      << p.Stderr();
-  EXPECT_NE(p.Stdout().find("workers = 4"), std::string::npos) << "ignored, as it says";
+      << r.err;
+  EXPECT_NE(r.out.find("workers = 4"), std::string::npos) << "ignored, as it says";
 }
 
 TEST(Cli, BadConfigurationExits78NamingFileLineAndKey) {
-  std::string path = WriteConfig(
-      "[mongodb]\nuri = \"mongodb://h\"\n[[watch]]\nname = \"w\"\ndatabase = \"d\"\n"
-      "resume_after = \"soon\"\n");
-  ProcessResult r = Daemon("sweep --config " + path);
+  std::string path =
+      WriteTestFile(".toml",
+                    "[mongodb]\nuri = \"mongodb://h\"\n[[watch]]\nname = \"w\"\ndatabase = \"d\"\n"
+                    "resume_after = \"soon\"\n");
+  ProcessResult r = RunTxnRecoveryd({"sweep", "--config", path});
   EXPECT_EQ(r.exit_code, 78);
   EXPECT_NE(r.err.find(path + ":6:16: watch[0].resume_after"), std::string::npos) << r.err;
 }
 
 TEST(Cli, UnreachableDatabaseExits69AndNeverPrintsThePassword) {
-  std::string path = WriteConfig(
+  std::string path = WriteTestFile(
+      ".toml",
       "[mongodb]\nuri = \"mongodb://admin:s3cr3t-pw@127.0.0.1:1/?serverSelectionTimeoutMS=300\"\n"
       "server_selection_timeout = \"300ms\"\n[[watch]]\nname = \"w\"\ndatabase = \"d\"\n");
-  for (const char* flags : {"", " --json", " -vv"}) {
-    ProcessResult r = Daemon("sweep --config " + path + flags);
-    EXPECT_EQ(r.exit_code, 69) << flags << "\n" << r.out << r.err;
-    EXPECT_EQ((r.out + r.err).find("s3cr3t-pw"), std::string::npos) << flags << r.out << r.err;
+  for (const char* flag : {"", "--json", "-vv"}) {
+    std::vector<std::string> args = {"sweep", "--config", path};
+    if (*flag) args.push_back(flag);
+    ProcessResult r = RunTxnRecoveryd(args);
+    EXPECT_EQ(r.exit_code, 69) << flag << "\n" << r.out << r.err;
+    EXPECT_EQ((r.out + r.err).find("s3cr3t-pw"), std::string::npos) << flag << r.out << r.err;
   }
 }
 
@@ -178,11 +140,12 @@ TEST(Cli, UnreachableDatabaseExits69AndNeverPrintsThePassword) {
 // default): the whole sweep, index check included, reported an unreachable database after
 // 15 s (three waits of the configuration's 5 s) before.
 TEST(Cli, AnUnreachableDatabaseIsReportedWithinTheTimeoutTheUriSets) {
-  std::string path = WriteConfig(
-      "[mongodb]\nuri = \"mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=1000\"\n"
-      "[[watch]]\nname = \"w\"\ndatabase = \"d\"\n");
+  std::string path =
+      WriteTestFile(".toml",
+                    "[mongodb]\nuri = \"mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=1000\"\n"
+                    "[[watch]]\nname = \"w\"\ndatabase = \"d\"\n");
   auto t0 = std::chrono::steady_clock::now();
-  ProcessResult r = Daemon("sweep --config " + path);
+  ProcessResult r = RunTxnRecoveryd({"sweep", "--config", path});
   const auto took = std::chrono::steady_clock::now() - t0;
   EXPECT_EQ(r.exit_code, 69) << r.out << r.err;
   EXPECT_LT(took, std::chrono::seconds(6)) << r.err;
@@ -198,13 +161,14 @@ TEST(Cli, SweepResolvesStuckTransfersAndReportsThemAsJson) {
   Value rollback = bank.Transfer("A2", "A3", 100, 4);
   bank.Age(resume, std::chrono::minutes(2));
   bank.Age(rollback, std::chrono::minutes(45));
-  std::string path = WriteConfig(ConfigFor(FindTestUri().uri_or_reason, backend->database()));
+  std::string path =
+      WriteTestFile(".toml", ConfigFor(FindTestUri().uri_or_reason, backend->database()));
 
-  ProcessResult dry = Daemon("sweep --dry-run --json --config " + path);
+  ProcessResult dry = RunTxnRecoveryd({"sweep", "--dry-run", "--json", "--config", path});
   EXPECT_EQ(dry.exit_code, 0) << dry.err;
   EXPECT_EQ(bank.State(resume), "pending") << "a dry run must write nothing";
 
-  ProcessResult r = Daemon("sweep --json -v --config " + path);
+  ProcessResult r = RunTxnRecoveryd({"sweep", "--json", "-v", "--config", path});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   auto doc = nlohmann::json::parse(r.out);
   EXPECT_EQ(doc["exit_code"], 0);
@@ -234,15 +198,16 @@ TEST(Cli, AQuarantinedTransactionMakesTheSweepExit1AndNamesIt) {
                                               {"state", "pending"},
                                               {"lastModified", DateTime{now.millis - 300'000}}}})
           .ok());
-  std::string path = WriteConfig(ConfigFor(FindTestUri().uri_or_reason, backend->database()));
-  ProcessResult r = Daemon("sweep -v --config " + path);
+  std::string path =
+      WriteTestFile(".toml", ConfigFor(FindTestUri().uri_or_reason, backend->database()));
+  ProcessResult r = RunTxnRecoveryd({"sweep", "-v", "--config", path});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("quarantined: field 'value' is missing watch=bank txn_id=bad-42"),
             std::string::npos)
       << r.err;
   EXPECT_NE(r.out.find("quarantined 1 (1 in total)"), std::string::npos) << r.out;
   // Still reported on the next sweep: it needs an operator.
-  EXPECT_EQ(Daemon("sweep --config " + path).exit_code, 1);
+  EXPECT_EQ(RunTxnRecoveryd({"sweep", "--config", path}).exit_code, 1);
 }
 
 TEST(Cli, SweepOrphansUndoesALateWriteAndReportsAMarkerOfAMissingTransactionWithBothIds) {
@@ -258,13 +223,14 @@ TEST(Cli, SweepOrphansUndoesALateWriteAndReportsAMarkerOfAMissingTransactionWith
                   ->UpdateOne(bank.accounts(), Filter().Eq("_id", "A2"),
                               Update().Push("pendingTransactions", Value("deleted-7")), &wr)
                   .ok());
-  std::string path = WriteConfig(ConfigFor(FindTestUri().uri_or_reason, backend->database()));
+  std::string path =
+      WriteTestFile(".toml", ConfigFor(FindTestUri().uri_or_reason, backend->database()));
 
-  ProcessResult plain = Daemon("sweep --config " + path);
+  ProcessResult plain = RunTxnRecoveryd({"sweep", "--config", path});
   EXPECT_EQ(plain.exit_code, 0) << "without --orphans the sweep cannot see either";
   EXPECT_EQ(bank.Balance("A1"), 1200);
 
-  ProcessResult r = Daemon("sweep --orphans --config " + path);
+  ProcessResult r = RunTxnRecoveryd({"sweep", "--orphans", "--config", path});
   EXPECT_EQ(r.exit_code, 1) << "a marker of a missing transaction needs an operator\n"
                             << r.out << r.err;
   EXPECT_NE(r.out.find("late writes undone 1"), std::string::npos) << r.out;
@@ -274,7 +240,7 @@ TEST(Cli, SweepOrphansUndoesALateWriteAndReportsAMarkerOfAMissingTransactionWith
   EXPECT_EQ(bank.Balance("A1"), 1100);
   EXPECT_EQ(bank.Markers("A2").size(), 1u) << "no record of the change: the marker stays";
 
-  ProcessResult json = Daemon("sweep --orphans --json --config " + path);
+  ProcessResult json = RunTxnRecoveryd({"sweep", "--orphans", "--json", "--config", path});
   auto doc = nlohmann::json::parse(json.out);
   const auto& orphans = doc["watches"][0]["orphans"];
   EXPECT_EQ(orphans["missing_transactions"], 1);
@@ -284,18 +250,20 @@ TEST(Cli, SweepOrphansUndoesALateWriteAndReportsAMarkerOfAMissingTransactionWith
 }
 
 TEST(Cli, CheckConfigPrintsTheEffectiveConfigurationWithThePasswordRedacted) {
-  std::string path = WriteConfig(
+  std::string path = WriteTestFile(
+      ".toml",
       "[mongodb]\nuri = \"mongodb://app:hunter2-pw@db.example:27017/?authSource=admin\"\n"
       "[daemon]\ninterval = \"30s\"\n[[watch]]\nname = \"bank\"\ndatabase = \"bank\"\n");
-  ProcessResult r = Daemon("check-config --config " + path);
+  ProcessResult r = RunTxnRecoveryd({"check-config", "--config", path});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ((r.out + r.err).find("hunter2-pw"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("app:***@db.example"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("interval = \"30s\""), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("name = \"bank\""), std::string::npos) << r.out;
 
-  std::string bad = WriteConfig("[mongodb]\nuri = \"mongodb://h\"\n[daemon]\ninterval = 5\n");
-  ProcessResult b = Daemon("check-config --config " + bad);
+  std::string bad =
+      WriteTestFile(".toml", "[mongodb]\nuri = \"mongodb://h\"\n[daemon]\ninterval = 5\n");
+  ProcessResult b = RunTxnRecoveryd({"check-config", "--config", bad});
   EXPECT_EQ(b.exit_code, 78);
   EXPECT_NE(b.err.find(bad + ":4:"), std::string::npos) << b.err;
 }
@@ -307,26 +275,27 @@ TEST(Cli, PauseStopsEverySweepUntilResumeAndInspectShowsIt) {
   bank.Open(2);
   Value id = bank.Transfer("A0", "A1", 100, 3);
   bank.Age(id, std::chrono::minutes(2));
-  std::string path = WriteConfig(ConfigFor(FindTestUri().uri_or_reason, backend->database()));
+  std::string path =
+      WriteTestFile(".toml", ConfigFor(FindTestUri().uri_or_reason, backend->database()));
 
-  ProcessResult p = Daemon("pause --config " + path);
+  ProcessResult p = RunTxnRecoveryd({"pause", "--config", path});
   ASSERT_EQ(p.exit_code, 0) << p.err;
   EXPECT_NE(p.out.find("watch bank: paused"), std::string::npos) << p.out;
-  ProcessResult s = Daemon("sweep --config " + path);
+  ProcessResult s = RunTxnRecoveryd({"sweep", "--config", path});
   EXPECT_EQ(s.exit_code, 0) << s.err;
   EXPECT_NE(s.out.find("PAUSED"), std::string::npos) << s.out;
   EXPECT_EQ(bank.State(id), "pending") << "a paused watch is not acted on";
 
-  ProcessResult i = Daemon("inspect --json --config " + path);
+  ProcessResult i = RunTxnRecoveryd({"inspect", "--json", "--config", path});
   ASSERT_EQ(i.exit_code, 0) << i.err;
   auto doc = nlohmann::json::parse(i.out);
   EXPECT_EQ(doc["watches"][0]["paused"], true);
   EXPECT_EQ(doc["watches"][0]["stuck"]["pending"], 1);
 
-  ASSERT_EQ(Daemon("resume --config " + path).exit_code, 0);
-  EXPECT_EQ(Daemon("sweep --config " + path).exit_code, 0);
+  ASSERT_EQ(RunTxnRecoveryd({"resume", "--config", path}).exit_code, 0);
+  EXPECT_EQ(RunTxnRecoveryd({"sweep", "--config", path}).exit_code, 0);
   EXPECT_EQ(bank.State(id), "done");
-  ProcessResult t = Daemon("inspect --config " + path);
+  ProcessResult t = RunTxnRecoveryd({"inspect", "--config", path});
   EXPECT_EQ(t.exit_code, 0);
   EXPECT_NE(t.out.find("stuck (older than 1m): none"), std::string::npos) << t.out;
 }
@@ -350,12 +319,14 @@ TEST(Cli, InspectExits1WhileATransactionIsQuarantinedAsTheManPageSays) {
   ASSERT_TRUE(backend->error().empty()) << backend->error();
   Bank bank(backend->store(), backend->database());
   bank.Open(2);
-  std::string path = WriteConfig(ConfigFor(FindTestUri().uri_or_reason, backend->database()));
-  EXPECT_EQ(Daemon("inspect --config " + path).exit_code, 0) << "nothing quarantined yet";
+  std::string path =
+      WriteTestFile(".toml", ConfigFor(FindTestUri().uri_or_reason, backend->database()));
+  EXPECT_EQ(RunTxnRecoveryd({"inspect", "--config", path}).exit_code, 0)
+      << "nothing quarantined yet";
 
   InsertMalformed(*backend, bank, Value("bad-42"));
-  ASSERT_EQ(Daemon("sweep --config " + path).exit_code, 1);
-  ProcessResult text = Daemon("inspect --config " + path);
+  ASSERT_EQ(RunTxnRecoveryd({"sweep", "--config", path}).exit_code, 1);
+  ProcessResult text = RunTxnRecoveryd({"inspect", "--config", path});
   EXPECT_EQ(text.exit_code, 1) << text.out;
   EXPECT_NE(text.out.find("_id=bad-42  pending  field 'value' is missing"), std::string::npos)
       << text.out;
@@ -364,7 +335,7 @@ TEST(Cli, InspectExits1WhileATransactionIsQuarantinedAsTheManPageSays) {
   auto attention = text.out.find("ATTENTION: 1 quarantined transaction waits for an operator");
   EXPECT_NE(attention, std::string::npos) << text.out;
   EXPECT_LT(attention, text.out.find("stuck (older than")) << text.out;
-  ProcessResult json = Daemon("inspect --json --config " + path);
+  ProcessResult json = RunTxnRecoveryd({"inspect", "--json", "--config", path});
   EXPECT_EQ(json.exit_code, 1);
   auto doc = nlohmann::json::parse(json.out);
   EXPECT_EQ(doc["exit_code"], 1);
@@ -376,15 +347,16 @@ TEST(Cli, IdsAreReportedAsJsonValuesOnceNotAsJsonInsideStrings) {
   ASSERT_TRUE(backend->error().empty()) << backend->error();
   Bank bank(backend->store(), backend->database());
   bank.Open(2);
-  Value numeric = bank.Transfer("A0", "A1", 100, 3);  // the seeds' ids are numbers
+  Value numeric = bank.Transfer("A0", "A1", 100, 3);  // the applications' ids are numbers
   bank.Age(numeric, std::chrono::minutes(2));
   auto oid = ObjectId::FromHex("54fd7392742abeef6186a68e");
   ASSERT_TRUE(oid);
   InsertMalformed(*backend, bank, Value("malformed-1"));
   InsertMalformed(*backend, bank, Value(*oid));
-  std::string path = WriteConfig(ConfigFor(FindTestUri().uri_or_reason, backend->database()));
+  std::string path =
+      WriteTestFile(".toml", ConfigFor(FindTestUri().uri_or_reason, backend->database()));
 
-  ProcessResult r = Daemon("sweep --json -v --config " + path);
+  ProcessResult r = RunTxnRecoveryd({"sweep", "--json", "-v", "--config", path});
   ASSERT_EQ(r.exit_code, 1) << r.out << r.err;
   auto doc = nlohmann::json::parse(r.out);
   std::set<std::string> ids;
@@ -393,14 +365,14 @@ TEST(Cli, IdsAreReportedAsJsonValuesOnceNotAsJsonInsideStrings) {
                                         "{\"$oid\":\"54fd7392742abeef6186a68e\"}"}))
       << r.out;
 
-  ProcessResult i = Daemon("inspect --json --config " + path);
+  ProcessResult i = RunTxnRecoveryd({"inspect", "--json", "--config", path});
   ids.clear();
   auto inspected = nlohmann::json::parse(i.out);
   for (const auto& q : inspected["watches"][0]["quarantined"]) ids.insert(q["_id"].dump());
   EXPECT_EQ(ids,
             (std::set<std::string>{"\"malformed-1\"", "{\"$oid\":\"54fd7392742abeef6186a68e\"}"}))
       << i.out;
-  ProcessResult t = Daemon("inspect --config " + path);
+  ProcessResult t = RunTxnRecoveryd({"inspect", "--config", path});
   EXPECT_NE(t.out.find("_id=54fd7392742abeef6186a68e  pending"), std::string::npos) << t.out;
 }
 
@@ -415,12 +387,13 @@ TEST(Cli, ADryRunListsEveryPlannedActionWithTheStateItWouldReach) {
   bank.Age(resume, std::chrono::minutes(2));
   bank.Age(rollback, std::chrono::minutes(45));
   bank.Age(finish, std::chrono::minutes(2));
-  std::string path = WriteConfig(ConfigFor(FindTestUri().uri_or_reason, backend->database()));
+  std::string path =
+      WriteTestFile(".toml", ConfigFor(FindTestUri().uri_or_reason, backend->database()));
   auto line = [](const Value& id, const std::string& rest) {
     return "bank  _id=" + id.ToString() + "  " + rest;
   };
 
-  ProcessResult r = Daemon("sweep --dry-run --config " + path);  // no -v
+  ProcessResult r = RunTxnRecoveryd({"sweep", "--dry-run", "--config", path});  // no -v
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find(line(resume, "pending -> done  resume  planned")), std::string::npos)
       << r.out;
@@ -430,7 +403,7 @@ TEST(Cli, ADryRunListsEveryPlannedActionWithTheStateItWouldReach) {
   EXPECT_NE(r.out.find(line(finish, "applied -> done  finish  planned")), std::string::npos)
       << r.out;
 
-  ProcessResult j = Daemon("sweep --dry-run --json --config " + path);
+  ProcessResult j = RunTxnRecoveryd({"sweep", "--dry-run", "--json", "--config", path});
   ASSERT_EQ(j.exit_code, 0) << j.out << j.err;
   std::map<std::string, std::string> after;
   auto planned = nlohmann::json::parse(j.out);
@@ -444,7 +417,8 @@ TEST(Cli, ADryRunListsEveryPlannedActionWithTheStateItWouldReach) {
       << j.out;
   EXPECT_EQ(bank.State(resume), "pending") << "a dry run writes nothing";
 
-  ProcessResult real = Daemon("sweep --config " + path);  // a real sweep without -v: no list
+  ProcessResult real =
+      RunTxnRecoveryd({"sweep", "--config", path});  // a real sweep without -v: no list
   EXPECT_EQ(real.exit_code, 0);
   EXPECT_EQ(real.out.find("_id="), std::string::npos) << real.out;
 }
@@ -457,32 +431,33 @@ TEST(Cli, WatchNamesTheWatchesACommandActsOnAndAnUnknownOneIsAUsageError) {
   Value id = bank.Transfer("A0", "A1", 100, 3);
   bank.Age(id, std::chrono::minutes(2));
   std::string uri = FindTestUri().uri_or_reason;
-  std::string path =
-      WriteConfig("[mongodb]\nuri = \"" + uri + "\"\n[[watch]]\nname = \"bank\"\ndatabase = \"" +
-                  backend->database() + "\"\n[[watch]]\nname = \"other\"\ndatabase = \"" +
-                  backend->database() + "_o2\"\n");  // 63 bytes at most, as MongoDB allows
+  std::string path = WriteTestFile(
+      ".toml", "[mongodb]\nuri = \"" + uri + "\"\n[[watch]]\nname = \"bank\"\ndatabase = \"" +
+                   backend->database() + "\"\n[[watch]]\nname = \"other\"\ndatabase = \"" +
+                   backend->database() + "_o2\"\n");  // 63 bytes at most, as MongoDB allows
 
   for (const char* command : {"sweep", "inspect", "pause", "resume"}) {
-    ProcessResult r = Daemon(std::string(command) + " --watch nope --config " + path);
+    ProcessResult r = RunTxnRecoveryd({command, "--watch", "nope", "--config", path});
     EXPECT_EQ(r.exit_code, 64) << command;
     EXPECT_NE(
         r.err.find("--watch nope: no watch of that name in " + path + " (it has: bank, other)"),
         std::string::npos)
         << command << ": " << r.err;
   }
-  ProcessResult p = Daemon("pause --watch other --config " + path);
+  ProcessResult p = RunTxnRecoveryd({"pause", "--watch", "other", "--config", path});
   EXPECT_EQ(p.out, "watch other: paused\n");
-  ProcessResult s = Daemon("sweep --watch bank --json --config " + path);
+  ProcessResult s = RunTxnRecoveryd({"sweep", "--watch", "bank", "--json", "--config", path});
   ASSERT_EQ(s.exit_code, 0) << s.err;
   auto doc = nlohmann::json::parse(s.out);
   ASSERT_EQ(doc["watches"].size(), 1u) << s.out;
   EXPECT_EQ(doc["watches"][0]["name"], "bank");
   EXPECT_EQ(bank.State(id), "done");
-  ProcessResult i = Daemon("inspect --watch other --json --config " + path);
+  ProcessResult i = RunTxnRecoveryd({"inspect", "--watch", "other", "--json", "--config", path});
   doc = nlohmann::json::parse(i.out);
   ASSERT_EQ(doc["watches"].size(), 1u) << i.out;
   EXPECT_EQ(doc["watches"][0]["paused"], true);
-  EXPECT_EQ(Daemon("resume --watch other --config " + path).out, "watch other: resumed\n");
+  EXPECT_EQ(RunTxnRecoveryd({"resume", "--watch", "other", "--config", path}).out,
+            "watch other: resumed\n");
 }
 
 }  // namespace

@@ -84,7 +84,7 @@ TEST_F(ConfigFile, TheExampleConfigurationLoads) {
   EXPECT_EQ(c.watches.at(0).name, "bank");
 }
 
-TEST_F(ConfigFile, TheSchemaBookWatchOfTheExampleIsSeed001) {
+TEST_F(ConfigFile, TheExampleConfiguresTheSchemaBookTransfer) {
   Config c;
   ASSERT_TRUE(
       LoadConfig(std::string(TXN_RECOVERY_SOURCE_DIR) + "/config/txn-recoveryd.toml", Env(), &c)

@@ -18,7 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/bank.h"
-#include "support/subprocess.h"
+#include "support/daemon_process.h"
 #include "support/test_env.h"
 #include "support/wire_proxy.h"
 #include "txn_recovery/mongo_store.h"
@@ -30,15 +30,6 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 
 constexpr const char* kJournalSocketPath = "/run/systemd/journal/socket";
-
-std::string TempPath(const std::string& suffix) {
-  return ::testing::TempDir() + "txn_recoveryd_run_" + std::to_string(getpid()) + "_" +
-         ::testing::UnitTest::GetInstance()->current_test_info()->name() + suffix;
-}
-
-void WriteFile(const std::string& path, const std::string& text) {
-  std::ofstream(path) << text;
-}
 
 std::string Config(const std::string& uri, const std::vector<std::string>& databases,
                    const std::string& extra = "") {
@@ -54,48 +45,13 @@ std::string Config(const std::string& uri, const std::vector<std::string>& datab
   return c;
 }
 
-// The daemon as a child process with its stderr in text format and no URI from the
-// environment, so that only the file counts.
+// `txn-recoveryd run` with its stderr in text format.
 std::unique_ptr<Subprocess> StartDaemon(const std::string& config_path,
                                         std::map<std::string, std::string> env = {},
                                         std::vector<std::string> args = {}) {
-  std::vector<std::string> argv = {TXN_RECOVERYD_BINARY, "run", "--config", config_path};
-  argv.insert(argv.end(), args.begin(), args.end());
+  args.insert(args.begin(), {"run", "--config", config_path});
   env.emplace("TXN_RECOVERYD_LOG_FORMAT", "text");
-  return std::make_unique<Subprocess>(
-      argv, env,
-      std::vector<std::string>{"TXN_RECOVERYD_MONGODB_URI", "TXN_RECOVERYD_HTTP_LISTEN",
-                               "NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "JOURNAL_STREAM",
-                               "CREDENTIALS_DIRECTORY"});
-}
-
-// The port the daemon's health listener bound, from its log line.
-int HttpPort(Subprocess& daemon) {
-  int port = 0;
-  Eventually(
-      [&] {
-        std::smatch m;
-        std::string err = daemon.Stderr();
-        if (!std::regex_search(err, m, std::regex(R"(health and metrics on http://[^:]+:(\d+))")))
-          return false;
-        port = std::stoi(m[1]);
-        return true;
-      },
-      seconds(10));
-  return port;
-}
-
-struct Http {
-  int status = 0;
-  std::string body;
-};
-Http Get(int port, const std::string& path) {
-  httplib::Client c("127.0.0.1", port);
-  c.set_connection_timeout(2);
-  c.set_read_timeout(5);
-  auto r = c.Get(path.c_str());
-  if (!r) return {};
-  return {r->status, r->body};
+  return StartTxnRecoveryd(std::move(args), std::move(env));
 }
 
 // The value of one series in a Prometheus exposition, or -1 if absent.
@@ -150,18 +106,6 @@ std::vector<std::string> ExpositionProblems(const std::string& text) {
   return problems;
 }
 
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
 TEST(ExpositionCheck, AcceptsTheFormatAndCatchesWhatBreaksIt) {
   EXPECT_TRUE(
       ExpositionProblems("# HELP a_total A.\n# TYPE a_total counter\n"
@@ -194,8 +138,8 @@ TEST_F(DaemonRun, UnderSystemdItNotifiesReadyStatusWatchdogReloadAndStopping) {
     stuck.push_back(bank.Transfer("A0", std::string("A").append(std::to_string(i + 1)), 10, 3));
   bank.AgeAll(std::chrono::minutes(5));
 
-  std::string path = TempPath(".toml");
-  WriteFile(path, Config(uri_, {backend_->database()}, "[http]\nlisten = \"127.0.0.1:0\"\n"));
+  std::string path = WriteTestFile(
+      ".toml", Config(uri_, {backend_->database()}, "[http]\nlisten = \"127.0.0.1:0\"\n"));
   FakeNotifySocket notify;
   auto daemon = StartDaemon(path, {{"NOTIFY_SOCKET", notify.path()}, {"WATCHDOG_USEC", "2000000"}});
 
@@ -212,9 +156,10 @@ TEST_F(DaemonRun, UnderSystemdItNotifiesReadyStatusWatchdogReloadAndStopping) {
   EXPECT_TRUE(notify.WaitFor("STATUS=last sweep", seconds(10)));
   EXPECT_TRUE(notify.WaitFor("WATCHDOG=1", seconds(10)));
 
-  int port = HttpPort(*daemon);
+  int port = HealthPort(*daemon);
   ASSERT_GT(port, 0) << daemon->Stderr();
-  Http live = Get(port, "/livez"), ready = Get(port, "/readyz"), metrics = Get(port, "/metrics");
+  HttpAnswer live = HttpGet(port, "/livez"), ready = HttpGet(port, "/readyz"),
+             metrics = HttpGet(port, "/metrics");
   EXPECT_EQ(live.status, 200) << live.body;
   EXPECT_EQ(ready.status, 200) << ready.body;
   ASSERT_EQ(metrics.status, 200);
@@ -228,7 +173,7 @@ TEST_F(DaemonRun, UnderSystemdItNotifiesReadyStatusWatchdogReloadAndStopping) {
   EXPECT_NE(metrics.body.find(",version=\"0.1.0\"} 1\n"), std::string::npos);
 
   // A broken file on SIGHUP: logged with its line, the running configuration stays.
-  WriteFile(path, Config(uri_, {backend_->database()}, "[http]\nlisten = 9464\n"));
+  std::ofstream(path) << Config(uri_, {backend_->database()}, "[http]\nlisten = 9464\n");
   std::size_t before_reload = notify.messages().size();
   daemon->Signal(SIGHUP);
   ASSERT_TRUE(notify.WaitFor("RELOADING=1", seconds(10)));
@@ -241,7 +186,7 @@ TEST_F(DaemonRun, UnderSystemdItNotifiesReadyStatusWatchdogReloadAndStopping) {
   EXPECT_TRUE(monotonic) << "RELOADING=1 must carry MONOTONIC_USEC";
   EXPECT_TRUE(Eventually(
       [&] {
-        return Metric(Get(port, "/metrics").body, "txn_recoveryd_last_reload_successful") == 0;
+        return Metric(HttpGet(port, "/metrics").body, "txn_recoveryd_last_reload_successful") == 0;
       },
       seconds(5)));
   Value after_bad_reload = bank.Transfer("A0", "A1", 10, 4);
@@ -253,8 +198,8 @@ TEST_F(DaemonRun, UnderSystemdItNotifiesReadyStatusWatchdogReloadAndStopping) {
 
   // A valid file: swapped in (a second watch appears), READY=1 again.
   std::string second = backend_->database() + "_2";
-  WriteFile(path,
-            Config(uri_, {backend_->database(), second}, "[http]\nlisten = \"127.0.0.1:0\"\n"));
+  std::ofstream(path) << Config(uri_, {backend_->database(), second},
+                                "[http]\nlisten = \"127.0.0.1:0\"\n");
   daemon->Signal(SIGHUP);
   EXPECT_TRUE(Eventually(
       [&] { return daemon->Stderr().find("configuration reloaded") != std::string::npos; },
@@ -263,7 +208,7 @@ TEST_F(DaemonRun, UnderSystemdItNotifiesReadyStatusWatchdogReloadAndStopping) {
   EXPECT_NE(daemon->Stderr().find("2 watch(es)"), std::string::npos);
   EXPECT_TRUE(Eventually(
       [&] {
-        return Metric(Get(port, "/metrics").body, "txn_recoveryd_last_reload_successful") == 1;
+        return Metric(HttpGet(port, "/metrics").body, "txn_recoveryd_last_reload_successful") == 1;
       },
       seconds(5)));
 
@@ -286,16 +231,16 @@ TEST_F(DaemonRun, RetentionArchivesOldFinishedTransactionsAndTheMetricCountsThem
   bank.AgeAll(std::chrono::hours(24 * 10));
   bank.Age(recent, std::chrono::hours(2));
 
-  std::string path = TempPath(".toml");
-  WriteFile(path, Config(uri_, {backend_->database()}, "[http]\nlisten = \"127.0.0.1:0\"\n") +
-                      "retain_finished = \"7d\"\narchive_collection = \"archive\"\n");
+  std::string path = WriteTestFile(
+      ".toml", Config(uri_, {backend_->database()}, "[http]\nlisten = \"127.0.0.1:0\"\n") +
+                   "retain_finished = \"7d\"\narchive_collection = \"archive\"\n");
   auto daemon = StartDaemon(path);
-  int port = HttpPort(*daemon);
+  int port = HealthPort(*daemon);
   ASSERT_GT(port, 0) << daemon->Stderr();
   std::string series = "txn_recoveryd_finished_removed_total{mode=\"archived\",watch=\"w0\"}";
   EXPECT_TRUE(
-      Eventually([&] { return Metric(Get(port, "/metrics").body, series) == 3; }, seconds(10)))
-      << Get(port, "/metrics").body << daemon->Stderr();
+      Eventually([&] { return Metric(HttpGet(port, "/metrics").body, series) == 3; }, seconds(10)))
+      << HttpGet(port, "/metrics").body << daemon->Stderr();
   for (const auto& id : old_done) EXPECT_FALSE(bank.Txn(id)) << id.ToString();
   EXPECT_TRUE(bank.Txn(recent)) << "younger than retain_finished";
   std::int64_t archived = 0;
@@ -315,17 +260,17 @@ TEST_F(DaemonRun, ThePeriodicOrphanScanUndoesALateWriteNoSweepWouldSeeAndCountsW
   Must(backend_->store()->UpdateOne(bank.accounts(), Filter().Eq("_id", "A2"),
                                     Update().Push("pendingTransactions", Value("deleted-7")), &wr));
 
-  std::string path = TempPath(".toml");
-  WriteFile(path, Config(uri_, {backend_->database()}, "[http]\nlisten = \"127.0.0.1:0\"\n"));
+  std::string path = WriteTestFile(
+      ".toml", Config(uri_, {backend_->database()}, "[http]\nlisten = \"127.0.0.1:0\"\n"));
   auto daemon = StartDaemon(path, {{"TXN_RECOVERYD_DAEMON_ORPHAN_SCAN_INTERVAL", "1s"}});
-  int port = HttpPort(*daemon);
+  int port = HealthPort(*daemon);
   ASSERT_GT(port, 0) << daemon->Stderr();
   EXPECT_TRUE(Eventually([&] { return bank.Balance("A1") == 1100; }, seconds(10)))
       << daemon->Stderr();
   std::string missing = "txn_recoveryd_orphan_markers{kind=\"missing-transaction\",watch=\"w0\"}";
   EXPECT_TRUE(
-      Eventually([&] { return Metric(Get(port, "/metrics").body, missing) == 1; }, seconds(10)))
-      << Get(port, "/metrics").body;
+      Eventually([&] { return Metric(HttpGet(port, "/metrics").body, missing) == 1; }, seconds(10)))
+      << HttpGet(port, "/metrics").body;
   EXPECT_NE(daemon->Stderr().find("deleted-7"), std::string::npos) << daemon->Stderr();
   EXPECT_EQ(bank.Markers("A2").size(), 1u);
   daemon->Signal(SIGTERM);
@@ -342,8 +287,7 @@ TEST_F(DaemonRun, SigtermDuringALargeSweepDrainsWithinTheDeadlineAndLeavesNoLeas
                   std::string("A").append(std::to_string((i + 7) % 20)), 1, 3);
   bank.AgeAll(std::chrono::minutes(5));
 
-  std::string path = TempPath(".toml");
-  WriteFile(path, Config(uri_, {backend_->database()}));
+  std::string path = WriteTestFile(".toml", Config(uri_, {backend_->database()}));
   auto daemon = StartDaemon(path);
   Filter done = Filter().Eq("state", "done");
   ASSERT_TRUE(Eventually(
@@ -374,37 +318,46 @@ TEST_F(DaemonRun, StartsWhileTheDatabaseIsDownAndRecoversWhenItComesBack) {
   // This test owns its server's lifecycle, so it always uses an embedded one.
   int db_port = FreePort();
   std::string db_uri = "mongodb://127.0.0.1:" + std::to_string(db_port);
-  std::string state_dir = TempPath("_db");
-  std::string path = TempPath(".toml");
-  WriteFile(path, Config(db_uri, {"outage"}, "[http]\nlisten = \"127.0.0.1:0\"\n"));
+  std::string state_dir = TestFile("_db");
+  std::string path =
+      WriteTestFile(".toml", Config(db_uri, {"outage"}, "[http]\nlisten = \"127.0.0.1:0\"\n"));
   FakeNotifySocket notify;
   auto daemon = StartDaemon(path, {{"NOTIFY_SOCKET", notify.path()}});
 
   ASSERT_TRUE(notify.WaitFor("READY=1", seconds(10)))
       << "a database that is down is not a configuration error\n"
       << daemon->Stderr();
-  int port = HttpPort(*daemon);
+  int port = HealthPort(*daemon);
   ASSERT_GT(port, 0);
   EXPECT_TRUE(notify.WaitFor("STATUS=database unreachable", seconds(10)));
-  EXPECT_EQ(Get(port, "/livez").status, 200) << "liveness does not depend on the database";
-  Http ready = Get(port, "/readyz");
+  EXPECT_EQ(HttpGet(port, "/livez").status, 200) << "liveness does not depend on the database";
+  HttpAnswer ready = HttpGet(port, "/readyz");
   EXPECT_EQ(ready.status, 503);
   EXPECT_NE(ready.body.find("unreachable"), std::string::npos) << ready.body;
-  EXPECT_EQ(Metric(Get(port, "/metrics").body, "txn_recoveryd_database_up"), 0);
+  EXPECT_EQ(Metric(HttpGet(port, "/metrics").body, "txn_recoveryd_database_up"), 0);
   EXPECT_TRUE(daemon->Running());
 
-  std::string start = std::string(TXN_RECOVERY_SOURCE_DIR) + "/scripts/testdb-start.sh --port " +
-                      std::to_string(db_port) + " --owner-pid " + std::to_string(getpid()) +
-                      " --state-dir " + state_dir + " >/dev/null";
-  ASSERT_EQ(std::system(start.c_str()), 0);
+  const std::vector<std::string> start = {
+      std::string(TXN_RECOVERY_SOURCE_DIR) + "/scripts/testdb-start.sh",
+      "--port",
+      std::to_string(db_port),
+      "--owner-pid",
+      std::to_string(getpid()),
+      "--state-dir",
+      state_dir};
+  const std::vector<std::string> stop = {
+      std::string(TXN_RECOVERY_SOURCE_DIR) + "/scripts/testdb-stop.sh", "--state-dir", state_dir};
+  auto run = [](const std::vector<std::string>& argv) {
+    Subprocess p(argv);
+    const std::optional<int> rc = p.Wait(seconds(120));
+    return ::testing::AssertionResult(rc == 0) << argv[0] << " exited " << rc.value_or(-1) << "\n"
+                                               << p.Stderr();
+  };
+  ASSERT_TRUE(run(start));
   struct StopDb {
-    std::string dir;
-    ~StopDb() {
-      std::string stop = std::string(TXN_RECOVERY_SOURCE_DIR) +
-                         "/scripts/testdb-stop.sh --state-dir " + dir + " >/dev/null 2>&1";
-      (void)std::system(stop.c_str());
-    }
-  } stop_db{state_dir};
+    const std::vector<std::string>& stop;
+    ~StopDb() { (void)Subprocess(stop).Wait(seconds(60)); }
+  } stop_db{stop};
 
   std::unique_ptr<MongoStore> store;
   MongoOptions mo;
@@ -418,8 +371,8 @@ TEST_F(DaemonRun, StartsWhileTheDatabaseIsDownAndRecoversWhenItComesBack) {
   EXPECT_TRUE(Eventually([&] { return bank.State(id) == "done"; }, seconds(20)))
       << daemon->Stderr();
   for (const auto& v : bank.Violations(before)) ADD_FAILURE() << v;
-  EXPECT_TRUE(Eventually([&] { return Get(port, "/readyz").status == 200; }, seconds(5)));
-  EXPECT_EQ(Metric(Get(port, "/metrics").body, "txn_recoveryd_database_up"), 1);
+  EXPECT_TRUE(Eventually([&] { return HttpGet(port, "/readyz").status == 200; }, seconds(5)));
+  EXPECT_EQ(Metric(HttpGet(port, "/metrics").body, "txn_recoveryd_database_up"), 1);
   // The outage was logged, but not once per retry.
   std::string err = daemon->Stderr();
   std::size_t lines = 0;
@@ -430,16 +383,14 @@ TEST_F(DaemonRun, StartsWhileTheDatabaseIsDownAndRecoversWhenItComesBack) {
 
   // The database stopped mid-run: the daemon stays up and says so; back: it recovers.
   store.reset();
-  std::string stop = std::string(TXN_RECOVERY_SOURCE_DIR) + "/scripts/testdb-stop.sh --state-dir " +
-                     state_dir + " >/dev/null";
-  ASSERT_EQ(std::system(stop.c_str()), 0);
-  EXPECT_TRUE(Eventually([&] { return Get(port, "/readyz").status == 503; }, seconds(10)));
+  ASSERT_TRUE(run(stop));
+  EXPECT_TRUE(Eventually([&] { return HttpGet(port, "/readyz").status == 503; }, seconds(10)));
   EXPECT_TRUE(Eventually(
-      [&] { return Metric(Get(port, "/metrics").body, "txn_recoveryd_database_up") == 0; },
+      [&] { return Metric(HttpGet(port, "/metrics").body, "txn_recoveryd_database_up") == 0; },
       seconds(5)));
-  EXPECT_EQ(Get(port, "/livez").status, 200);
+  EXPECT_EQ(HttpGet(port, "/livez").status, 200);
   EXPECT_TRUE(daemon->Running());
-  ASSERT_EQ(std::system(start.c_str()), 0);
+  ASSERT_TRUE(run(start));
   ASSERT_TRUE(MongoStore::Open(mo, &store).ok());
   Bank again(store.get(), "outage");  // the embedded server keeps nothing across restarts
   again.Open(2);
@@ -449,7 +400,7 @@ TEST_F(DaemonRun, StartsWhileTheDatabaseIsDownAndRecoversWhenItComesBack) {
   EXPECT_TRUE(Eventually([&] { return again.State(id2) == "done"; }, seconds(20)))
       << daemon->Stderr();
   for (const auto& v : again.Violations(before_again)) ADD_FAILURE() << v;
-  EXPECT_TRUE(Eventually([&] { return Get(port, "/readyz").status == 200; }, seconds(5)));
+  EXPECT_TRUE(Eventually([&] { return HttpGet(port, "/readyz").status == 200; }, seconds(5)));
 
   daemon->Signal(SIGINT);
   EXPECT_EQ(daemon->Wait(seconds(10)), 0) << daemon->Stderr();
@@ -457,19 +408,18 @@ TEST_F(DaemonRun, StartsWhileTheDatabaseIsDownAndRecoversWhenItComesBack) {
 
 TEST_F(DaemonRun, CommandLineBeatsEnvironmentBeatsFile) {
   // Each layer names a listen address; only the winning one can be bound.
-  std::string path = TempPath(".toml");
-  WriteFile(path, Config("mongodb://127.0.0.1:1", {"precedence"},
-                         "[http]\nlisten = \"203.0.113.1:1\"\n"));
+  std::string path = WriteTestFile(".toml", Config("mongodb://127.0.0.1:1", {"precedence"},
+                                                   "[http]\nlisten = \"203.0.113.1:1\"\n"));
   {
     auto daemon = StartDaemon(path, {{"TXN_RECOVERYD_HTTP_LISTEN", "203.0.113.2:1"}},
                               {"--http-listen", "127.0.0.1:0"});
-    EXPECT_GT(HttpPort(*daemon), 0) << daemon->Stderr();
+    EXPECT_GT(HealthPort(*daemon), 0) << daemon->Stderr();
     daemon->Signal(SIGTERM);
     EXPECT_EQ(daemon->Wait(seconds(10)), 0);
   }
   {
     auto daemon = StartDaemon(path, {{"TXN_RECOVERYD_HTTP_LISTEN", "127.0.0.1:0"}});
-    EXPECT_GT(HttpPort(*daemon), 0) << daemon->Stderr();
+    EXPECT_GT(HealthPort(*daemon), 0) << daemon->Stderr();
     daemon->Signal(SIGTERM);
     EXPECT_EQ(daemon->Wait(seconds(10)), 0);
   }
@@ -481,7 +431,8 @@ TEST_F(DaemonRun, CommandLineBeatsEnvironmentBeatsFile) {
   }
   {
     // A bad file at start: 78 and the file's line, before anything else happens.
-    WriteFile(path, Config("mongodb://127.0.0.1:1", {"precedence"}, "[http]\nlisten = 9464\n"));
+    std::ofstream(path) << Config("mongodb://127.0.0.1:1", {"precedence"},
+                                  "[http]\nlisten = 9464\n");
     auto daemon = StartDaemon(path);
     EXPECT_EQ(daemon->Wait(seconds(10)), 78) << daemon->Stderr();
     EXPECT_NE(daemon->Stderr().find(path + ":"), std::string::npos) << daemon->Stderr();
@@ -515,8 +466,7 @@ TEST_F(DaemonRun, ASigtermThatArrivesTwiceAsAProcessGroupSignalStillDrains) {
     }
     return v;
   });
-  std::string path = TempPath(".toml");
-  WriteFile(path, Config(proxy->Uri(uri_), {backend_->database()}));
+  std::string path = WriteTestFile(".toml", Config(proxy->Uri(uri_), {backend_->database()}));
   auto daemon = StartDaemon(path);
   ASSERT_TRUE(Eventually([&] { return held.load(); }, seconds(30))) << daemon->Stderr();
   daemon->Signal(SIGTERM);
@@ -545,8 +495,7 @@ TEST_F(DaemonRun, JournalFormatWithoutAJournalSocketWritesPrefixedLinesToStderr)
   if (access(kJournalSocketPath, F_OK) == 0)
     GTEST_SKIP() << "a journal listens at " << kJournalSocketPath
                  << " here; the fallback is for hosts (containers, chroots) without one";
-  std::string path = TempPath(".toml");
-  WriteFile(path, Config("mongodb://127.0.0.1:1", {"journal"}));
+  std::string path = WriteTestFile(".toml", Config("mongodb://127.0.0.1:1", {"journal"}));
   auto daemon = StartDaemon(path, {}, {"--log-format", "journal"});
   EXPECT_TRUE(Eventually(
       [&] { return daemon->Stderr().find("<6>txn-recoveryd 0.1.0") != std::string::npos; },
@@ -571,8 +520,7 @@ TEST_F(DaemonRun, JsonLogsCarryATransactionIdAsItselfNotAsJsonInAString) {
                                                 {"state", "pending"},
                                                 {"lastModified", DateTime{now.millis - 300'000}}}})
             .ok());
-  std::string path = TempPath(".toml");
-  WriteFile(path, Config(uri_, {backend_->database()}));
+  std::string path = WriteTestFile(".toml", Config(uri_, {backend_->database()}));
   auto daemon = StartDaemon(path, {{"TXN_RECOVERYD_LOG_FORMAT", "json"}});
   std::set<std::string> ids;
   EXPECT_TRUE(Eventually(
@@ -609,15 +557,15 @@ TEST_F(DaemonRun, MetricsShowTheProcessTheTransactionsBusyWithAnotherDaemonAndTh
                                   .Set("recovery.lease.expires", DateTime{now.millis + 600'000}),
                               &wr)
                   .ok());
-  std::string path = TempPath(".toml");
-  WriteFile(path, Config(uri_, {backend_->database()}, "[http]\nlisten = \"127.0.0.1:0\"\n"));
+  std::string path = WriteTestFile(
+      ".toml", Config(uri_, {backend_->database()}, "[http]\nlisten = \"127.0.0.1:0\"\n"));
   auto daemon = StartDaemon(path);
-  int port = HttpPort(*daemon);
+  int port = HealthPort(*daemon);
   ASSERT_GT(port, 0) << daemon->Stderr();
   std::string body;
   EXPECT_TRUE(Eventually(
       [&] {
-        body = Get(port, "/metrics").body;
+        body = HttpGet(port, "/metrics").body;
         return SumMetric(body, "txn_recoveryd_busy_total", "watch=\"w0\"") >= 1;
       },
       seconds(20)))

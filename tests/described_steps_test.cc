@@ -1,6 +1,6 @@
 // Described steps (profile "steps"): an application's two-phase commit recovered from a
 // description of its documents in the configuration, without changing the application.
-// Seed 000's mongoose example exactly as written: {status: new|pending|applied|done,
+// The mongoose operations example exactly as written: {status: new|pending|applied|done,
 // lastModified, data: {targetUser, amount}}, applied as $inc {money: data.amount} on the user
 // with `pendingTransaction` as the marker. Killed after each of its steps and recovered; a
 // wrong description quarantines naming the path and writes nothing, and check-config
@@ -13,9 +13,9 @@
 #include <sstream>
 
 #include "config.h"
-#include "support/fault_store.h"
+#include "support/crash_at_every_write.h"
+#include "support/daemon_process.h"
 #include "support/scenario.h"
-#include "support/subprocess.h"
 #include "support/test_env.h"
 #include "support/watch_config.h"
 #include "txn_recovery/inspect.h"
@@ -26,10 +26,7 @@ namespace {
 
 using std::chrono::minutes;
 
-constexpr auto kStuck = minutes(2);     // past resume_after (1m), before rollback_after (30m)
-constexpr auto kExpired = minutes(31);  // past rollback_after and initial_timeout (30m)
-
-// The seed's own example, described: nothing else differs from the defaults.
+// The mongoose example, described: nothing else differs from the defaults.
 constexpr const char* kMongooseWatch = R"(
 [[watch]]
 name = "mongoose"
@@ -44,7 +41,7 @@ steps = [
 new = ["new"]
 )";
 
-// The seed-000 application, one step at a time (so that a test can kill it between any
+// The mongoose application, one step at a time (so that a test can kill it between any
 // two): transactions {_id: ObjectId, status, lastModified, data: {targetUser, amount}},
 // users {_id: ObjectId, money, pendingTransaction: [ObjectId]}.
 class MongooseApp {
@@ -102,7 +99,7 @@ class MongooseApp {
     return id;
   }
 
-  // The seed's findAndUpdate: where the marker is absent, $push it and $inc the money. A
+  // The application's findAndUpdate: where the marker is absent, $push it and $inc the money. A
   // stalled application running it after the daemon has ended the transaction applies it
   // again (a late write).
   void ApplyUser(const Value& id, const Value& user, std::int32_t amount) {
@@ -134,12 +131,6 @@ class MongooseApp {
 };
 
 // ---- The application killed between any two of its steps ---------------------------
-
-struct KilledCase {
-  int steps;
-  std::chrono::minutes age;
-  const char* expected;
-};
 
 class MongooseKilled : public ::testing::TestWithParam<std::tuple<std::string, KilledCase>> {};
 
@@ -175,61 +166,49 @@ const KilledCase kKilledCases[] = {
 INSTANTIATE_TEST_SUITE_P(EveryStepBoundary, MongooseKilled,
                          ::testing::Combine(::testing::Values("memory", "mongo"),
                                             ::testing::ValuesIn(kKilledCases)),
-                         [](const auto& info) {
-                           const KilledCase& c = std::get<1>(info.param);
-                           return std::get<0>(info.param) + "_after_" + std::to_string(c.steps) +
-                                  "_steps_" + (c.age == kStuck ? "stuck" : "expired");
-                         });
+                         KilledCaseName{"after"});
 
 // ---- The daemon killed at every one of its writes -------------------------------------
 
 class MongooseDaemonKilled : public ::testing::TestWithParam<std::tuple<std::string, KilledCase>> {
 };
 
+// A credit of 100 to a user with 500, the application killed after `c.steps` steps `c.age`
+// ago: recovered, it is in `c.expected`, the user credited once or not at all, no marker left.
+class StuckCredit final : public KilledDaemonScenario {
+ public:
+  StuckCredit(TestBackend* backend, const KilledCase& c)
+      : KilledDaemonScenario(WatchFromToml(kMongooseWatch, backend->database()), c),
+        app_(backend->store(), backend->database()),
+        user_(app_.AddUser(500)),
+        id_(app_.Run(user_, 100, c.steps)) {
+    Age();
+  }
+  void Age() override { app_.Age(id_, c_.age); }
+  void ExpectRecovered() override {
+    EXPECT_EQ(app_.State(id_), c_.expected);
+    EXPECT_EQ(app_.Money(user_), std::string(c_.expected) == "done" ? 600 : 500);
+    EXPECT_EQ(app_.Markers(user_), 0u);
+  }
+
+ private:
+  MongooseApp app_;
+  Value user_;
+  Value id_;
+};
+
 TEST_P(MongooseDaemonKilled, ASuccessorFinishesWhatTheKilledDaemonStarted) {
   auto [kind, c] = GetParam();
-  int clean_writes = -1;
-  for (int crash_after = 0;; ++crash_after) {
-    auto backend = TestBackend::Create(kind);
-    ASSERT_TRUE(backend->error().empty()) << backend->error();
-    WatchSpec watch = WatchFromToml(kMongooseWatch, backend->database());
-    MongooseApp app(backend->store(), backend->database());
-    Value user = app.AddUser(500);
-    Value id = app.Run(user, 100, c.steps);
-    app.Age(id, c.age);
-
-    FaultStore dying(backend->store());
-    if (clean_writes >= 0) dying.CrashAfterWrites(crash_after);
-    SweepOnce(&dying, backend->clock(), watch, "daemon-killed");
-    if (clean_writes < 0) {
-      clean_writes = dying.writes();
-      ASSERT_GT(clean_writes, 0);
-      crash_after = -1;
-      continue;
-    }
-    SCOPED_TRACE("daemon killed after " + std::to_string(crash_after) + " of " +
-                 std::to_string(clean_writes) + " writes");
-    ExpireLeases(backend->store(), app.txns());
-    backend->Advance(minutes(2));
-    app.Age(id, c.age);
-    SweepOnce(backend->store(), backend->clock(), watch, "daemon-successor");
-
-    EXPECT_EQ(app.State(id), c.expected);
-    EXPECT_EQ(app.Money(user), std::string(c.expected) == "done" ? 600 : 500);
-    EXPECT_EQ(app.Markers(user), 0u);
-    if (crash_after >= clean_writes) break;
-  }
+  CrashAtEveryWrite(
+      kind, [c = c](TestBackend* backend) { return std::make_unique<StuckCredit>(backend, c); });
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    EveryWrite, MongooseDaemonKilled,
-    ::testing::Combine(::testing::Values("memory", "mongo"),
-                       ::testing::Values(KilledCase{3, kStuck, "done"},
-                                         KilledCase{3, kExpired, "cancelled"})),
-    [](const auto& info) {
-      const KilledCase& c = std::get<1>(info.param);
-      return std::get<0>(info.param) + "_" + (c.age == kStuck ? "resume" : "rollback");
-    });
+INSTANTIATE_TEST_SUITE_P(EveryWrite, MongooseDaemonKilled,
+                         ::testing::Combine(::testing::Values("memory", "mongo"),
+                                            ::testing::Values(KilledCase{3, kStuck, "done"},
+                                                              KilledCase{3, kExpired,
+                                                                         "cancelled"})),
+                         KilledCaseDecisionName{});
 
 // ---- Late writes: a stalled application applying its step after the daemon ended it -------
 
@@ -260,15 +239,12 @@ TEST_P(MongooseLateWrite, TheCreditAppliedAfterTheDaemonEndedTheTransactionIsUnd
   EXPECT_EQ(app.State(id), c.expected);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Backends, MongooseLateWrite,
-    ::testing::Combine(::testing::Values("memory", "mongo"),
-                       ::testing::Values(KilledCase{2, kStuck, "done"},
-                                         KilledCase{2, kExpired, "cancelled"})),
-    [](const auto& info) {
-      const KilledCase& c = std::get<1>(info.param);
-      return std::get<0>(info.param) + "_" + (c.age == kStuck ? "after_resume" : "after_rollback");
-    });
+INSTANTIATE_TEST_SUITE_P(Backends, MongooseLateWrite,
+                         ::testing::Combine(::testing::Values("memory", "mongo"),
+                                            ::testing::Values(KilledCase{2, kStuck, "done"},
+                                                              KilledCase{2, kExpired,
+                                                                         "cancelled"})),
+                         KilledCaseDecisionName{"after_"});
 
 TEST(DescribedSteps, TheOrphanScanLooksWhereTheStepsPutMarkers) {
   WatchSpec w = WatchFromToml(kMongooseWatch, "shop");
@@ -287,7 +263,7 @@ class WrongDescription : public ::testing::TestWithParam<std::string> {
     ASSERT_TRUE(backend_->error().empty()) << backend_->error();
     app_ = std::make_unique<MongooseApp>(backend_->store(), backend_->database());
   }
-  // The seed's watch with `from` replaced by `to` in its text.
+  // The mongoose watch with `from` replaced by `to` in its text.
   WatchSpec Described(const std::string& from, const std::string& to) {
     std::string toml = kMongooseWatch;
     toml.replace(toml.find(from), from.size(), to);
@@ -380,25 +356,22 @@ TEST(CheckConfigProbe, TheCommandNamesThePathAndExits78WhenNoDocumentFits) {
     std::ofstream(config) << "[mongodb]\nuri = \"" << uri.uri_or_reason << "\"\n" << watch;
   };
   auto run = [&](std::string* out) {
-    Subprocess p({TXN_RECOVERYD_BINARY, "check-config", "--config", config, "--probe"}, {},
-                 {"TXN_RECOVERYD_MONGODB_URI"});
-    auto rc = p.Wait(std::chrono::seconds(60));
-    *out = p.Stdout() + p.Stderr();
-    return rc;
+    ProcessResult r = RunTxnRecoveryd({"check-config", "--config", config, "--probe"}, {},
+                                      std::chrono::seconds(60));
+    *out = r.out + r.err;
+    return r.exit_code;
   };
   std::string out;
   write("data.target");
-  auto rc = run(&out);
-  ASSERT_TRUE(rc.has_value()) << "still running";
-  EXPECT_EQ(*rc, 78) << out;
+  int rc = run(&out);
+  EXPECT_EQ(rc, 78) << out;
   EXPECT_NE(out.find("does not fit: field 'data.target' is missing"), std::string::npos) << out;
   EXPECT_NE(out.find("1 read, 0 fit, 1 do not"), std::string::npos) << out;
 
   write("data.targetUser");
   rc = run(&out);
   std::remove(config.c_str());
-  ASSERT_TRUE(rc.has_value()) << "still running";
-  EXPECT_EQ(*rc, 0) << out;
+  EXPECT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("1 read, 1 fit, 0 do not"), std::string::npos) << out;
   EXPECT_NE(out.find("#   [0] users where _id = <data.targetUser>: $inc money by <data.amount>; "
                      "marker pendingTransaction"),
@@ -451,15 +424,15 @@ TEST(OneMechanism, ATransferIsTheDescriptionCheckConfigPrintsForIt) {
   }
 }
 
-TEST(OneMechanism, AnOperationsEntryAndTheSeedsDescribedStepBuildTheSameWrites) {
+TEST(OneMechanism, AnOperationsEntryAndTheMongooseDescribedStepBuildTheSameWrites) {
   WatchSpec described = WatchFromToml(kMongooseWatch, "shop");
   WatchSpec operations = WatchFromToml(
       "[[watch]]\nname = \"ops\"\ndatabase = \"shop\"\nprofile = \"operations\"\n", "shop");
   const Value user(std::string("u1"));
-  Document seed{{"_id", 9},
-                {"status", "pending"},
-                {"lastModified", DateTime{1}},
-                {"data", Document{{"targetUser", user}, {"amount", 100}}}};
+  Document mongoose{{"_id", 9},
+                    {"status", "pending"},
+                    {"lastModified", DateTime{1}},
+                    {"data", Document{{"targetUser", user}, {"amount", 100}}}};
   Document listed{{"_id", 9},
                   {"status", "pending"},
                   {"lastModified", DateTime{1}},
@@ -468,7 +441,7 @@ TEST(OneMechanism, AnOperationsEntryAndTheSeedsDescribedStepBuildTheSameWrites) 
                                                           {"_id", user},
                                                           {"inc", Document{{"money", 100}}}})}}}}};
   Transaction a, b;
-  ASSERT_TRUE(described.profile.Parse(seed, described.ns, "recovery", &a).ok());
+  ASSERT_TRUE(described.profile.Parse(mongoose, described.ns, "recovery", &a).ok());
   ASSERT_TRUE(operations.profile.Parse(listed, operations.ns, "recovery", &b).ok());
   ASSERT_EQ(a.steps.size(), 1u);
   ASSERT_EQ(b.steps.size(), 1u);

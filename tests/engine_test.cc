@@ -28,9 +28,6 @@ using std::chrono::milliseconds;
 using std::chrono::minutes;
 using std::chrono::seconds;
 
-constexpr auto kStuck = minutes(2);     // past resume_after (1m), before rollback_after (30m)
-constexpr auto kExpired = minutes(31);  // past rollback_after and initial_timeout (30m)
-
 // Every transaction of `ns`, parsed, with the action the decision table gives it now.
 struct Planned {
   std::vector<Transaction> txns;
@@ -802,9 +799,9 @@ INSTANTIATE_TEST_SUITE_P(Backends, MalformedRecord, ::testing::Values("memory", 
 
 // ---- A live application and a resuming daemon (found by the model, model/README.md) -------
 
-// The application's steps from `first` on, as seed 002 runs them, until one of its
-// compare-and-sets matches nothing (it stops), it is done, or it has made `at_most` steps
-// (it crashes).
+// The application's steps from `first` on, as the MongoDB manual transfer runs them, until
+// one of its compare-and-sets matches nothing (it stops), it is done, or it has made
+// `at_most` steps (it crashes).
 void RunApplicationFrom(Bank* app, const Value& id, AppStep first, int at_most = kAppStepCount) {
   for (int step = static_cast<int>(first); step < kAppStepCount && at_most-- > 0; ++step)
     if (!app->RunStep(id, static_cast<AppStep>(step)).ok()) return;

@@ -1,17 +1,17 @@
-// Seed 004 (the MongoDB manual's transfer as a Chinese blog retells it) exactly as it writes
-// its documents: {_id: 1, source: "A", destination: "B", value: 100, state: "initial"}, the
-// accounts' balances in `value`, and no time field anywhere. Such a transaction's age is
-// measured from the daemon's first sighting of it (missing_time = "first_seen", the default
-// of a watch that names no time field): the first sweep stamps recovery.firstSeen with the
-// server's time and does nothing else, and the thresholds count from that stamp. Every
-// scenario runs against both backends; "time passes" moves the stamp back, as other
-// scenarios move lastModified back.
+// The transfer without a time field (the MongoDB manual's transfer as a Chinese blog retells
+// it) exactly as it writes its documents: {_id: 1, source: "A", destination: "B", value: 100,
+// state: "initial"}, the accounts' balances in `value`, and no time field anywhere. Such a
+// transaction's age is measured from the daemon's first sighting of it (missing_time =
+// "first_seen", the default of a watch that names no time field): the first sweep stamps
+// recovery.firstSeen with the server's time and does nothing else, and the thresholds count
+// from that stamp. Every scenario runs against both backends; "time passes" moves the stamp
+// back, as other scenarios move lastModified back.
 #include <gtest/gtest.h>
 
 #include <thread>
 
-#include "support/bank.h"
-#include "support/fault_store.h"
+#include "support/bank_test.h"
+#include "support/crash_at_every_write.h"
 #include "support/test_env.h"
 #include "support/watch_config.h"
 #include "txn_recovery/inspect.h"
@@ -22,24 +22,22 @@ namespace {
 
 using std::chrono::minutes;
 
-constexpr auto kStuck = minutes(2);     // past resume_after (1m), before rollback_after (30m)
-constexpr auto kExpired = minutes(31);  // past rollback_after and initial_timeout (30m)
 constexpr const char* kStamp = "recovery.firstSeen";
 
-// Everything seed 004 needs: its balances are in `value`. No time field is named, so
-// missing_time defaults to first_seen.
-constexpr const char* kSeed004Watch = R"(
+// Everything the transfer without a time field needs: its balances are in `value`. No time
+// field is named, so missing_time defaults to first_seen.
+constexpr const char* kNoTimeFieldWatch = R"(
 [[watch]]
-name = "seed-004"
+name = "no-time-field"
 database = "bank"
 profile = "transfer"
 balance_field = "value"
 )";
 
 // The same application described as steps: the transfer profile is this description.
-constexpr const char* kSeed004AsSteps = R"(
+constexpr const char* kNoTimeFieldAsSteps = R"(
 [[watch]]
-name = "seed-004-steps"
+name = "no-time-field-steps"
 database = "bank"
 profile = "steps"
 steps = [
@@ -48,20 +46,20 @@ steps = [
 ]
 )";
 
-Profile Seed004Bank() {
+Profile NoTimeFieldBank() {
   Profile p = Profile::Transfer();
   p.transfer()->balance_field = "value";
   p.missing_time = MissingTime::kFirstSeen;
   return p;
 }
 
-class Seed004 : public ::testing::TestWithParam<std::string> {
+class TransferWithoutATimeField : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     backend_ = TestBackend::Create(GetParam());
     ASSERT_TRUE(backend_->error().empty()) << backend_->error();
-    watch_ = WatchFromToml(kSeed004Watch, backend_->database());
-    bank_ = std::make_unique<Bank>(store(), backend_->database(), Seed004Bank(),
+    watch_ = WatchFromToml(kNoTimeFieldWatch, backend_->database());
+    bank_ = std::make_unique<Bank>(store(), backend_->database(), NoTimeFieldBank(),
                                    Bank::Dialect::kNoTime);
   }
   Store* store() { return backend_->store(); }
@@ -79,18 +77,19 @@ class Seed004 : public ::testing::TestWithParam<std::string> {
   std::unique_ptr<Bank> bank_;
 };
 
-TEST_P(Seed004, AWatchThatNamesNoTimeFieldAgesFromTheFirstSighting) {
+TEST_P(TransferWithoutATimeField, AWatchThatNamesNoTimeFieldAgesFromTheFirstSighting) {
   EXPECT_EQ(watch_.profile.missing_time, MissingTime::kFirstSeen);
-  WatchSpec named = WatchFromToml(std::string(kSeed004Watch) + "time_field = \"lastModified\"\n",
-                                  backend_->database());
+  WatchSpec named = WatchFromToml(
+      std::string(kNoTimeFieldWatch) + "time_field = \"lastModified\"\n", backend_->database());
   EXPECT_EQ(named.profile.missing_time, MissingTime::kQuarantine)
       << "an application that names its time field is trusted to write it";
 }
 
-TEST_P(Seed004, AppKilledAfterTheDebitIsStampedFirstThenResumedOnceResumeAfterHasPassed) {
+TEST_P(TransferWithoutATimeField,
+       AppKilledAfterTheDebitIsStampedFirstThenResumedOnceResumeAfterHasPassed) {
   bank_->Open(2);
   Snapshot before = bank_->Take();
-  // The seed's own document: {_id: 1, source, destination, value: 100, state}, no time.
+  // The application's own document: {_id: 1, source, destination, value: 100, state}, no time.
   Value id = bank_->Transfer("A0", "A1", 100, 3);  // inserted, pending, A0 debited
   ASSERT_EQ(bank_->Txn(id)->GetPath("lastModified"), nullptr);
 
@@ -119,7 +118,7 @@ TEST_P(Seed004, AppKilledAfterTheDebitIsStampedFirstThenResumedOnceResumeAfterHa
   for (const auto& v : bank_->Violations(before)) ADD_FAILURE() << v;
 }
 
-TEST_P(Seed004, ExplainAndInspectSayWhichClockTheAgeComesFrom) {
+TEST_P(TransferWithoutATimeField, ExplainAndInspectSayWhichClockTheAgeComesFrom) {
   bank_->Open(2);
   Value id = bank_->Transfer("A0", "A1", 100, 3);
   Explanation e;
@@ -147,7 +146,7 @@ TEST_P(Seed004, ExplainAndInspectSayWhichClockTheAgeComesFrom) {
   EXPECT_NE(AgeSources(watch_).find("first sighting"), std::string::npos);
 }
 
-TEST_P(Seed004, ARetryBeforeTheFirstSightingResumesNeverRollsBack) {
+TEST_P(TransferWithoutATimeField, ARetryBeforeTheFirstSightingResumesNeverRollsBack) {
   bank_->Open(2);
   Snapshot before = bank_->Take();
   Value id = bank_->Transfer("A0", "A1", 100, 3);  // no time, no stamp: no age yet
@@ -159,7 +158,7 @@ TEST_P(Seed004, ARetryBeforeTheFirstSightingResumesNeverRollsBack) {
   for (const auto& v : bank_->Violations(before)) ADD_FAILURE() << v;
 }
 
-TEST_P(Seed004, AStampThatIsNotADateIsQuarantinedNamingIt) {
+TEST_P(TransferWithoutATimeField, AStampThatIsNotADateIsQuarantinedNamingIt) {
   bank_->Open(2);
   Snapshot before = bank_->Take();
   Value id = bank_->Transfer("A0", "A1", 100, 3);
@@ -177,7 +176,7 @@ TEST_P(Seed004, AStampThatIsNotADateIsQuarantinedNamingIt) {
   EXPECT_EQ(bank_->Balance("A1"), 1000);
 }
 
-TEST_P(Seed004, ThreeDaemonsRacingToStampKeepOneStampAndRecoverEachTransferOnce) {
+TEST_P(TransferWithoutATimeField, ThreeDaemonsRacingToStampKeepOneStampAndRecoverEachTransferOnce) {
   bank_->Open(6);
   Snapshot before = bank_->Take();
   std::vector<Value> ids;
@@ -230,7 +229,8 @@ TEST_P(Seed004, ThreeDaemonsRacingToStampKeepOneStampAndRecoverEachTransferOnce)
 // Retention ages a finished transaction without a time field as the sweep does, from its
 // first sighting: before, it filtered on the time field alone and kept such a transaction
 // for ever.
-TEST_P(Seed004, AFinishedTransferWithoutATimeIsRemovedOnceItsFirstSightingIsOldEnough) {
+TEST_P(TransferWithoutATimeField,
+       AFinishedTransferWithoutATimeIsRemovedOnceItsFirstSightingIsOldEnough) {
   bank_->Open(2);
   Value id = bank_->Transfer("A0", "A1", 100, 8);  // done by the application, no time field
   ASSERT_EQ(bank_->State(id), "done");
@@ -254,26 +254,20 @@ TEST_P(Seed004, AFinishedTransferWithoutATimeIsRemovedOnceItsFirstSightingIsOldE
   EXPECT_EQ(bank_->Balance("A1"), 1100);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, Seed004, ::testing::Values("memory", "mongo"),
+INSTANTIATE_TEST_SUITE_P(Backends, TransferWithoutATimeField, ::testing::Values("memory", "mongo"),
                          [](const auto& info) { return info.param; });
 
-// ---- The seed-004 application killed between any two of its steps ----------------------
+// ---- The application killed between any two of its steps --------------------------------
 
-struct KilledCase {
-  int steps;
-  std::chrono::minutes age;
-  const char* expected;
-};
-
-class Seed004ApplicationKilled
+class TransferWithoutATimeFieldApplicationKilled
     : public ::testing::TestWithParam<std::tuple<std::string, const char*, KilledCase>> {};
 
-TEST_P(Seed004ApplicationKilled, TheDaemonEndsTheTransferDoneOrCancelled) {
+TEST_P(TransferWithoutATimeFieldApplicationKilled, TheDaemonEndsTheTransferDoneOrCancelled) {
   auto [kind, watch_toml, c] = GetParam();
   auto backend = TestBackend::Create(kind);
   ASSERT_TRUE(backend->error().empty()) << backend->error();
   WatchSpec watch = WatchFromToml(watch_toml, backend->database());
-  Bank bank(backend->store(), backend->database(), Seed004Bank(), Bank::Dialect::kNoTime);
+  Bank bank(backend->store(), backend->database(), NoTimeFieldBank(), Bank::Dialect::kNoTime);
   bank.Open(2);
   Snapshot before = bank.Take();
   Value id = bank.Transfer("A0", "A1", 100, c.steps);
@@ -284,88 +278,41 @@ TEST_P(Seed004ApplicationKilled, TheDaemonEndsTheTransferDoneOrCancelled) {
   bank.Age(id, c.age);
   SweepOnce(backend->store(), backend->clock(), watch, "daemon-1");
 
-  EXPECT_EQ(bank.State(id), c.expected);
-  for (const auto& v : bank.Violations(before, std::string(c.expected) != "initial"))
-    ADD_FAILURE() << v;
-  const bool done = std::string(c.expected) == "done";
-  EXPECT_EQ(bank.Balance("A0"), done ? 900 : 1000);
-  EXPECT_EQ(bank.Balance("A1"), done ? 1100 : 1000);
-  EXPECT_TRUE(bank.Markers("A0").empty());
-  EXPECT_TRUE(bank.Markers("A1").empty());
-}
-
-const KilledCase kKilledCases[] = {
-    {1, kStuck, "initial"},     {2, kStuck, "done"},        {3, kStuck, "done"},
-    {4, kStuck, "done"},        {5, kStuck, "done"},        {6, kStuck, "done"},
-    {7, kStuck, "done"},        {8, kStuck, "done"},        {1, kExpired, "cancelled"},
-    {2, kExpired, "cancelled"}, {3, kExpired, "cancelled"}, {4, kExpired, "cancelled"},
-    {5, kExpired, "done"},      {6, kExpired, "done"},      {7, kExpired, "done"},
-    {8, kExpired, "done"},
-};
-
-INSTANTIATE_TEST_SUITE_P(EveryStepBoundary, Seed004ApplicationKilled,
-                         ::testing::Combine(::testing::Values("memory", "mongo"),
-                                            ::testing::Values(kSeed004Watch, kSeed004AsSteps),
-                                            ::testing::ValuesIn(kKilledCases)),
-                         [](const auto& info) {
-                           const KilledCase& c = std::get<2>(info.param);
-                           return std::get<0>(info.param) +
-                                  (std::get<1>(info.param) == kSeed004Watch ? "_transfer"
-                                                                            : "_steps") +
-                                  "_after_" + std::to_string(c.steps) + "_steps_" +
-                                  (c.age == kStuck ? "stuck" : "expired");
-                         });
-
-// ---- The daemon killed at every one of its writes, stamp included ----------------------
-
-class Seed004DaemonKilled : public ::testing::TestWithParam<std::tuple<std::string, KilledCase>> {};
-
-TEST_P(Seed004DaemonKilled, ASuccessorFinishesWhatTheKilledDaemonStarted) {
-  auto [kind, c] = GetParam();
-  int clean_writes = -1;
-  for (int crash_after = 0;; ++crash_after) {
-    auto backend = TestBackend::Create(kind);
-    ASSERT_TRUE(backend->error().empty()) << backend->error();
-    WatchSpec watch = WatchFromToml(kSeed004Watch, backend->database());
-    Bank bank(backend->store(), backend->database(), Seed004Bank(), Bank::Dialect::kNoTime);
-    bank.Open(2);
-    Snapshot before = bank.Take();
-    Value id = bank.Transfer("A0", "A1", 100, c.steps);
-    SweepOnce(backend->store(), backend->clock(), watch, "daemon-stamping");
-    bank.Age(id, c.age);
-
-    FaultStore dying(backend->store());
-    if (clean_writes >= 0) dying.CrashAfterWrites(crash_after);
-    SweepOnce(&dying, backend->clock(), watch, "daemon-killed");
-    if (clean_writes < 0) {
-      clean_writes = dying.writes();
-      ASSERT_GT(clean_writes, 0);
-      EXPECT_EQ(bank.State(id), c.expected);
-      crash_after = -1;
-      continue;
-    }
-    SCOPED_TRACE("daemon killed after " + std::to_string(crash_after) + " of " +
-                 std::to_string(clean_writes) + " writes");
-    bank.ExpireLeases();
-    backend->Advance(minutes(2));
-    bank.Age(id, c.age);
-    SweepOnce(backend->store(), backend->clock(), watch, "daemon-successor");
-
-    EXPECT_EQ(bank.State(id), c.expected);
-    for (const auto& v : bank.Violations(before)) ADD_FAILURE() << v;
-    if (crash_after >= clean_writes) break;
-  }
+  ExpectTransferEnded(bank, id, c.expected, before);
 }
 
 INSTANTIATE_TEST_SUITE_P(
-    EveryWrite, Seed004DaemonKilled,
+    EveryStepBoundary, TransferWithoutATimeFieldApplicationKilled,
     ::testing::Combine(::testing::Values("memory", "mongo"),
-                       ::testing::Values(KilledCase{3, kStuck, "done"},
-                                         KilledCase{3, kExpired, "cancelled"})),
+                       ::testing::Values(kNoTimeFieldWatch, kNoTimeFieldAsSteps),
+                       ::testing::ValuesIn(KilledTransferCases())),
     [](const auto& info) {
-      const KilledCase& c = std::get<1>(info.param);
-      return std::get<0>(info.param) + "_" + (c.age == kStuck ? "resume" : "rollback");
+      const KilledCase& c = std::get<2>(info.param);
+      return std::get<0>(info.param) +
+             (std::get<1>(info.param) == kNoTimeFieldWatch ? "_transfer" : "_steps") + "_after_" +
+             std::to_string(c.steps) + "_steps_" + (c.age == kStuck ? "stuck" : "expired");
     });
+
+// ---- The daemon killed at every one of its writes, stamp included ----------------------
+
+class TransferWithoutATimeFieldDaemonKilled
+    : public ::testing::TestWithParam<std::tuple<std::string, KilledCase>> {};
+
+TEST_P(TransferWithoutATimeFieldDaemonKilled, ASuccessorFinishesWhatTheKilledDaemonStarted) {
+  auto [kind, c] = GetParam();
+  CrashAtEveryWrite(kind, [c = c](TestBackend* backend) {
+    Bank bank(backend->store(), backend->database(), NoTimeFieldBank(), Bank::Dialect::kNoTime);
+    return std::make_unique<StuckTransfer>(
+        backend, bank, WatchFromToml(kNoTimeFieldWatch, backend->database()), c);
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryWrite, TransferWithoutATimeFieldDaemonKilled,
+                         ::testing::Combine(::testing::Values("memory", "mongo"),
+                                            ::testing::Values(KilledCase{3, kStuck, "done"},
+                                                              KilledCase{3, kExpired,
+                                                                         "cancelled"})),
+                         KilledCaseDecisionName{});
 
 }  // namespace
 }  // namespace txn_recovery::testing

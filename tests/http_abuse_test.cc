@@ -51,18 +51,6 @@ int Connect(int port, bool wait = true) {
   return fd;
 }
 
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  (void)bind(fd, reinterpret_cast<sockaddr*>(&a), len);
-  (void)getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
 // The port of the last "health and metrics on" line of a log.
 int LastHealthPort(const std::string& log) {
   static const std::regex kLine(R"(health and metrics on http://\S*:(\d+))");

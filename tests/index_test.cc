@@ -2,14 +2,10 @@
 // on, checked against the in-memory store and against MongoStore on the test server; and
 // the operator's view of them (sweep.manage_indexes, the warnings, `inspect`).
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <nlohmann/json.hpp>
 
-#include <cstdlib>
-#include <fstream>
-#include <sstream>
-
 #include "support/bank.h"
+#include "support/daemon_process.h"
 #include "support/test_env.h"
 #include "support/watch_config.h"
 #include "txn_recovery/indexes.h"
@@ -69,7 +65,8 @@ TEST_P(Indexes, AWatchNeedsStateAndTimeOnTransactionsAndTheMarkerOnParticipants)
   EXPECT_EQ(req[3].ns.ToString(), backend_->database() + ".accounts");
   EXPECT_EQ(req[3].spec.ToString(), "{recovery.finished: 1} where present");
 
-  // Seed 001's names, configured: its own fields, and the participant key it looks up by.
+  // The schema-book transfer's names, configured: its own fields, and the participant key it
+  // looks up by.
   WatchSpec book = WatchFromToml(R"(
     [[watch]]
     name = "book"
@@ -242,38 +239,13 @@ TEST(WireStats, MongoStoreCountsCommandsAndTheDocumentsTheyReturn) {
 
 // ---- The operator's view ----------------------------------------------------------------
 
-struct ProcessResult {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-ProcessResult Daemon(const std::string& args) {
-  std::string base = ::testing::TempDir() + "txn_recoveryd_index_" + std::to_string(getpid());
-  std::string cmd = "env -u TXN_RECOVERYD_MONGODB_URI '" + std::string(TXN_RECOVERYD_BINARY) +
-                    "' " + args + " >" + base + ".out 2>" + base + ".err";
-  int status = std::system(cmd.c_str());
-  ProcessResult r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = ReadAll(base + ".out");
-  r.err = ReadAll(base + ".err");
-  return r;
-}
-
 std::string WriteConfig(const std::string& database, bool manage) {
-  std::string path = ::testing::TempDir() + "txn_recoveryd_index_" +
-                     ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".toml";
-  std::ofstream(path) << "[mongodb]\nuri = \"" << FindTestUri().uri_or_reason
-                      << "\"\nserver_selection_timeout = \"2s\"\n[sweep]\nmanage_indexes = "
-                      << (manage ? "true" : "false")
-                      << "\n[[watch]]\nname = \"bank\"\ndatabase = \"" << database << "\"\n";
-  return path;
+  return WriteTestFile(".toml", "[mongodb]\nuri = \"" + FindTestUri().uri_or_reason +
+                                    "\"\nserver_selection_timeout = \"2s\"\n[sweep]\n"
+                                    "manage_indexes = " +
+                                    (manage ? "true" : "false") +
+                                    "\n[[watch]]\nname = \"bank\"\ndatabase = \"" + database +
+                                    "\"\n");
 }
 
 TEST(IndexesCli, WithoutManageIndexesTheSweepWarnsAndInspectListsWhatIsMissing) {
@@ -283,7 +255,7 @@ TEST(IndexesCli, WithoutManageIndexesTheSweepWarnsAndInspectListsWhatIsMissing) 
   bank.Open(2);
   std::string path = WriteConfig(backend->database(), /*manage=*/false);
 
-  ProcessResult s = Daemon("sweep --config " + path);
+  ProcessResult s = RunTxnRecoveryd({"sweep", "--config", path});
   EXPECT_EQ(s.exit_code, 0) << s.err;
   // The configuration names no time field: ages may come from the first sighting.
   EXPECT_NE(s.err.find("missing index {state: 1, lastModified: 1, recovery.firstSeen: 1} on " +
@@ -298,10 +270,10 @@ TEST(IndexesCli, WithoutManageIndexesTheSweepWarnsAndInspectListsWhatIsMissing) 
             std::string::npos)
       << s.err;
 
-  ProcessResult i = Daemon("inspect --config " + path);
+  ProcessResult i = RunTxnRecoveryd({"inspect", "--config", path});
   EXPECT_EQ(i.exit_code, 0) << i.err;
   EXPECT_NE(i.out.find("indexes: 4 missing"), std::string::npos) << i.out;
-  ProcessResult j = Daemon("inspect --json --config " + path);
+  ProcessResult j = RunTxnRecoveryd({"inspect", "--json", "--config", path});
   ASSERT_EQ(j.exit_code, 0) << j.err;
   auto doc = nlohmann::json::parse(j.out);
   ASSERT_EQ(doc["watches"][0]["missing_indexes"].size(), 4u);
@@ -320,20 +292,20 @@ TEST(IndexesCli, WithManageIndexesTheSweepCreatesThemAndInspectFindsNoneMissing)
   bank.Open(2);
   std::string path = WriteConfig(backend->database(), /*manage=*/true);
 
-  ProcessResult dry = Daemon("sweep --dry-run --config " + path);
+  ProcessResult dry = RunTxnRecoveryd({"sweep", "--dry-run", "--config", path});
   EXPECT_EQ(dry.exit_code, 0) << dry.err;
   std::vector<IndexCheck> checks;
   Must(EnsureIndexes(backend->store(), bank.Watch(), false, &checks));
   EXPECT_FALSE(checks[0].present) << "a dry run writes nothing, indexes included";
 
-  ProcessResult s = Daemon("sweep --json --config " + path);
+  ProcessResult s = RunTxnRecoveryd({"sweep", "--json", "--config", path});
   EXPECT_EQ(s.exit_code, 0) << s.err;
   auto doc = nlohmann::json::parse(s.out);
   EXPECT_GT(doc["wire"]["round_trips"].get<int>(), 0) << "the sweep reports what it cost";
   Must(EnsureIndexes(backend->store(), bank.Watch(), false, &checks));
   for (const auto& c : checks) EXPECT_TRUE(c.present) << c.index.spec.ToString();
 
-  ProcessResult i = Daemon("inspect --config " + path);
+  ProcessResult i = RunTxnRecoveryd({"inspect", "--config", path});
   EXPECT_NE(i.out.find("indexes: all present"), std::string::npos) << i.out;
 }
 

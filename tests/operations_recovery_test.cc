@@ -1,4 +1,4 @@
-// Recovery of the `operations` profile (seed 000, mongoose): transactions listing invertible
+// Recovery of the `operations` profile (mongoose operations): transactions listing invertible
 // changes to documents of several collections, participants marked with
 // `pendingTransaction`. Every scenario runs against the in-memory store and the test server,
 // with the watch loaded from configuration text; docs/chaos.md's invariants are checked after
@@ -7,7 +7,7 @@
 
 #include <limits>
 
-#include "support/fault_store.h"
+#include "support/crash_at_every_write.h"
 #include "support/operations_app.h"
 #include "support/test_env.h"
 #include "support/watch_config.h"
@@ -17,10 +17,7 @@ namespace {
 
 using std::chrono::minutes;
 
-constexpr auto kStuck = minutes(2);     // past resume_after (1m), before rollback_after (30m)
-constexpr auto kExpired = minutes(31);  // past rollback_after and initial_timeout (30m)
-
-// Nothing but the profile: its defaults are seed 000's.
+// Nothing but the profile: its defaults are the mongoose operations'.
 constexpr const char* kMongooseWatch = R"(
 [[watch]]
 name = "mongoose"
@@ -97,7 +94,7 @@ class OperationsRecovery : public ::testing::TestWithParam<std::string> {
   std::unique_ptr<Shop> shop_;
 };
 
-TEST_P(OperationsRecovery, TheSeedsDefaultsNeedOnlyTheProfileName) {
+TEST_P(OperationsRecovery, TheMongooseDefaultsNeedOnlyTheProfileName) {
   const Profile& p = watch_.profile;
   ASSERT_NE(p.operations(), nullptr);
   EXPECT_EQ(p.kind(), "operations");
@@ -130,12 +127,6 @@ TEST_P(OperationsRecovery, AMongooseTransactionHalfAppliedAcrossTwoCollectionsIs
 
 // ---- The application killed after every one of its steps ------------------------------
 
-struct KilledCase {
-  int steps;  // application steps completed (of OperationsApp::StepCount(4) = 12)
-  std::chrono::minutes age;
-  const char* expected;
-};
-
 class OperationsApplicationKilled
     : public ::testing::TestWithParam<std::tuple<std::string, KilledCase>> {};
 
@@ -161,14 +152,15 @@ TEST_P(OperationsApplicationKilled, TheDaemonAppliesAllOfItOrNoneOfIt) {
   shop.ExpectPurchase(std::string(c.expected) == "done");
 }
 
+// The application killed after each of its OperationsApp::StepCount(4) = 12 steps.
 std::vector<KilledCase> KilledCases() {
   std::vector<KilledCase> out;
   const int n = OperationsApp::StepCount(4);
   for (int steps = 1; steps <= n; ++steps) {
     // Stuck: new waits for initial_timeout; pending is resumed; applied is finished.
     out.push_back({steps, kStuck, steps == 1 ? "new" : "done"});
-    // Expired: new is cancelled, pending rolled back (seed 000: "only pending transactions
-    // need to be rolled back"), applied still finished.
+    // Expired: new is cancelled, pending rolled back (mongoose operations: "only pending
+    // transactions need to be rolled back"), applied still finished.
     out.push_back({steps, kExpired, steps <= 6 ? "canceled" : "done"});
   }
   return out;
@@ -177,52 +169,44 @@ std::vector<KilledCase> KilledCases() {
 INSTANTIATE_TEST_SUITE_P(EveryStepBoundary, OperationsApplicationKilled,
                          ::testing::Combine(::testing::Values("memory", "mongo"),
                                             ::testing::ValuesIn(KilledCases())),
-                         [](const auto& info) {
-                           const KilledCase& c = std::get<1>(info.param);
-                           return std::get<0>(info.param) + "_after_" + std::to_string(c.steps) +
-                                  "_steps_" + (c.age == kStuck ? "stuck" : "expired");
-                         });
+                         KilledCaseName{"after"});
 
 // ---- The daemon killed after every one of its writes -----------------------------------
 
 class OperationsDaemonKilled
     : public ::testing::TestWithParam<std::tuple<std::string, KilledCase>> {};
 
+// The purchase, the application killed after `c.steps` steps `c.age` ago: recovered, it is
+// in `c.expected` and entirely there or not at all.
+class StuckPurchase final : public KilledDaemonScenario {
+ public:
+  StuckPurchase(TestBackend* backend, const KilledCase& c)
+      : KilledDaemonScenario(WatchFromToml(kMongooseWatch, backend->database()), c),
+        app_(backend->store(), backend->database(), watch_.profile),
+        shop_(&app_, backend->store()) {
+    shop_.Open();
+    before_ = shop_.Take();
+    tx_ = app_.Run(Shop::Purchase(), c.steps);
+    Age();
+  }
+  void Age() override { app_.Age(tx_, c_.age); }
+  void ExpectRecovered() override {
+    EXPECT_EQ(app_.State(tx_), c_.expected);
+    for (const auto& v : app_.Violations(before_)) ADD_FAILURE() << v;
+    shop_.ExpectPurchase(std::string(c_.expected) == "done");
+  }
+
+ private:
+  OperationsApp app_;
+  Shop shop_;
+  OperationsSnapshot before_;
+  Value tx_;
+};
+
 TEST_P(OperationsDaemonKilled, ASecondDaemonCompletesTheSameDecision) {
   auto [kind, c] = GetParam();
-  int clean_writes = -1;
-  for (int crash_after = 0;; ++crash_after) {
-    auto backend = TestBackend::Create(kind);
-    ASSERT_TRUE(backend->error().empty()) << backend->error();
-    WatchSpec watch = WatchFromToml(kMongooseWatch, backend->database());
-    OperationsApp app(backend->store(), backend->database(), watch.profile);
-    Shop shop(&app, backend->store());
-    shop.Open();
-    OperationsSnapshot before = shop.Take();
-    Value tx = app.Run(Shop::Purchase(), c.steps);
-    app.Age(tx, c.age);
-
-    FaultStore dying(backend->store());
-    if (clean_writes >= 0) dying.CrashAfterWrites(crash_after);
-    SweepOnce(&dying, backend->clock(), watch, "daemon-killed");
-    if (clean_writes < 0) {
-      clean_writes = dying.writes();
-      ASSERT_GT(clean_writes, 0);
-      EXPECT_EQ(app.State(tx), c.expected);
-      crash_after = -1;
-      continue;
-    }
-    SCOPED_TRACE("daemon killed after " + std::to_string(crash_after) + " of " +
-                 std::to_string(clean_writes) + " writes");
-    ExpireLeases(backend->store(), app.txns());
-    app.Age(tx, c.age);
-    SweepOnce(backend->store(), backend->clock(), watch, "daemon-successor");
-
-    EXPECT_EQ(app.State(tx), c.expected);
-    for (const auto& v : app.Violations(before)) ADD_FAILURE() << v;
-    shop.ExpectPurchase(std::string(c.expected) == "done");
-    if (crash_after >= clean_writes) break;
-  }
+  CrashAtEveryWrite(
+      kind, [c = c](TestBackend* backend) { return std::make_unique<StuckPurchase>(backend, c); });
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryDaemonWrite, OperationsDaemonKilled,
@@ -230,11 +214,7 @@ INSTANTIATE_TEST_SUITE_P(EveryDaemonWrite, OperationsDaemonKilled,
                                             ::testing::Values(KilledCase{4, kStuck, "done"},
                                                               KilledCase{4, kExpired, "canceled"},
                                                               KilledCase{9, kStuck, "done"})),
-                         [](const auto& info) {
-                           const KilledCase& c = std::get<1>(info.param);
-                           return std::get<0>(info.param) + "_app_" + std::to_string(c.steps) +
-                                  "_steps_" + (c.age == kStuck ? "stuck" : "expired");
-                         });
+                         KilledCaseName{"app"});
 
 // ---- Operations that cannot apply ------------------------------------------------------
 

@@ -4,7 +4,7 @@
 // test server.
 #include <gtest/gtest.h>
 
-#include "support/bank.h"
+#include "support/bank_test.h"
 #include "support/fault_store.h"
 #include "support/test_env.h"
 #include "txn_recovery/orphans.h"
@@ -15,14 +15,9 @@ namespace {
 using std::chrono::hours;
 using std::chrono::minutes;
 
-class OrphanScan : public ::testing::TestWithParam<std::string> {
+class OrphanScan : public BankTest {
  protected:
-  void SetUp() override {
-    backend_ = TestBackend::Create(GetParam());
-    ASSERT_TRUE(backend_->error().empty()) << backend_->error();
-    bank_ = std::make_unique<Bank>(backend_->store(), backend_->database());
-    bank_->Open(4);
-  }
+  OrphanScan() : BankTest(4) {}
   OrphanSummary Scan(OrphanOptions options = {}, Store* store = nullptr) {
     options.lease.owner = "orphan-scanner";
     findings_.clear();
@@ -38,8 +33,6 @@ class OrphanScan : public ::testing::TestWithParam<std::string> {
     Must(backend_->store()->UpdateOne(bank_->accounts(), Filter().Eq("_id", account),
                                       Update().Push("pendingTransactions", txn), &r));
   }
-  std::unique_ptr<TestBackend> backend_;
-  std::unique_ptr<Bank> bank_;
   std::vector<OrphanFinding> findings_;
 };
 

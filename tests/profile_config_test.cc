@@ -128,7 +128,7 @@ TEST_F(ProfileConfig, TheCommentedExampleWatchesLoadOnceUncommented) {
                                              "tagged-insert"}));
   EXPECT_EQ(c.watches.at(2).profile.steps()->steps.at(0).key_path, "data.targetUser");
   EXPECT_EQ(c.watches.at(3).profile.missing_time, txn_recovery::MissingTime::kFirstSeen)
-      << "seed 004 names no time field";
+      << "the transfer without a time field names none";
   const auto& ops = c.watches.at(4).profile;
   EXPECT_EQ(ops.states.Written(txn_recovery::TxnState::kCancelled), "canceled");
   EXPECT_EQ(ops.operations()->collections, (std::vector<std::string>{"users", "promotions"}));

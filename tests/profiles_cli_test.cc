@@ -6,8 +6,8 @@
 #include <fstream>
 
 #include "support/bank.h"
+#include "support/daemon_process.h"
 #include "support/operations_app.h"
-#include "support/subprocess.h"
 #include "support/tagged_insert_app.h"
 #include "support/test_env.h"
 #include "support/watch_config.h"
@@ -76,12 +76,11 @@ TEST(ProfilesCli, OneSweepRecoversATransferAnOperationsAndATaggedInsertWatch) {
   std::ofstream(path) << "[mongodb]\nuri = \"" << FindTestUri().uri_or_reason
                       << "\"\nserver_selection_timeout = \"2s\"\n"
                       << WatchesToml(db);
-  Subprocess sweep({TXN_RECOVERYD_BINARY, "sweep", "--json", "--config", path}, {},
-                   {"TXN_RECOVERYD_MONGODB_URI"});
-  std::optional<int> code = sweep.Wait(std::chrono::seconds(60));
-  ASSERT_EQ(code, 0) << sweep.Stdout() << sweep.Stderr();
+  ProcessResult sweep =
+      RunTxnRecoveryd({"sweep", "--json", "--config", path}, {}, std::chrono::seconds(60));
+  ASSERT_EQ(sweep.exit_code, 0) << sweep.out << sweep.err;
 
-  auto report = nlohmann::json::parse(sweep.Stdout());
+  auto report = nlohmann::json::parse(sweep.out);
   ASSERT_EQ(report["watches"].size(), 3u);
   EXPECT_EQ(report["watches"][0]["actions"]["resume"]["resolved"], 1);
   EXPECT_EQ(report["watches"][1]["actions"]["rollback"]["resolved"], 1);

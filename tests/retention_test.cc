@@ -3,7 +3,7 @@
 // or still running. Against the in-memory store and the test server.
 #include <gtest/gtest.h>
 
-#include "support/bank.h"
+#include "support/bank_test.h"
 #include "support/scenario.h"
 #include "support/test_env.h"
 #include "txn_recovery/retention.h"
@@ -14,14 +14,9 @@ namespace {
 using std::chrono::hours;
 using std::chrono::minutes;
 
-class Retention : public ::testing::TestWithParam<std::string> {
+class Retention : public BankTest {
  protected:
-  void SetUp() override {
-    backend_ = TestBackend::Create(GetParam());
-    ASSERT_TRUE(backend_->error().empty()) << backend_->error();
-    bank_ = std::make_unique<Bank>(backend_->store(), backend_->database());
-    bank_->Open(4);
-  }
+  Retention() : BankTest(4) {}
   RetentionTarget Target() const {
     RetentionTarget t;
     t.transactions = bank_->txns();
@@ -43,8 +38,6 @@ class Retention : public ::testing::TestWithParam<std::string> {
     Must(backend_->store()->Count(ns, Filter(), &n));
     return n;
   }
-  std::unique_ptr<TestBackend> backend_;
-  std::unique_ptr<Bank> bank_;
   WriteResult wr_;
 };
 

@@ -1,12 +1,12 @@
-// Seed 001 (the schema book's account transactions), recovered by the `transfer` profile
-// with nothing but configuration: accounts found by `name`, ObjectId transaction ids and
-// no time field at all, the amount in `amount`, states `committed` and `canceled` (and the
-// seed's own `cancel`), a debit only while the balance covers it, and the `application`
-// that owns a transaction. Every scenario runs against both backends.
+// The schema-book transfer (the schema book's account transactions), recovered by the
+// `transfer` profile with nothing but configuration: accounts found by `name`, ObjectId
+// transaction ids and no time field at all, the amount in `amount`, states `committed` and
+// `canceled` (and the book's own `cancel`), a debit only while the balance covers it, and
+// the `application` that owns a transaction. Every scenario runs against both backends.
 #include <gtest/gtest.h>
 
-#include "support/bank.h"
-#include "support/fault_store.h"
+#include "support/bank_test.h"
+#include "support/crash_at_every_write.h"
 #include "support/test_env.h"
 #include "support/watch_config.h"
 
@@ -16,10 +16,7 @@ namespace {
 using std::chrono::minutes;
 using std::chrono::seconds;
 
-constexpr auto kStuck = minutes(2);     // past resume_after (1m), before rollback_after (30m)
-constexpr auto kExpired = minutes(31);  // past rollback_after and initial_timeout (30m)
-
-// Everything that differs from the defaults (seeds 002/004), and nothing else.
+// Everything that differs from the defaults (the MongoDB manual transfer's), and nothing else.
 constexpr const char* kSchemaBookWatch = R"(
 [[watch]]
 name = "schema-book"
@@ -54,16 +51,16 @@ class SchemaBook : public ::testing::TestWithParam<std::string> {
   void ExpectInvariants(const Snapshot& before, bool all_terminal = true) {
     for (const auto& v : bank_->Violations(before, all_terminal)) ADD_FAILURE() << v;
   }
-  // The seed's account document, exactly: {_id: ObjectId, name, balance, pendingTransactions}.
-  void InsertSeedAccount(const std::string& name, std::int32_t balance, Array markers = {}) {
+  // The book's account document, exactly: {_id: ObjectId, name, balance, pendingTransactions}.
+  void InsertBookAccount(const std::string& name, std::int32_t balance, Array markers = {}) {
     Must(store()->InsertMany(bank_->accounts(),
                              {Document{{"_id", NewObjectId(ServerNow(store()).millis)},
                                        {"name", name},
                                        {"balance", balance},
                                        {"pendingTransactions", std::move(markers)}}}));
   }
-  // The seed's transaction document, exactly: no time field; its age is its ObjectId's.
-  Value InsertSeedTransaction(const std::string& source, const std::string& destination,
+  // The book's transaction document, exactly: no time field; its age is its ObjectId's.
+  Value InsertBookTransaction(const std::string& source, const std::string& destination,
                               std::int32_t amount, const std::string& state,
                               std::chrono::milliseconds age) {
     Value id = ObjectIdAged(store(), age);
@@ -80,11 +77,11 @@ class SchemaBook : public ::testing::TestWithParam<std::string> {
   std::unique_ptr<Bank> bank_;
 };
 
-TEST_P(SchemaBook, TheSeedsDocumentsAreRecoveredWithOnlyConfiguration) {
+TEST_P(SchemaBook, TheSchemaBooksDocumentsAreRecoveredWithOnlyConfiguration) {
   // Joe was debited, then the application died before crediting Peter.
   Value id = ObjectIdAged(store(), kStuck);
-  InsertSeedAccount("Joe Moneylender", 900, Array{id});
-  InsertSeedAccount("Peter Bum", 1000);
+  InsertBookAccount("Joe Moneylender", 900, Array{id});
+  InsertBookAccount("Peter Bum", 1000);
   Must(store()->InsertMany(bank_->txns(), {Document{{"_id", id},
                                                     {"source", "Joe Moneylender"},
                                                     {"destination", "Peter Bum"},
@@ -104,13 +101,7 @@ TEST_P(SchemaBook, TheSeedsDocumentsAreRecoveredWithOnlyConfiguration) {
   EXPECT_EQ(*t->GetPath("recovery.outcome"), Value("committed"));
 }
 
-// ---- The seed-001 application killed between any two of its steps ----------------------
-
-struct KilledCase {
-  int steps;
-  std::chrono::minutes age;
-  const char* expected;
-};
+// ---- The schema-book application killed between any two of its steps -------------------
 
 class SchemaBookApplicationKilled
     : public ::testing::TestWithParam<std::tuple<std::string, KilledCase>> {};
@@ -129,33 +120,13 @@ TEST_P(SchemaBookApplicationKilled, TheDaemonEndsTheTransferCommittedOrCanceled)
 
   SweepOnce(backend->store(), backend->clock(), watch, "daemon-1");
 
-  EXPECT_EQ(bank.State(id), c.expected);
-  for (const auto& v : bank.Violations(before, std::string(c.expected) != "initial"))
-    ADD_FAILURE() << v;
-  bool done = std::string(c.expected) == "done";
-  EXPECT_EQ(bank.Balance("A0"), done ? 900 : 1000);
-  EXPECT_EQ(bank.Balance("A1"), done ? 1100 : 1000);
-  EXPECT_TRUE(bank.Markers("A0").empty());
-  EXPECT_TRUE(bank.Markers("A1").empty());
+  ExpectTransferEnded(bank, id, c.expected, before);
 }
-
-const KilledCase kKilledCases[] = {
-    {1, kStuck, "initial"},    {2, kStuck, "done"},       {3, kStuck, "done"},
-    {4, kStuck, "done"},       {5, kStuck, "done"},       {6, kStuck, "done"},
-    {7, kStuck, "done"},       {8, kStuck, "done"},       {1, kExpired, "canceled"},
-    {2, kExpired, "canceled"}, {3, kExpired, "canceled"}, {4, kExpired, "canceled"},
-    {5, kExpired, "done"},     {6, kExpired, "done"},     {7, kExpired, "done"},
-    {8, kExpired, "done"},
-};
 
 INSTANTIATE_TEST_SUITE_P(EveryStepBoundary, SchemaBookApplicationKilled,
                          ::testing::Combine(::testing::Values("memory", "mongo"),
-                                            ::testing::ValuesIn(kKilledCases)),
-                         [](const auto& info) {
-                           const KilledCase& c = std::get<1>(info.param);
-                           return std::get<0>(info.param) + "_after_" + std::to_string(c.steps) +
-                                  "_steps_" + (c.age == kStuck ? "stuck" : "expired");
-                         });
+                                            ::testing::ValuesIn(KilledTransferCases("canceled"))),
+                         KilledCaseName{"after"});
 
 // ---- The daemon killed at every one of its writes --------------------------------------
 
@@ -164,38 +135,11 @@ class SchemaBookDaemonKilled
 
 TEST_P(SchemaBookDaemonKilled, ASuccessorFinishesWhatTheKilledDaemonStarted) {
   auto [kind, c] = GetParam();
-  int clean_writes = -1;
-  for (int crash_after = 0;; ++crash_after) {
-    auto backend = TestBackend::Create(kind);
-    ASSERT_TRUE(backend->error().empty()) << backend->error();
+  CrashAtEveryWrite(kind, [c = c](TestBackend* backend) {
     WatchSpec watch = WatchFromToml(kSchemaBookWatch, backend->database());
     Bank bank(backend->store(), backend->database(), watch.profile, Bank::Dialect::kSchemaBook);
-    bank.Open(2);
-    Snapshot before = bank.Take();
-    Value id = bank.Transfer("A0", "A1", 100, c.steps, c.age);
-
-    FaultStore dying(backend->store());
-    if (clean_writes >= 0) dying.CrashAfterWrites(crash_after);
-    SweepOnce(&dying, backend->clock(), watch, "daemon-killed");
-    if (clean_writes < 0) {
-      clean_writes = dying.writes();
-      ASSERT_GT(clean_writes, 0);
-      EXPECT_EQ(bank.State(id), c.expected);
-      crash_after = -1;
-      continue;
-    }
-    SCOPED_TRACE("daemon killed after " + std::to_string(crash_after) + " of " +
-                 std::to_string(clean_writes) + " writes");
-    // Time passes: the dead daemon's lease expires and the transaction looks stuck again.
-    bank.ExpireLeases();
-    backend->Advance(minutes(2));
-    bank.Age(id, c.age);
-    SweepOnce(backend->store(), backend->clock(), watch, "daemon-successor");
-
-    EXPECT_EQ(bank.State(id), c.expected);
-    for (const auto& v : bank.Violations(before)) ADD_FAILURE() << v;
-    if (crash_after >= clean_writes) break;
-  }
+    return std::make_unique<StuckTransfer>(backend, bank, watch, c);
+  });
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryDaemonWrite, SchemaBookDaemonKilled,
@@ -203,11 +147,7 @@ INSTANTIATE_TEST_SUITE_P(EveryDaemonWrite, SchemaBookDaemonKilled,
                                             ::testing::Values(KilledCase{3, kStuck, "done"},
                                                               KilledCase{3, kExpired, "canceled"},
                                                               KilledCase{6, kStuck, "done"})),
-                         [](const auto& info) {
-                           const KilledCase& c = std::get<1>(info.param);
-                           return std::get<0>(info.param) + "_app_" + std::to_string(c.steps) +
-                                  "_steps_" + (c.age == kStuck ? "stuck" : "expired");
-                         });
+                         KilledCaseName{"app"});
 
 // ---- Funds ------------------------------------------------------------------------------
 
@@ -217,7 +157,7 @@ TEST_P(SchemaBook, APendingTransferWhoseDebitCanNeverApplyIsRolledBack) {
   Snapshot before = bank_->Take();
   // Marked pending; the debit failed its `balance >= amount` guard and the app gave up.
   Value id = bank_->Transfer("Joe Moneylender", "Peter Bum", 100, 3, kStuck);
-  ASSERT_EQ(bank_->Balance("Joe Moneylender"), 50) << "the seed's guard refused the debit";
+  ASSERT_EQ(bank_->Balance("Joe Moneylender"), 50) << "the book's guard refused the debit";
 
   std::vector<TxnReport> reports;
   Sweep(&reports);
@@ -247,15 +187,15 @@ TEST_P(SchemaBook, ADebitAlreadyAppliedIsNotJudgedAgainstTheBalanceItLeft) {
   ExpectInvariants(before);
 }
 
-// ---- Participants the seed's own text gets wrong ----------------------------------------
+// ---- Participants the schema book's own text gets wrong ------------------------------------
 
-TEST_P(SchemaBook, TheSeedsOwnTransactionNamesAccountsThatDoNotExistAndIsRolledBack) {
-  // The seed opens "Joe Moneylender" and "Peter Bum", then inserts a transfer from "Joe"
+TEST_P(SchemaBook, TheSchemaBooksOwnTransactionNamesAccountsThatDoNotExistAndIsRolledBack) {
+  // The book opens "Joe Moneylender" and "Peter Bum", then inserts a transfer from "Joe"
   // to "Peter".
-  InsertSeedAccount("Joe Moneylender", 1000);
-  InsertSeedAccount("Peter Bum", 1000);
+  InsertBookAccount("Joe Moneylender", 1000);
+  InsertBookAccount("Peter Bum", 1000);
   Snapshot before = bank_->Take();
-  Value id = InsertSeedTransaction("Joe", "Peter", 100, "pending", kStuck);
+  Value id = InsertBookTransaction("Joe", "Peter", 100, "pending", kStuck);
 
   std::vector<TxnReport> reports;
   Sweep(&reports);
@@ -268,10 +208,10 @@ TEST_P(SchemaBook, TheSeedsOwnTransactionNamesAccountsThatDoNotExistAndIsRolledB
 }
 
 TEST_P(SchemaBook, TwoAccountsWithTheSameNameAreNeverGuessedBetween) {
-  InsertSeedAccount("Joe Moneylender", 1000);
-  InsertSeedAccount("Joe Moneylender", 1000);
-  InsertSeedAccount("Peter Bum", 1000);
-  Value id = InsertSeedTransaction("Joe Moneylender", "Peter Bum", 100, "pending", kStuck);
+  InsertBookAccount("Joe Moneylender", 1000);
+  InsertBookAccount("Joe Moneylender", 1000);
+  InsertBookAccount("Peter Bum", 1000);
+  Value id = InsertBookTransaction("Joe Moneylender", "Peter Bum", 100, "pending", kStuck);
   std::vector<Document> accounts_before = AllDocs(store(), bank_->accounts());
 
   std::vector<TxnReport> reports;

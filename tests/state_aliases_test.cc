@@ -1,6 +1,7 @@
 // State spellings: every state accepts a list of spellings, the first one is what the daemon
-// writes, and a spelling in no list is set aside, never guessed at. Seeds disagree (seed 001
-// inserts "intital", writes "committed", "canceled" and "cancel"; seed 002 "cancelled").
+// writes, and a spelling in no list is set aside, never guessed at. Applications disagree (the
+// schema-book transfer inserts "intital", writes "committed", "canceled" and "cancel"; the
+// MongoDB manual transfer "cancelled").
 #include <gtest/gtest.h>
 
 #include "support/bank.h"
@@ -9,11 +10,6 @@
 
 namespace txn_recovery::testing {
 namespace {
-
-using std::chrono::minutes;
-
-constexpr auto kStuck = minutes(2);
-constexpr auto kExpired = minutes(31);
 
 TEST(StateAliases, EverySpellingIsReadAndTheFirstIsWritten) {
   StateAliases s;
@@ -131,16 +127,16 @@ TEST_P(StateSpellings, TheRollbackWritesTheFirstCancelledSpelling) {
 
 TEST_P(StateSpellings, AStateThatMatchesNoSpellingIsQuarantinedAndNothingIsTouched) {
   Use("");
-  Value typo = Stuck("intital", 1, kExpired);              // seed 001's insert
-  Value upper = Stuck("Pending", 3, kStuck);               // debited
-  Value seed001 = Stuck("cancel", kAppStepCount, kStuck);  // not a default spelling
+  Value typo = Stuck("intital", 1, kExpired);                  // the schema book's insert
+  Value upper = Stuck("Pending", 3, kStuck);                   // debited
+  Value book_cancel = Stuck("cancel", kAppStepCount, kStuck);  // not a default spelling
   Snapshot before = bank_->Take();
 
   std::vector<TxnReport> reports;
   WatchSummary s = Sweep(&reports);
 
   EXPECT_EQ(s.quarantined, 3);
-  for (const Value& id : {typo, upper, seed001}) {
+  for (const Value& id : {typo, upper, book_cancel}) {
     auto t = bank_->Txn(id);
     ASSERT_TRUE(t && t->GetPath("recovery.quarantine.reason")) << id.ToString();
     EXPECT_NE(t->GetPath("recovery.quarantine.reason")->as_string()->find("unknown state"),

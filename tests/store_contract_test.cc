@@ -121,7 +121,7 @@ TEST_P(StoreContract, ConditionalUpdatesReportWhatTheyMatchedAndChanged) {
   Must(store()->InsertMany(
       ns_, {Document{{"_id", "acct"}, {"balance", std::int32_t{100}}, {"pending", Array{}}}}));
   WriteResult r;
-  // The seed's guarded debit: applies once, then the marker guard stops a repeat.
+  // The application's guarded debit: applies once, then the marker guard stops a repeat.
   Filter guard = Filter().Eq("_id", "acct").Ne("pending", "t1");
   Update debit = Update().Inc("balance", std::int32_t{-30}).Push("pending", "t1");
   Must(store()->UpdateOne(ns_, guard, debit, &r));

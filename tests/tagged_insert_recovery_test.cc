@@ -1,8 +1,8 @@
-// Recovery of the `tagged-insert` profile (seed 003): the application inserts its documents
-// tagged `tx: <txId>` and untags them (or deletes them) at the end. One test per crash
-// point the seed lists: 1-8 in the application, 1'-5' in the recovery thread (here: the
-// daemon, killed at the corresponding write and finished by a successor). Every test runs
-// against the in-memory store and the test server, with the watch loaded from
+// Recovery of the `tagged-insert` profile (tagged inserts): the application inserts its
+// documents tagged `tx: <txId>` and untags them (or deletes them) at the end. One test per
+// crash point its description lists: 1-8 in the application, 1'-5' in the recovery thread
+// (here: the daemon, killed at the corresponding write and finished by a successor). Every
+// test runs against the in-memory store and the test server, with the watch loaded from
 // configuration text; docs/chaos.md's invariants are checked after each.
 #include <gtest/gtest.h>
 
@@ -18,11 +18,8 @@ namespace {
 
 using std::chrono::minutes;
 
-constexpr auto kStuck = minutes(2);     // past resume_after (1m), before rollback_after
-constexpr auto kExpired = minutes(31);  // past seed 003's 30 minutes
-
-// Seed 003's names are the profile's defaults; only the collections must be named.
-constexpr const char* kSeed003Watch = R"(
+// The tagged inserts' names are the profile's defaults; only the collections must be named.
+constexpr const char* kTaggedInsertsWatch = R"(
 [[watch]]
 name = "orders"
 database = "shop"
@@ -36,7 +33,7 @@ class TaggedInsert : public ::testing::TestWithParam<std::string> {
   void SetUp() override {
     backend_ = TestBackend::Create(GetParam());
     ASSERT_TRUE(backend_->error().empty()) << backend_->error();
-    watch_ = WatchFromToml(kSeed003Watch, backend_->database());
+    watch_ = WatchFromToml(kTaggedInsertsWatch, backend_->database());
     app_ = std::make_unique<TaggedInsertApp>(store(), backend_->database(), watch_.profile);
     app_->AddBystanders();
     before_ = app_->Take();
@@ -78,7 +75,8 @@ TEST_P(TaggedInsert, TheSeedsNamesAreTheProfilesDefaults) {
   EXPECT_EQ(p.states.Parse("started"), TxnState::kPending);
   EXPECT_EQ(p.states.Parse("finishing"), TxnState::kApplied);
   EXPECT_EQ(p.states.Parse("rollback"), TxnState::kCanceling);
-  EXPECT_EQ(p.states.Written(TxnState::kCancelled), "done") << "seed 003 ends rollbacks in done";
+  EXPECT_EQ(p.states.Written(TxnState::kCancelled), "done")
+      << "the tagged inserts end rollbacks in done";
   EXPECT_EQ(p.tagged_insert()->tag_field, "tx");
   EXPECT_EQ(p.tagged_insert()->valid_field, "valid");
   EXPECT_FALSE(p.ResumesPending());
@@ -390,7 +388,7 @@ TEST_P(TaggedInsert, DocumentsInsertedHoursAfterTheRollbackAreFoundByTheOrphanSc
   ExpectInvariants();
 }
 
-// Seed 003's step 3 is unconditional: an application carrying on after the rollback would
+// The tagged inserts' step 3 is unconditional: an application carrying on after the rollback would
 // set finishing on the done transaction and validate its late documents, leaving no trace
 // for the daemon to find (docs/state-machine.md). With step 3 checked it stops there.
 TEST_P(TaggedInsert, WithACheckedStep3AnApplicationWakingAfterTheRollbackStopsThere) {

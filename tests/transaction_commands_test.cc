@@ -2,42 +2,14 @@
 // the test server: one stuck transfer explained, retried before the sweep would touch it,
 // a quarantined one released and then recovered.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <nlohmann/json.hpp>
 
-#include <cstdlib>
-#include <fstream>
-#include <sstream>
-
 #include "support/bank.h"
+#include "support/daemon_process.h"
 #include "support/test_env.h"
 
 namespace txn_recovery::testing {
 namespace {
-
-struct ProcessResult {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-ProcessResult Daemon(const std::string& args) {
-  std::string base = ::testing::TempDir() + "txn_recoveryd_one_" + std::to_string(getpid());
-  std::string cmd = "env -u TXN_RECOVERYD_MONGODB_URI '" + std::string(TXN_RECOVERYD_BINARY) +
-                    "' " + args + " >" + base + ".out 2>" + base + ".err";
-  int status = std::system(cmd.c_str());
-  ProcessResult r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = ReadAll(base + ".out");
-  r.err = ReadAll(base + ".err");
-  return r;
-}
 
 class OneTransaction : public ::testing::Test {
  protected:
@@ -46,15 +18,13 @@ class OneTransaction : public ::testing::Test {
     ASSERT_TRUE(backend_->error().empty()) << backend_->error();
     bank_ = std::make_unique<Bank>(backend_->store(), backend_->database());
     bank_->Open(4);
-    config_ = ::testing::TempDir() + "txn_recoveryd_one_" +
-              ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".toml";
-    std::ofstream(config_) << "[mongodb]\nuri = \"" << FindTestUri().uri_or_reason
-                           << "\"\nserver_selection_timeout = \"2s\"\n[[watch]]\nname = "
-                              "\"bank\"\ndatabase = \""
-                           << backend_->database() << "\"\n";
+    config_ = WriteTestFile(".toml", "[mongodb]\nuri = \"" + FindTestUri().uri_or_reason +
+                                         "\"\nserver_selection_timeout = \"2s\"\n[[watch]]\n"
+                                         "name = \"bank\"\ndatabase = \"" +
+                                         backend_->database() + "\"\n");
   }
   ProcessResult Run(const std::string& command, const std::string& id) {
-    return Daemon(command + " --config " + config_ + " '" + id + "'");
+    return RunTxnRecoveryd({command, "--config", config_, id});
   }
   std::unique_ptr<TestBackend> backend_;
   std::unique_ptr<Bank> bank_;
@@ -88,7 +58,7 @@ TEST_F(OneTransaction, AYoungStuckTransferIsExplainedThenRetriedBeforeASweepWoul
       << "the credit's filter as sent: " << e.out;
   EXPECT_EQ(bank_->State(id), "pending") << "explain writes nothing";
 
-  ProcessResult j = Daemon("explain --json --config " + config_ + " 1");
+  ProcessResult j = RunTxnRecoveryd({"explain", "--json", "--config", config_, "1"});
   ASSERT_EQ(j.exit_code, 0) << j.err;
   auto doc = nlohmann::json::parse(j.out);
   EXPECT_EQ(doc["_id"], 1);
@@ -153,7 +123,7 @@ TEST_F(OneTransaction, AnIdThatNamesNothingExits1AndOneThatIsNoIdExits64) {
 namespace txn_recovery::testing {
 namespace {
 
-// Seed 004's transfer has no time of its own and no sweep has seen it yet: explain says
+// A transfer without a time field has no time of its own and no sweep has seen it yet: explain says
 // so (no age to print) and shows what a retry would do; a retry resumes it.
 TEST_F(OneTransaction, ATransferNoSweepHasSeenIsExplainedWithoutAnAge) {
   WriteResult w;
@@ -164,7 +134,7 @@ TEST_F(OneTransaction, ATransferNoSweepHasSeenIsExplainedWithoutAnAge) {
   ASSERT_EQ(e.exit_code, 0) << e.err;
   EXPECT_NE(e.out.find("age: none yet: not seen by a sweep yet"), std::string::npos) << e.out;
   EXPECT_NE(e.out.find("retry would: resume"), std::string::npos) << e.out;
-  ProcessResult j = Daemon("explain --json --config " + config_ + " " + id.ToString());
+  ProcessResult j = RunTxnRecoveryd({"explain", "--json", "--config", config_, id.ToString()});
   ASSERT_EQ(j.exit_code, 0) << j.err;
   EXPECT_TRUE(nlohmann::json::parse(j.out)["age_seconds"].is_null()) << j.out;
   ProcessResult r = Run("retry", id.ToString());

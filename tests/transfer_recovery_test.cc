@@ -1,11 +1,12 @@
-// Recovery of the `transfer` profile (seeds 002/004), each scenario run twice: against the
-// in-memory store and through libmongoc against the test server. docs/chaos.md's invariants
-// are checked after every scenario.
+// Recovery of the `transfer` profile (the MongoDB manual transfer), each scenario run against
+// the in-memory store and through libmongoc against the test server. docs/chaos.md's
+// invariants are checked after every scenario.
 #include <gtest/gtest.h>
 
 #include <thread>
 
-#include "support/bank.h"
+#include "support/bank_test.h"
+#include "support/crash_at_every_write.h"
 #include "support/fault_store.h"
 #include "support/test_env.h"
 #include "txn_recovery/inspect.h"
@@ -18,16 +19,8 @@ namespace {
 using std::chrono::minutes;
 using std::chrono::seconds;
 
-constexpr auto kStuck = minutes(2);     // past resume_after (1m), before rollback_after (30m)
-constexpr auto kExpired = minutes(31);  // past rollback_after and initial_timeout (30m)
-
-class TransferRecovery : public ::testing::TestWithParam<std::string> {
+class TransferRecovery : public BankTest {
  protected:
-  void SetUp() override {
-    backend_ = TestBackend::Create(GetParam());
-    ASSERT_TRUE(backend_->error().empty()) << backend_->error();
-    bank_ = std::make_unique<Bank>(backend_->store(), backend_->database());
-  }
   WatchSummary Sweep(const std::string& owner = "daemon-1", std::vector<TxnReport>* r = nullptr,
                      int workers = 1, bool dry_run = false) {
     return SweepOnce(backend_->store(), backend_->clock(), bank_->Watch(), owner, r, workers,
@@ -37,18 +30,9 @@ class TransferRecovery : public ::testing::TestWithParam<std::string> {
     auto violations = bank_->Violations(before, all_terminal);
     for (const auto& v : violations) ADD_FAILURE() << v;
   }
-
-  std::unique_ptr<TestBackend> backend_;
-  std::unique_ptr<Bank> bank_;
 };
 
 // ---- The application killed between any two of its steps -------------------------------
-
-struct KilledCase {
-  int steps;                 // application steps completed before it was killed
-  std::chrono::minutes age;  // how long ago it was killed
-  const char* expected;      // the state the sweep must leave it in
-};
 
 class ApplicationKilled : public ::testing::TestWithParam<std::tuple<std::string, KilledCase>> {};
 
@@ -66,99 +50,28 @@ TEST_P(ApplicationKilled, DaemonDrivesTransferToTerminalStateAndBalancesAreConse
 
   SweepOnce(backend->store(), backend->clock(), bank.Watch(), "daemon-1");
 
-  EXPECT_EQ(bank.State(id), c.expected);
-  bool terminal = std::string(c.expected) != "initial";
-  for (const auto& v : bank.Violations(before, terminal)) ADD_FAILURE() << v;
-  if (std::string(c.expected) == "done") {
-    EXPECT_EQ(bank.Balance("A0"), 900);
-    EXPECT_EQ(bank.Balance("A1"), 1100);
-  } else {
-    EXPECT_EQ(bank.Balance("A0"), 1000);
-    EXPECT_EQ(bank.Balance("A1"), 1000);
-  }
-  EXPECT_TRUE(bank.Markers("A0").empty());
-  EXPECT_TRUE(bank.Markers("A1").empty());
+  ExpectTransferEnded(bank, id, c.expected, before);
 }
-
-const KilledCase kKilledCases[] = {
-    // Stuck for a while: pending is resumed, applied is finished, initial waits.
-    {1, kStuck, "initial"},
-    {2, kStuck, "done"},
-    {3, kStuck, "done"},
-    {4, kStuck, "done"},
-    {5, kStuck, "done"},
-    {6, kStuck, "done"},
-    {7, kStuck, "done"},
-    {8, kStuck, "done"},
-    // Expired: initial is cancelled, pending rolled back, applied still finished.
-    {1, kExpired, "cancelled"},
-    {2, kExpired, "cancelled"},
-    {3, kExpired, "cancelled"},
-    {4, kExpired, "cancelled"},
-    {5, kExpired, "done"},
-    {6, kExpired, "done"},
-    {7, kExpired, "done"},
-    {8, kExpired, "done"},
-};
 
 INSTANTIATE_TEST_SUITE_P(EveryStepBoundary, ApplicationKilled,
                          ::testing::Combine(::testing::Values("memory", "mongo",
                                                               "mongo_daemon_clock"),
-                                            ::testing::ValuesIn(kKilledCases)),
-                         [](const auto& info) {
-                           const KilledCase& c = std::get<1>(info.param);
-                           return std::get<0>(info.param) + "_after_" + std::to_string(c.steps) +
-                                  "_steps_" + (c.age == kStuck ? "stuck" : "expired");
-                         });
+                                            ::testing::ValuesIn(KilledTransferCases())),
+                         KilledCaseName{"after"});
 
 // ---- The daemon killed between any two of its own steps --------------------------------
 
-struct DaemonKilledCase {
-  int app_steps;
-  std::chrono::minutes age;
-  const char* expected;
-};
-
-class DaemonKilled : public ::testing::TestWithParam<std::tuple<std::string, DaemonKilledCase>> {};
+class DaemonKilled : public ::testing::TestWithParam<std::tuple<std::string, KilledCase>> {};
 
 TEST_P(DaemonKilled, AtEveryWriteASecondDaemonCompletesTheSameDecision) {
   auto [kind, c] = GetParam();
-  // A clean run tells how many writes the daemon makes; then crash after each of them.
-  int clean_writes = -1;
-  for (int crash_after = 0;; ++crash_after) {
-    auto backend = TestBackend::Create(kind);
-    ASSERT_TRUE(backend->error().empty()) << backend->error();
+  CrashAtEveryWrite(kind, [c = c](TestBackend* backend) {
     Bank bank(backend->store(), backend->database());
-    bank.Open(2);
-    Snapshot before = bank.Take();
-    Value id = bank.Transfer("A0", "A1", 100, c.app_steps);
-    bank.Age(id, c.age);
-
-    FaultStore dying(backend->store());
-    if (clean_writes >= 0) dying.CrashAfterWrites(crash_after);
-    SweepOnce(&dying, backend->clock(), bank.Watch(), "daemon-killed");
-    if (clean_writes < 0) {
-      clean_writes = dying.writes();
-      ASSERT_GT(clean_writes, 0);
-      EXPECT_EQ(bank.State(id), c.expected);
-      crash_after = -1;  // start the crash loop at 0
-      continue;
-    }
-    SCOPED_TRACE("daemon killed after " + std::to_string(crash_after) + " of " +
-                 std::to_string(clean_writes) + " writes");
-    // Time passes: the dead daemon's lease expires and the transaction looks stuck again.
-    bank.ExpireLeases();
-    backend->Advance(minutes(2));
-    bank.Age(id, c.age);
-    SweepOnce(backend->store(), backend->clock(), bank.Watch(), "daemon-successor");
-
-    EXPECT_EQ(bank.State(id), c.expected);
-    for (const auto& v : bank.Violations(before)) ADD_FAILURE() << v;
-    if (crash_after >= clean_writes) break;
-  }
+    return std::make_unique<StuckTransfer>(backend, bank, bank.Watch(), c);
+  });
 }
 
-const DaemonKilledCase kDaemonKilledCases[] = {
+const KilledCase kDaemonKilledCases[] = {
     {1, kExpired, "cancelled"},  // cancel a stale initial
     {2, kStuck, "done"},         // resume with nothing applied
     {3, kStuck, "done"},         // resume after the debit
@@ -173,11 +86,7 @@ INSTANTIATE_TEST_SUITE_P(EveryDaemonWrite, DaemonKilled,
                          ::testing::Combine(::testing::Values("memory", "mongo",
                                                               "mongo_daemon_clock"),
                                             ::testing::ValuesIn(kDaemonKilledCases)),
-                         [](const auto& info) {
-                           const DaemonKilledCase& c = std::get<1>(info.param);
-                           return std::get<0>(info.param) + "_app_" + std::to_string(c.app_steps) +
-                                  "_steps_" + (c.age == kStuck ? "stuck" : "expired");
-                         });
+                         KilledCaseName{"app"});
 
 // ---- Single scenarios -----------------------------------------------------------------
 
@@ -498,8 +407,9 @@ TEST_P(TransferRecovery, ChaosStuckTransferStampedByCurrentDateIsClaimedAndResum
 }
 
 // Found by the chaos suite: the application's first step is one insert carrying the time
-// (seed 002); a simulator that stamped the time in a second write left, when killed between
-// the two, a transaction without one, which the daemon rightly quarantines.
+// (as the MongoDB manual transfer does); a simulator that stamped the time in a second write
+// left, when killed between the two, a transaction without one, which the daemon rightly
+// quarantines.
 TEST_P(TransferRecovery, ChaosApplicationKilledRightAfterItsInsertLeavesATransactionToCancel) {
   bank_->Open(2);
   Snapshot before = bank_->Take();
@@ -517,8 +427,8 @@ TEST_P(TransferRecovery, ChaosApplicationKilledRightAfterItsInsertLeavesATransac
 // an application stalled after marking its transfer pending woke up once the daemon had
 // finished it, applied both steps again, and -- ignoring that its "mark applied" matched
 // nothing -- pulled the markers of those late writes itself, so no sweep could see them.
-// Seed 002's application checks nMatched and stops there; the late writes keep their
-// markers and the next sweep undoes them.
+// The MongoDB manual transfer's application checks nMatched and stops there; the late writes
+// keep their markers and the next sweep undoes them.
 TEST_P(TransferRecovery, ChaosApplicationWakingAfterTheDaemonFinishedStopsAtItsFailedStateChange) {
   bank_->Open(2);
   Snapshot before = bank_->Take();

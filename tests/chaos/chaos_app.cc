@@ -3,8 +3,8 @@
 #include "support/bank.h"
 #include "support/scenario.h"
 
-// The simulators of seeds 000 and 003 (branch `profiles`): their apps join the suite as
-// soon as they are in the tree.
+// The simulators of the mongoose operations and the tagged inserts (branch `profiles`): their
+// apps join the suite as soon as they are in the tree.
 #if __has_include("support/operations_app.h") && __has_include("support/tagged_insert_app.h")
 #define TXN_RECOVERY_CHAOS_ALL_PROFILES 1
 #include "support/operations_app.h"
@@ -19,7 +19,8 @@ using testing::Bank;
 
 std::int64_t OpenTransactions(Store* store, const Namespace& txns, const Profile& p);
 
-// Seeds 002/004: the MongoDB manual's transfer between accounts "A0".."A<n-1>".
+// The MongoDB manual transfer (and the one without a time field) between accounts
+// "A0".."A<n-1>".
 class TransferApp final : public ChaosApp {
  public:
   TransferApp(Store* store, const std::string& database, std::int64_t first_id)
@@ -97,7 +98,7 @@ std::int64_t OpenTransactions(Store* store, const Namespace& txns, const Profile
 
 #ifdef TXN_RECOVERY_CHAOS_ALL_PROFILES
 
-// Seed 000 (mongoose): each transaction moves `money` between two users with two `inc`
+// Mongoose operations: each transaction moves `money` between two users with two `inc`
 // operations, so that conservation is checked as for transfers.
 class OperationsChaosApp final : public ChaosApp {
  public:
@@ -173,8 +174,8 @@ class OperationsChaosApp final : public ChaosApp {
   testing::OperationsSnapshot before_;
 };
 
-// Seed 003: each transaction inserts two documents into each of two collections. The
-// application's "finishing" step is the checked variant the docs recommend: the seed's
+// Tagged inserts: each transaction inserts two documents into each of two collections. The
+// application's "finishing" step is the checked variant the docs recommend: the application's
 // unconditional one would let a stalled application finish a transaction the daemon had
 // already rolled back, which no daemon can prevent.
 class TaggedInsertChaosApp final : public ChaosApp {
@@ -207,7 +208,7 @@ class TaggedInsertChaosApp final : public ChaosApp {
     for (int step = 2; step <= 5; ++step) {
       Status s = app_.RunStep(id, step);
       if (!s.ok()) {
-        // The seed's catch block covers steps 2 and 3: roll back (steps 6-8).
+        // The application's catch block covers steps 2 and 3: roll back (steps 6-8).
         if (step <= 3 && !s.IsConflict()) (void)app_.RollBack(id);
         return s;
       }

@@ -1,4 +1,4 @@
-// One protocol profile as a chaos run needs it: the seed's application (run by the worker
+// One protocol profile as a chaos run needs it: the shape's application (run by the worker
 // processes, one transaction at a time, step by step) and docs/chaos.md's invariant checker
 // (run by the driver after quiescence). The driver and the fault schedule know nothing of
 // any profile; a profile joins the suite by implementing ChaosApp and adding one line to
@@ -38,8 +38,8 @@ class ChaosApp {
   // no transaction may touch) and remembers their contents for Violations.
   virtual void Setup(const AppParams& params) = 0;
 
-  // Worker: one transaction of the seed's application with random participants, every
-  // step in the seed's order. `step_done(id, n)` is called after the n-th step (so the
+  // Worker: one transaction of the shape's application with random participants, every
+  // step in the application's order. `step_done(id, n)` is called after the n-th step (so the
   // driver knows where a SIGKILL landed). A step that fails (connection lost) makes the
   // application give up on the transaction, as a crashed one would: the error is returned.
   virtual Status RunOne(std::mt19937_64& rng, const AppParams& params,

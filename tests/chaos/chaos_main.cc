@@ -1,5 +1,5 @@
 // txn-recovery-chaos: the scenario driver of issue 5. Real application workers (separate
-// processes running the seed's steps), one to three real `txn-recoveryd run` daemons, and
+// processes running the application's steps), one to three real `txn-recoveryd run` daemons, and
 // a TCP proxy between all of them and the database; faults injected while they run
 // (SIGKILL of workers and daemons, a worker stopped past the threshold, connections
 // dropped, reset, stalled, the database cut off). Then quiescence, docs/chaos.md's invariant
@@ -349,7 +349,7 @@ class Run {
 
   void StartWorker(Worker& w) {
     ++worker_spawns_;
-    // A million ids per worker process: int32 ids (as the seeds write them) for 2000 spawns.
+    // A million ids per worker process: int32 ids (as the applications write them) for 2000 spawns.
     std::int64_t first_id = worker_spawns_ * 1'000'000 + 1;
     // The URI may carry a password (DocumentDB's): through the environment, never argv,
     // where every user of the host can read it.

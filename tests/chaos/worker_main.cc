@@ -1,4 +1,4 @@
-// txn-recovery-chaos-worker: the seed's application as a process of its own, for the chaos
+// txn-recovery-chaos-worker: the shape's application as a process of its own, for the chaos
 // driver to kill, stop and cut off. It runs transactions of one profile one after the
 // other until SIGTERM (then it finishes the one in hand), and reports each step on stdout
 // ("step <id> <n>") so that the driver knows where a SIGKILL landed.

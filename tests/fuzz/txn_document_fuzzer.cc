@@ -1,7 +1,8 @@
 // Fuzz target: a transaction document as the driver hands it over (BSON bytes, never
 // validated beyond its framing), converted to our Document and parsed by a watch of every
-// profile the daemon ships (transfer as seeds 002/004 and 001 write it, operations,
-// tagged-insert), then decided on and matched against the candidate query. Parse must
+// profile the daemon ships (transfer as the MongoDB manual transfer, the one without a time
+// field and the schema-book transfer write it, operations, tagged-insert), then decided on
+// and matched against the candidate query. Parse must
 // return a Status for anything (never crash, never accept a document it cannot act on);
 // for a document it accepts, every write the engine could make of it must be expressible
 // as BSON.
@@ -23,11 +24,11 @@ using namespace txn_recovery;
 const std::vector<WatchSpec>& Watches() {
   static const std::vector<WatchSpec> watches = [] {
     std::vector<WatchSpec> w(4);
-    w[0].name = "manual";  // seeds 002/004
+    w[0].name = "manual";  // the MongoDB manual transfer, and the one without a time field
     w[0].ns = {"bank", "transactions"};
     w[0].profile = Profile::Transfer();
     w[1] = w[0];
-    w[1].name = "schema-book";  // seed 001
+    w[1].name = "schema-book";  // the schema-book transfer
     Profile& p = w[1].profile;
     p.missing_time = MissingTime::kObjectIdTime;
     p.states.applied = {"committed"};
@@ -37,10 +38,10 @@ const std::vector<WatchSpec>& Watches() {
     p.transfer()->participant_key = "name";
     p.transfer()->amount_field = "amount";
     p.transfer()->require_funds = true;
-    w[2].name = "mongoose";  // seed 000
+    w[2].name = "mongoose";  // mongoose operations
     w[2].ns = {"app", "transactions"};
     w[2].profile = Profile::Operations();
-    w[3].name = "orders";  // seed 003
+    w[3].name = "orders";  // tagged inserts
     w[3].ns = {"shop", "transactions"};
     w[3].profile = Profile::TaggedInsert();
     w[3].profile.tagged_insert()->tagged_collections = {"orders", "lines"};

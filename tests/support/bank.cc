@@ -21,6 +21,16 @@ const char* AppStepName(int steps_done) {
   return steps_done >= 0 && steps_done <= kAppStepCount ? kNames[steps_done] : "?";
 }
 
+std::vector<KilledCase> KilledTransferCases(const char* cancelled) {
+  std::vector<KilledCase> cases;
+  for (int steps = 1; steps <= kAppStepCount; ++steps)
+    cases.push_back({steps, kStuck, steps == 1 ? "initial" : "done"});
+  const int applied = static_cast<int>(AppStep::kMarkApplied) + 1;
+  for (int steps = 1; steps <= kAppStepCount; ++steps)
+    cases.push_back({steps, kExpired, steps < applied ? cancelled : "done"});
+  return cases;
+}
+
 Bank::Bank(Store* store, const std::string& database, Profile profile, Dialect dialect)
     : store_(store),
       profile_(std::move(profile)),
@@ -67,7 +77,7 @@ void Bank::Open(int n, std::int32_t balance) {
 
 Value Bank::Begin(const std::string& from, const std::string& to, std::int32_t amount,
                   std::chrono::milliseconds created_ago) {
-  // The seeds' integer ids are int32 until a base beyond its range is asked for.
+  // The applications' integer ids are int32 until a base beyond its range is asked for.
   const std::int64_t n = next_id_++;
   Value id = dialect_ == Dialect::kSchemaBook ? Value(ObjectIdAged(store_, created_ago))
              : n <= INT32_MAX                 ? Value(static_cast<std::int32_t>(n))
@@ -77,8 +87,8 @@ Value Bank::Begin(const std::string& from, const std::string& to, std::int32_t a
   doc.SetPath(tp_.destination_field, to);
   doc.SetPath(tp_.amount_field, amount);
   doc.SetPath(profile_.state_field, profile_.states.Written(TxnState::kInitial));
-  // Seed 002 inserts the time with the document ({..., lastModified: new Date()}): one
-  // write, so that no crash can leave a transaction without one.
+  // The MongoDB manual transfer inserts the time with the document ({..., lastModified:
+  // new Date()}): one write, so that no crash can leave a transaction without one.
   if (dialect_ == Dialect::kManual) doc.SetPath(profile_.time_field, ServerNow(store_));
   Must(store_->InsertMany(txns_, {doc}));
   return id;
@@ -99,16 +109,17 @@ Status Bank::RunStep(const Value& id, AppStep step) {
   const Value& dest = *t->GetPath(tp_.destination_field);
   const Value& amount = *t->GetPath(tp_.amount_field);
   const auto& st = profile_.states;
-  const bool seed001 = dialect_ == Dialect::kSchemaBook;
+  const bool schema_book = dialect_ == Dialect::kSchemaBook;
   WriteResult r;
-  // Seed 002 moves states with compare-and-set and stamps the time; seed 001 just sets.
+  // The MongoDB manual transfer moves states with compare-and-set and stamps the time; the
+  // schema-book transfer just sets.
   auto transition = [&](TxnState from, TxnState to) {
     Filter f = Filter().Eq("_id", id);
     Update u = Update().Set(profile_.state_field, st.Written(to));
-    if (!seed001) f.Eq(profile_.state_field, st.Written(from));
+    if (!schema_book) f.Eq(profile_.state_field, st.Written(from));
     if (dialect_ == Dialect::kManual) u.CurrentDate(profile_.time_field);
     if (Status s = store_->UpdateOne(txns_, f, u, &r); !s.ok()) return s;
-    if (!seed001 && r.matched == 0)
+    if (!schema_book && r.matched == 0)
       return Status::Conflict("transaction " + id.ToString() + " is no longer " + st.Written(from) +
                               ": the application stops");
     return Status::Ok();
@@ -116,7 +127,7 @@ Status Bank::RunStep(const Value& id, AppStep step) {
   auto apply = [&](const Value& who, const Value& delta, bool debit) {
     Filter f;
     f.Eq(tp_.participant_key, who).Ne(tp_.marker_field, id);
-    if (seed001 && debit) f.Gte(tp_.balance_field, amount);
+    if (schema_book && debit) f.Gte(tp_.balance_field, amount);
     return store_->UpdateOne(accounts_, f,
                              Update().Inc(tp_.balance_field, delta).Push(tp_.marker_field, id), &r);
   };
@@ -129,7 +140,7 @@ Status Bank::RunStep(const Value& id, AppStep step) {
     case AppStep::kInsertInitial:
       return Status::Ok();
     case AppStep::kMarkPending:
-      if (seed001 && application_) {
+      if (schema_book && application_) {
         // findAndModify({state: initial, application: {$exists: 0}}, {$set: {state:
         // pending, application: A1}}): only one application can claim it.
         std::optional<Document> after;
@@ -186,16 +197,11 @@ void Bank::ExpireLeases() {
 }
 
 std::optional<Document> Bank::Txn(const Value& id) {
-  std::optional<Document> t;
-  Must(store_->FindOne(txns_, Filter().Eq("_id", id), &t));
-  return t;
+  return FindById(store_, txns_, id);
 }
 
 std::string Bank::State(const Value& id) {
-  auto t = Txn(id);
-  if (!t) return "<missing>";
-  const Value* s = t->GetPath(profile_.state_field);
-  return s && s->is_string() ? *s->as_string() : "<unreadable>";
+  return StateOf(Txn(id), profile_.state_field);
 }
 
 std::optional<Document> Bank::Account(const std::string& name) {

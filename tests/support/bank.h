@@ -1,12 +1,12 @@
-// The bank of the transfer seeds, for scenarios: accounts, an application that performs the
-// seed's two-phase-commit steps one at a time (so a test can "kill" it between any two),
-// and the invariant checker of docs/chaos.md. Two dialects of the application:
-//   kManual      seed 002: integer _ids, accounts by _id, compare-and-set transitions
-//                that also set lastModified;
-//   kNoTime      seed 004: the same without any time field (the insert and the
-//                transitions write none);
-//   kSchemaBook  seed 001: ObjectId _ids and no time field at all, accounts found by
-//                `name`, unconditional $set of the state, the debit guarded by
+// The bank of the transfer shapes, for scenarios: accounts, an application that performs the
+// shape's two-phase-commit steps one at a time (so a test can "kill" it between any two),
+// and the invariant checker of docs/chaos.md. Three dialects of the application:
+//   kManual      the MongoDB manual transfer: integer _ids, accounts by _id, compare-and-set
+//                transitions that also set lastModified;
+//   kNoTime      the transfer without a time field: the same without any time field (the
+//                insert and the transitions write none);
+//   kSchemaBook  the schema-book transfer: ObjectId _ids and no time field at all, accounts
+//                found by `name`, unconditional $set of the state, the debit guarded by
 //                `balance >= amount`, the owner claimed with findAndModify when the
 //                transaction goes pending (`application`).
 #pragma once
@@ -24,19 +24,25 @@
 
 namespace txn_recovery::testing {
 
-// The application's steps for one transfer, in the seed's order.
+// The application's steps for one transfer, in the application's order.
 enum class AppStep {
   kInsertInitial,      // insert {state: initial[, lastModified: now]}
-  kMarkPending,        // initial -> pending (seed 001: and claim `application`)
+  kMarkPending,        // initial -> pending (schema book: and claim `application`)
   kDebitSource,        // guarded $inc/$push on the source
   kCreditDestination,  // guarded $inc/$push on the destination
-  kMarkApplied,        // pending -> applied (seed 001: committed)
+  kMarkApplied,        // pending -> applied (schema book: committed)
   kPullSource,         // $pull the marker from the source
   kPullDestination,    // $pull the marker from the destination
   kMarkDone,           // applied -> done
 };
 inline constexpr int kAppStepCount = 8;
 const char* AppStepName(int steps_done);
+
+// The application killed after each of its steps, stuck and expired, and the state the
+// daemon must leave the transfer in: an initial one waits until it expires and is then
+// cancelled (spelled `cancelled`), a pending one is resumed or, expired, rolled back, an
+// applied one is finished.
+std::vector<KilledCase> KilledTransferCases(const char* cancelled = "cancelled");
 
 struct Snapshot {
   std::map<std::string, Document> accounts;  // by participant key, as Value::ToString()
@@ -55,9 +61,10 @@ class Bank {
   const Namespace& txns() const { return txns_; }
   const Namespace& accounts() const { return accounts_; }
   const Profile& profile() const { return profile_; }
+  Dialect dialect() const { return dialect_; }
   WatchSpec Watch() const;
 
-  // The application name the seed-001 application claims its transactions with when it
+  // The application name the schema-book application claims its transactions with when it
   // marks them pending; nullopt (the default) claims none.
   void set_application(std::optional<std::string> name) { application_ = std::move(name); }
   // The integer _id the next Begin uses (kManual); several application processes sharing
@@ -70,7 +77,7 @@ class Bank {
   void Open(int n, std::int32_t balance = 1000);
   // The name Open gives account i: "A<i>".
   static std::string Account(int i);
-  // One account named `name` (used for the seed's own names).
+  // One account named `name` (used for the schema book's own names).
   void OpenAccount(const std::string& name, std::int32_t balance);
 
   // Inserts a transfer in the initial state (the application's first step). `created_ago`
@@ -80,10 +87,10 @@ class Bank {
   // Inserts a transfer and runs its first `steps` steps (kAppStepCount = all of them).
   Value Transfer(const std::string& from, const std::string& to, std::int32_t amount, int steps,
                  std::chrono::milliseconds created_ago = {});
-  // Runs one application step for `id` (a no-op where the seed's guard says so). A state
-  // change that matches nothing returns Conflict: seed 002's application checks nMatched
+  // Runs one application step for `id` (a no-op where the application's guard says so). A state
+  // change that matches nothing returns Conflict: the MongoDB manual transfer checks nMatched
   // and goes no further, since someone else (the daemon) has moved the transaction on.
-  // (Seed 001 sets the state unconditionally and cannot tell.)
+  // (The schema-book transfer sets the state unconditionally and cannot tell.)
   Status RunStep(const Value& id, AppStep step);
 
   // Sets the transaction's time to the server's now minus `age` (time passing). A

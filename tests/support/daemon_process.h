@@ -1,9 +1,13 @@
 // Helpers for tests that run the txn-recoveryd binary (TXN_RECOVERYD_BINARY) as a child
-// process: a configuration file for a test, the daemon started with only that file in
-// effect, its health endpoint found from its log and asked over plain HTTP.
+// process: a configuration file for a test, the daemon started (or a command run to its end)
+// with only that file in effect, its health endpoint found from its log and asked over
+// plain HTTP.
 #pragma once
 
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cctype>
 #include <chrono>
@@ -54,6 +58,25 @@ inline std::unique_ptr<Subprocess> StartTxnRecoveryd(std::vector<std::string> ar
   return std::make_unique<Subprocess>(args, env, DaemonEnvToUnset());
 }
 
+// How a command ended and what it printed.
+struct ProcessResult {
+  int exit_code = -1;  // -signal when a signal ended it, -1 when it had not ended in time
+  std::string out, err;
+};
+
+// Runs `txn-recoveryd ARGS...` as StartTxnRecoveryd starts it and waits for its end; after
+// `timeout` it is killed.
+inline ProcessResult RunTxnRecoveryd(std::vector<std::string> args,
+                                     std::map<std::string, std::string> env = {},
+                                     std::chrono::milliseconds timeout = std::chrono::minutes(2)) {
+  std::unique_ptr<Subprocess> p = StartTxnRecoveryd(std::move(args), std::move(env));
+  ProcessResult r;
+  r.exit_code = p->Wait(timeout).value_or(-1);
+  r.out = p->Stdout();
+  r.err = p->Stderr();
+  return r;
+}
+
 // The port of the daemon's health listener, from its "health and metrics on" log line; 0 if
 // it did not say within `timeout`.
 inline int HealthPort(Subprocess& daemon,
@@ -70,6 +93,19 @@ inline int HealthPort(Subprocess& daemon,
       },
       timeout);
   return port;
+}
+
+// A TCP port on 127.0.0.1 that was free a moment ago (for a server a test starts itself).
+inline int FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  (void)bind(fd, reinterpret_cast<sockaddr*>(&a), len);
+  (void)getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
 }
 
 struct HttpAnswer {

@@ -5,14 +5,12 @@
 #pragma once
 
 #include <gtest/gtest.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
-#include <cstdio>
 #include <functional>
-#include <thread>
+#include <optional>
+
+#include "support/subprocess.h"
 
 namespace txn_recovery::testing {
 
@@ -21,33 +19,16 @@ namespace txn_recovery::testing {
 // not rely on gtest assertions (they happen in the child): check its effects afterwards.
 inline ::testing::AssertionResult FinishesWithin(std::chrono::milliseconds limit,
                                                  const std::function<void()>& fn) {
-  std::fflush(nullptr);
-  pid_t pid = fork();
-  if (pid < 0) return ::testing::AssertionFailure() << "fork failed";
-  if (pid == 0) {
-    try {
-      fn();
-    } catch (...) {
-      _exit(3);
-    }
-    _exit(0);
-  }
-  const auto until = std::chrono::steady_clock::now() + limit;
-  int status = 0;
-  while (waitpid(pid, &status, WNOHANG) == 0) {
-    if (std::chrono::steady_clock::now() >= until) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      return ::testing::AssertionFailure()
-             << "did not finish within " << limit.count() << " ms (killed)";
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return ::testing::AssertionSuccess();
-  if (WIFSIGNALED(status))
-    return ::testing::AssertionFailure() << "died of signal " << WTERMSIG(status);
+  Subprocess child(fn);
+  const std::optional<int> rc = child.Wait(limit);
+  if (!rc)
+    return ::testing::AssertionFailure()
+           << "did not finish within " << limit.count() << " ms (killed)";
+  if (*rc == 0) return ::testing::AssertionSuccess();
+  if (*rc < 0) return ::testing::AssertionFailure() << "died of signal " << -*rc;
   return ::testing::AssertionFailure()
-         << "exited " << WEXITSTATUS(status) << (WEXITSTATUS(status) == 3 ? " (threw)" : "");
+         << "exited " << *rc << (*rc == Subprocess::kThrew ? " (threw)" : "") << "\n"
+         << child.Stderr();
 }
 
 }  // namespace txn_recovery::testing

@@ -57,7 +57,7 @@ std::vector<MalformedTxn> MalformedTransfers(const Profile& profile, const Value
 
   add("state missing", without(state), "'" + state + "' is missing");
   add("state a number", with(state, std::int32_t{2}), "'" + state + "' has type");
-  add("state unknown (seed 001's typo)", with(state, "intital"), "unknown state");
+  add("state unknown (the schema book's typo)", with(state, "intital"), "unknown state");
   add("state in another case", with(state, "Pending"), "unknown state");
   add("state nested deeply", with(state, nested(60)), "'" + state + "' has type");
   add("time missing", without(when), "'" + when + "' is missing");

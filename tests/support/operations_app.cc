@@ -102,8 +102,8 @@ Status OperationsApp::ReadOperation(const Value& tx, std::size_t i, Document* op
   return Status::Ok();
 }
 
-// The seed's findAndUpdate: the change and the marker in one update, only where the
-// marker is absent. The application does not check `previous` (the seed has none).
+// The application's findAndUpdate: the change and the marker in one update, only where the
+// marker is absent. The application does not check `previous` (the application has none).
 Status OperationsApp::ApplyOperation(const Value& tx, std::size_t i) {
   Document op;
   if (Status s = ReadOperation(tx, i, &op); !s.ok()) return s;
@@ -161,22 +161,15 @@ void OperationsApp::Age(const Value& tx, std::chrono::milliseconds age) {
 }
 
 std::optional<Document> OperationsApp::Txn(const Value& tx) {
-  std::optional<Document> t;
-  Must(store_->FindOne(txns_, Filter().Eq("_id", tx), &t));
-  return t;
+  return FindById(store_, txns_, tx);
 }
 
 std::string OperationsApp::State(const Value& tx) {
-  auto t = Txn(tx);
-  if (!t) return "<missing>";
-  const Value* s = t->GetPath(profile_.state_field);
-  return s && s->is_string() ? *s->as_string() : "<unreadable>";
+  return StateOf(Txn(tx), profile_.state_field);
 }
 
 std::optional<Document> OperationsApp::Doc(const std::string& collection, const Value& id) {
-  std::optional<Document> d;
-  Must(store_->FindOne(Collection(collection), Filter().Eq("_id", id), &d));
-  return d;
+  return FindById(store_, Collection(collection), id);
 }
 
 double OperationsApp::Sum(const std::string& collection, const std::string& field) {

@@ -1,4 +1,4 @@
-// The mongoose application of seed 000 (`operations` profile), one function per step of its
+// The mongoose operations application (`operations` profile), one function per step of its
 // life cycle, so that a scenario can stop ("kill") it between any two:
 //   1            insert {status: new, lastModified, data: {operations: [...]}}
 //   2            new -> pending
@@ -6,7 +6,7 @@
 //   3+n          pending -> applied
 //   4+n .. 3+2n  $pull the marker from operation i's document
 //   4+2n         applied -> done
-// Each step reads the transaction document, as the seed's application does, so that any
+// Each step reads the transaction document, as the mongoose application does, so that any
 // process can carry on another's transaction given its id. gtest-free: tests, tools and the
 // fault-injection workers drive it alike.
 //
@@ -57,7 +57,7 @@ class OperationsApp {
   const Profile& profile() const { return profile_; }
   WatchSpec Watch() const;
 
-  // ---- The seed's steps --------------------------------------------------------------
+  // ---- The application's steps -------------------------------------------------------
   // Step 1. `id` may be given (e.g. an ObjectId); by default a fresh ObjectId.
   Value InsertNew(const std::vector<Operation>& ops, std::optional<Value> id = std::nullopt);
   // The transitions are compare-and-set; each returns Conflict when the transaction is no

@@ -12,6 +12,18 @@ void Must(const Status& s) {
   if (!s.ok()) throw std::runtime_error(s.ToString());
 }
 
+std::optional<Document> FindById(Store* store, const Namespace& ns, const Value& id) {
+  std::optional<Document> d;
+  Must(store->FindOne(ns, Filter().Eq("_id", id), &d));
+  return d;
+}
+
+std::string StateOf(const std::optional<Document>& txn, const std::string& state_field) {
+  if (!txn) return "<missing>";
+  const Value* s = txn->GetPath(state_field);
+  return s && s->is_string() ? *s->as_string() : "<unreadable>";
+}
+
 std::vector<Document> AllDocs(Store* store, const Namespace& ns) {
   std::vector<Document> out;
   std::unique_ptr<Cursor> c;

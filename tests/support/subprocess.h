@@ -1,13 +1,15 @@
-// A child process for tests of the daemon as systemd or an operator runs it: spawned with
-// extra environment, its stdout/stderr captured to files, signalled, waited for with a
-// deadline. The destructor kills a child that is still running, so a failing test never
-// leaks a daemon.
+// A child process for tests: a program (the daemon as systemd or an operator runs it, a
+// script) spawned with extra environment, or a function run in a forked copy of the test;
+// its stdout/stderr captured to files, signalled, waited for with a deadline. The
+// destructor kills a child that is still running, so a failing test never leaks a daemon
+// or a hung function. Every test that runs a process runs it through this class.
 #pragma once
 
 #include <sys/types.h>
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -21,6 +23,10 @@ class Subprocess {
  public:
   Subprocess(std::vector<std::string> argv, std::map<std::string, std::string> extra_env = {},
              std::vector<std::string> unset_env = {});
+  // Runs `fn` in a forked child, which exits 0 when it returns and kThrew when it throws.
+  // `fn` must not rely on gtest assertions (they would happen in the child).
+  explicit Subprocess(const std::function<void()>& fn);
+  static constexpr int kThrew = 3;
   ~Subprocess();
   Subprocess(const Subprocess&) = delete;
   Subprocess& operator=(const Subprocess&) = delete;
@@ -35,6 +41,9 @@ class Subprocess {
   std::string Stderr() const;
 
  private:
+  // Forks with stdout/stderr going to the files; true in the child.
+  bool Fork();
+
   pid_t pid_ = -1;
   std::optional<int> status_;
   std::string out_path_, err_path_;

@@ -113,7 +113,7 @@ Status TaggedInsertApp::DeleteTagged(const Value& tx, std::size_t collections) {
   return Status::Ok();
 }
 
-// Seed 003 writes "done" here ("// or canceled?"): the profile's cancelled spelling, which
+// The tagged inserts write "done" here ("// or canceled?"): the profile's cancelled spelling, which
 // is `done` unless the watch configures one.
 Status TaggedInsertApp::MarkRolledBackDone(const Value& tx) {
   return SetStatus(tx, TxnState::kCancelled);
@@ -136,7 +136,8 @@ Status TaggedInsertApp::RunStep(const Value& tx, int step, std::size_t collectio
     case 8:
       return MarkRolledBackDone(tx);
     default:
-      return Status::InvalidArgument("seed 003 has no application step " + std::to_string(step));
+      return Status::InvalidArgument("the tagged inserts have no application step " +
+                                     std::to_string(step));
   }
 }
 
@@ -165,16 +166,11 @@ void TaggedInsertApp::Age(const Value& tx, std::chrono::milliseconds age) {
 }
 
 std::optional<Document> TaggedInsertApp::Txn(const Value& tx) {
-  std::optional<Document> t;
-  Must(store_->FindOne(txns_, Filter().Eq("_id", tx), &t));
-  return t;
+  return FindById(store_, txns_, tx);
 }
 
 std::string TaggedInsertApp::State(const Value& tx) {
-  auto t = Txn(tx);
-  if (!t) return "<missing>";
-  const Value* s = t->GetPath(profile_.state_field);
-  return s && s->is_string() ? *s->as_string() : "<unreadable>";
+  return StateOf(Txn(tx), profile_.state_field);
 }
 
 TaggedInsertApp::Docs TaggedInsertApp::DocsOf(const Value& tx) {

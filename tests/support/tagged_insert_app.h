@@ -1,5 +1,5 @@
-// The application of seed 003 (`tagged-insert` profile), one function per numbered step of
-// the seed, so that a scenario can kill it at any of its crash points:
+// The application of the tagged inserts (`tagged-insert` profile), one function per numbered
+// step of its description, so that a scenario can kill it at any of its crash points:
 //   1  txns.insertOne({_id: ObjectId, status: "started", lastUpdate: now})
 //   2  coll.insertMany(documents, each with tx: <txId>)
 //   3  txns.updateOne({_id}, {$set: {status: "finishing"}, $currentDate: {lastUpdate}})
@@ -11,7 +11,7 @@
 //   8  txns.updateOne({_id}, {$set: {status: "done"}, ...})
 // With several tagged collections, steps 2, 4 and 7 run once per collection, in the
 // profile's order; `collections` stops them after that many (a crash or an exception
-// midway). Steps 3, 5 and 8 are unconditional, exactly as the seed writes them, unless
+// midway). Steps 3, 5 and 8 are unconditional, exactly as the application writes them, unless
 // set_checked_finishing(true): then step 3 moves only a started transaction and returns
 // Conflict when the transaction is no longer started (the daemon rolled it back), and the
 // application stops there, leaving its late documents to the daemon.
@@ -58,7 +58,7 @@ class TaggedInsertApp {
   const Profile& profile() const { return profile_; }
   WatchSpec Watch() const;
 
-  // ---- The seed's steps --------------------------------------------------------------
+  // ---- The application's steps -------------------------------------------------------
   Value InsertTransaction();                                             // 1
   Status InsertTagged(const Value& tx, std::size_t collections = kAll);  // 2
   Status MarkFinishing(const Value& tx);                                 // 3
@@ -67,11 +67,11 @@ class TaggedInsertApp {
   Status MarkRollback(const Value& tx);                                  // 6
   Status DeleteTagged(const Value& tx, std::size_t collections = kAll);  // 7
   Status MarkRolledBackDone(const Value& tx);                            // 8
-  // Seed step `step` (2 .. 8) of `tx`, by its number in the seed; `collections` as above
-  // for steps 2, 4 and 7.
+  // Application step `step` (2 .. 8) of `tx`, by its number in the description; `collections` as
+  // above for steps 2, 4 and 7.
   Status RunStep(const Value& tx, int step, std::size_t collections = kAll);
   void set_checked_finishing(bool on) { checked_finishing_ = on; }
-  // The seed's happy path (steps 1-5) and its catch block (steps 6-8).
+  // The application's happy path (steps 1-5) and its catch block (steps 6-8).
   Value Commit();
   Status RollBack(const Value& tx);
 

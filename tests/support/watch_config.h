@@ -1,5 +1,5 @@
 // Watches built from configuration text exactly as the daemon loads it, so that a scenario
-// shows a seed's documents being recovered with nothing but configuration.
+// shows an application's documents being recovered with nothing but configuration.
 #pragma once
 
 #include <string>

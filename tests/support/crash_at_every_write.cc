@@ -1,0 +1,66 @@
+#include "support/crash_at_every_write.h"
+
+#include <gtest/gtest.h>
+
+#include "support/bank_test.h"
+#include "support/fault_store.h"
+
+namespace txn_recovery::testing {
+
+void CrashAtEveryWrite(const std::string& backend_kind, const KilledDaemonSetUp& set_up) {
+  int clean_writes = 0;
+  {
+    auto backend = TestBackend::Create(backend_kind);
+    ASSERT_TRUE(backend->error().empty()) << backend->error();
+    auto scenario = set_up(backend.get());
+    FaultStore counting(backend->store());
+    SweepOnce(&counting, backend->clock(), scenario->watch(), "daemon-killed");
+    clean_writes = counting.writes();
+    ASSERT_GT(clean_writes, 0) << "the daemon wrote nothing: the transaction was not stuck";
+    SCOPED_TRACE("a daemon never killed, " + std::to_string(clean_writes) + " writes");
+    scenario->ExpectRecovered();
+  }
+  // Last, after all of them: a successor sweeping after a daemon that finished changes nothing.
+  for (int crash_after = 0; crash_after <= clean_writes; ++crash_after) {
+    SCOPED_TRACE("daemon killed after " + std::to_string(crash_after) + " of " +
+                 std::to_string(clean_writes) + " writes");
+    auto backend = TestBackend::Create(backend_kind);
+    ASSERT_TRUE(backend->error().empty()) << backend->error();
+    auto scenario = set_up(backend.get());
+    FaultStore dying(backend->store());
+    dying.CrashAfterWrites(crash_after);
+    SweepOnce(&dying, backend->clock(), scenario->watch(), "daemon-killed");
+
+    // Time passes: the dead daemon's lease expires and the transaction looks stuck again.
+    ExpireLeases(backend->store(), scenario->watch().ns, scenario->watch().lease_field);
+    backend->Advance(std::chrono::minutes(2));
+    scenario->Age();
+    SweepOnce(backend->store(), backend->clock(), scenario->watch(), "daemon-successor");
+
+    scenario->ExpectRecovered();
+  }
+}
+
+StuckTransfer::StuckTransfer(TestBackend* backend, Bank bank, WatchSpec watch, const KilledCase& c)
+    : KilledDaemonScenario(std::move(watch), c), bank_(std::move(bank)) {
+  bank_.Open(2);
+  before_ = bank_.Take();
+  id_ = bank_.Transfer("A0", "A1", 100, c.steps, c.age);
+  switch (bank_.dialect()) {
+    case Bank::Dialect::kManual:
+      Age();
+      break;
+    case Bank::Dialect::kNoTime:
+      SweepOnce(backend->store(), backend->clock(), watch_, "daemon-stamping");
+      Age();
+      break;
+    case Bank::Dialect::kSchemaBook:
+      break;  // as old as its ObjectId
+  }
+}
+
+void StuckTransfer::ExpectRecovered() {
+  ExpectTransferEnded(bank_, id_, c_.expected, before_);
+}
+
+}  // namespace txn_recovery::testing
