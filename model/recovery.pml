@@ -6,8 +6,8 @@
  *
  * Actors, each a process; any of them may be delayed for any number of clock ticks
  * between two of its steps (interleaving), which is how an unbounded stall is modelled:
- *   app_transfer   seed 002's transfer, steps 1-8 (tests/support/bank.cc)
- *   app_tagged     seed 003's tagged insert (tests/support/tagged_insert_app.cc)
+ *   app_transfer   the MongoDB manual transfer, steps 1-8 (tests/support/bank.cc)
+ *   app_tagged     the tagged inserts application (tests/support/tagged_insert_app.cc)
  *   daemon         the sweep: read, decide (decision table), claim, the action's writes
  *   clock          the server's clock: one tick ages every transaction and lease
  *   failover       -DWLOSS: a replica-set failover loses a suffix of the writes that
@@ -17,8 +17,9 @@
  *                  end-state invariants hold?" (computed on a copy: adds no state)
  *
  * Switches (-D on the spin command line, see scripts/model-check.sh):
- *   NTX=1|2 transactions, ND=1|2 daemons, TAGGED (seed 003 instead of seed 002),
- *   UNCOND_FINISHING (seed 003's step 3 as the seed writes it: unconditional),
+ *   NTX=1|2 transactions, ND=1|2 daemons, TAGGED (tagged inserts instead of the manual
+ *   transfer), UNCOND_FINISHING (the tagged inserts' step 3 as that application writes it:
+ *   unconditional),
  *   NO_LOCAL_CHECK, NO_FENCE (the two layers of the lease-deadline rule),
  *   NO_DEADLINE_ASSERT (keep the stale writes, look only at money and the end state),
  *   NO_ORPHAN_SCAN (late writes undone only inside late_write_window),
@@ -68,7 +69,7 @@
 #define LEASE 2
 #define MARGIN 1
 
-/* Transaction states as stored. Seed 003 spells started/finishing/rollback/done as
+/* Transaction states as stored. Tagged inserts spell started/finishing/rollback/done as
  * PENDING/APPLIED/CANCELING/DONE and ends a rollback in DONE with outcome "rolled back". */
 #define S_NONE 0 /* not inserted yet */
 #define S_INITIAL 1
@@ -122,7 +123,7 @@ byte drem[ND];        /* daemon d: its own deadline - its clock, saturating at 0
 #define ACC(t, s) (((t) + (s)) % 2)
 #define DELTA(s) ((s) == 0 -> -1 : 1)
 /* The state as the daemon's parser reads it: a done whose recovery.outcome says rolled
- * back is a cancelled one (seed 003 has no cancelled spelling). */
+ * back is a cancelled one (tagged inserts have no cancelled spelling). */
 #define PST(t) ((st[t] == S_DONE && outc[t] == O_ROLLED_BACK) -> S_CANCELLED : st[t])
 #define TERMINAL(s) ((s) == S_DONE || (s) == S_CANCELLED)
 
@@ -372,7 +373,7 @@ proctype failover() {
 }
 #endif
 
-/* ---------------------------------------------------------------- seed 002 */
+/* ---------------------------------------------------------------- MongoDB manual transfer */
 proctype app_transfer(byte t) {
   bool ok;
   /* 1. insert {state: initial, lastModified: now} */
@@ -436,7 +437,7 @@ stop:
   ok = 0
 }
 
-/* ---------------------------------------------------------------- seed 003 */
+/* ---------------------------------------------------------------- tagged inserts */
 proctype app_tagged(byte t) {
   bool ok;
   byte g;
@@ -452,7 +453,7 @@ proctype app_tagged(byte t) {
   /* 3. -> finishing */
   atomic {
 #ifdef UNCOND_FINISHING
-    /* as the seed writes it: {_id} -> status finishing, whatever it is now */
+    /* as the application writes it: {_id} -> status finishing, whatever it is now */
     LOG_TXN(t, AMAJ); st[t] = S_APPLIED; age[t] = 0; touched(t); GHOST_STATE(t, S_APPLIED); ok = 1;
 #else
     /* as docs/state-machine.md asks: {_id, status: started}; no match: stop */
@@ -473,7 +474,7 @@ proctype app_tagged(byte t) {
   :: else -> break
   od;
   g = 0;
-  /* 5. {_id} -> status done (unconditional, as the seed does) */
+  /* 5. {_id} -> status done (unconditional, as the application does) */
   atomic {
     LOG_TXN(t, AMAJ); st[t] = S_DONE; age[t] = 0; touched(t);
     if :: outc[t] != O_ROLLED_BACK -> GHOST_STATE(t, S_DONE) :: else -> skip fi;
