@@ -30,7 +30,8 @@ done
 # Properties: money (conservation, each step applied once net), leftover (marker or tag of
 # a terminal transaction left at the end), terminal, one-way (committed and rolled back),
 # atomicity (tagged documents of a terminal transaction), quarantine, deadline (a daemon
-# write landed after its lease deadline).
+# write landed after its lease deadline), exclusive (fleet: a daemon's write landed after
+# another daemon began an action on the same transaction).
 configs=(
   "manual-transfer-before-fixes|violation:money|-DBEFORE_TAKEOVER -DBEFORE_TRACE"
   "manual-transfer|clean|"
@@ -58,6 +59,9 @@ configs=(
   "wloss-majority|clean|-DWLOSS -DAPP_MAJORITY -DDAEMON_MAJORITY"
   "wloss-w1-tagged-inserts|violation:leftover|-DTAGGED -DWLOSS"
   "wloss-majority-tagged-inserts|clean|-DTAGGED -DWLOSS -DAPP_MAJORITY -DDAEMON_MAJORITY"
+  "fleet-manual-transfer|clean|-DFLEET"
+  "fleet-tagged-inserts|clean|-DFLEET -DTAGGED"
+  "seeded-c-fleet-share-as-permission|violation:exclusive|-DFLEET -DBUG_SHARE_AS_PERMISSION"
 )
 
 if ((list)); then
@@ -74,6 +78,7 @@ mkdir -p "$work"
 property_of() {
   local text="$1"
   case "$text" in
+    *'drv[t]'*) echo exclusive ;;
     *'drem[me]>0'*) echo deadline ;;
     *cmt\[t\]\&\&*) echo one-way ;;
     *c_net*|*c_bal*) echo money ;;
@@ -111,7 +116,8 @@ if [[ -n "$trail" ]]; then
   echo "$trail: $(property_of "$text") violated; shortest trail, then the failed assertion"
   echo "(states: 1 initial, 2 pending/started, 3 applied/finishing, 4 done, 5 canceling/rollback,"
   echo " 6 cancelled, 7 resuming; actions: 1 cancel, 2 resume, 3 roll back, 4 finish,"
-  echo " 5 finish the rollback, 6 late-write check; ': 1' matched, ': 0' matched nothing):"
+  echo " 5 finish the rollback, 6 late-write check; ': 1' matched, ': 0' matched nothing;"
+  echo " live members, a fleet's view: 1 daemon 0, 2 daemon 1, 3 both):"
   # shellcheck disable=SC2086
   spin $flags -t -k recovery.pml.trail "$model" 2>&1 | sed -n 's/^ *MSC: /  /p'
   echo "  -> $(echo "$text" | cut -c1-240)"
