@@ -6,19 +6,23 @@
  *
  * Actors, each a process; any of them may be delayed for any number of clock ticks
  * between two of its steps (interleaving), which is how an unbounded stall is modelled:
- *   app_transfer   seed 002's transfer, steps 1-8 (tests/support/bank.cc)
- *   app_tagged     seed 003's tagged insert (tests/support/tagged_insert_app.cc)
+ *   app_transfer   the MongoDB manual transfer, steps 1-8 (tests/support/bank.cc)
+ *   app_tagged     the tagged inserts application (tests/support/tagged_insert_app.cc)
  *   daemon         the sweep: read, decide (decision table), claim, the action's writes
  *   clock          the server's clock: one tick ages every transaction and lease
  *   failover       -DWLOSS: a replica-set failover loses a suffix of the writes that
  *                  were acknowledged without majority write concern
+ *   (FLEET)        no process of its own: each daemon heartbeats its member record and
+ *                  lists the live ones at the start of each sweep, and drives only its
+ *                  share; the clock expires records that are not heartbeated
  *   checker        at every state: money at quiescent points, and "if every actor
  *                  crashed here and a fresh daemon swept after every threshold, would the
  *                  end-state invariants hold?" (computed on a copy: adds no state)
  *
  * Switches (-D on the spin command line, see scripts/model-check.sh):
- *   NTX=1|2 transactions, ND=1|2 daemons, TAGGED (seed 003 instead of seed 002),
- *   UNCOND_FINISHING (seed 003's step 3 as the seed writes it: unconditional),
+ *   NTX=1|2 transactions, ND=1|2 daemons, TAGGED (tagged inserts instead of the manual
+ *   transfer), UNCOND_FINISHING (the tagged inserts' step 3 as that application writes it:
+ *   unconditional),
  *   NO_LOCAL_CHECK, NO_FENCE (the two layers of the lease-deadline rule),
  *   NO_DEADLINE_ASSERT (keep the stale writes, look only at money and the end state),
  *   NO_ORPHAN_SCAN (late writes undone only inside late_write_window),
@@ -27,7 +31,10 @@
  *   BEFORE_TAKEOVER (no pending -> resuming compare-and-set before a resume's first
  *   write: FIX_RESUMING off), BEFORE_TRACE (finish pulls without leaving a trace:
  *   FIX_FINISH_TRACE off), FIX_UNDO_OWN (a fix of the resume race that the model
- *   rejects; with BEFORE_TAKEOVER), NO_RESUME.
+ *   rejects; with BEFORE_TAKEOVER), NO_RESUME,
+ *   FLEET (the daemons divide the transactions by their views of the membership, docs/
+ *   fleet.md; with ND=2), BUG_SHARE_AS_PERMISSION (with FLEET, a seeded bug: a daemon
+ *   drives what its share holds without claiming the lease).
  * Findings, and what each configuration shows: model/README.md.
  */
 
@@ -68,7 +75,7 @@
 #define LEASE 2
 #define MARGIN 1
 
-/* Transaction states as stored. Seed 003 spells started/finishing/rollback/done as
+/* Transaction states as stored. Tagged inserts spell started/finishing/rollback/done as
  * PENDING/APPLIED/CANCELING/DONE and ends a rollback in DONE with outcome "rolled back". */
 #define S_NONE 0 /* not inserted yet */
 #define S_INITIAL 1
@@ -118,11 +125,51 @@ byte drem[ND];        /* daemon d: its own deadline - its clock, saturating at 0
 #define NET(t, s) net[(t) * 2 + (s)]
 #define GRP(t, g) grp[(t) * NG + (g)]
 #define FRESH(t, d) fresh[(t) * ND + (d)]
+
+/* ---------------------------------------------------------------- the fleet (FLEET) */
+/* docs/fleet.md. Each daemon has a member record, heartbeated on the server's clock; a
+ * record not heartbeated for HBX ticks is expired. At the start of a sweep a daemon
+ * heartbeats and lists the live members; that list is its view for the whole sweep, and
+ * it may be stale by any number of ticks (the daemon may stall anywhere after it). The
+ * transactions are divided by bucket: NB buckets, transaction t hashes to bucket t % NB,
+ * and bucket b belongs to the live member at position b % n of the view in member order
+ * (by stride). A share narrows what a daemon picks; it never replaces the claim. */
+#ifdef FLEET
+#define HBX 2 /* member expiry: two ticks without a heartbeat */
+#define NB 2  /* buckets: with two transactions, one each; with one, bucket 1 is empty */
+byte hb[ND];  /* member record of daemon d: heartbeat + expiry - server now, saturating at
+               * 0 = expired. Removing an expired record changes no list (a list keeps
+               * only records live on the server's clock), so removal is not modelled. */
+byte vw[ND];  /* daemon d's view: bit m set = it listed member m live (daemons 0, ND - 1) */
+byte drv[NTX]; /* ghost: the daemon (d + 1) that last began an action on txn t */
+#define NMEM(v) (((v) & 1) + (((v) >> 1) & 1))
+#define POS(v, d) (((d) > 0 && ((v) & 1)) -> 1 : 0) /* d's position in the view, by id */
+#define SHARE(t, d) ((((t) % NB) % NMEM(vw[d])) == POS(vw[d], d))
+#define BEGIN_DRIVE drv[t] = me + 1
+/* Property (exclusive): a write of a daemon's action lands only while no other daemon has
+ * begun an action on that transaction since this one began its own: one driver at a time,
+ * whatever the views of the membership. */
+#ifdef NO_DEADLINE_ASSERT
+#define DRIVER_OK skip
+#else
+#define DRIVER_OK \
+  if \
+  :: drv[t] != me + 1 -> \
+    printf("MSC: daemon %d: writes txn %d, which daemon %d now drives\n", me, t, drv[t] - 1) \
+  :: else -> skip \
+  fi; \
+  assert(drv[t] == me + 1)
+#endif
+#else
+#define SHARE(t, d) (1)
+#define BEGIN_DRIVE skip
+#define DRIVER_OK skip
+#endif
 /* Transfer t moves 1 from account t%2 to the other: two transactions go opposite ways. */
 #define ACC(t, s) (((t) + (s)) % 2)
 #define DELTA(s) ((s) == 0 -> -1 : 1)
 /* The state as the daemon's parser reads it: a done whose recovery.outcome says rolled
- * back is a cancelled one (seed 003 has no cancelled spelling). */
+ * back is a cancelled one (tagged inserts have no cancelled spelling). */
 #define PST(t) ((st[t] == S_DONE && outc[t] == O_ROLLED_BACK) -> S_CANCELLED : st[t])
 #define TERMINAL(s) ((s) == S_DONE || (s) == S_CANCELLED)
 
@@ -320,7 +367,11 @@ proctype clock() {
        od;
        i = 0;
        do
-       :: i < ND -> if :: drem[i] > 0 -> drem[i]-- :: else -> skip fi; i++
+       :: i < ND -> if :: drem[i] > 0 -> drem[i]-- :: else -> skip fi;
+#ifdef FLEET
+         if :: hb[i] > 0 -> hb[i]-- :: else -> skip fi;
+#endif
+         i++
        :: else -> break
        od;
 #ifdef WLOSS
@@ -372,7 +423,7 @@ proctype failover() {
 }
 #endif
 
-/* ---------------------------------------------------------------- seed 002 */
+/* ---------------------------------------------------------------- MongoDB manual transfer */
 proctype app_transfer(byte t) {
   bool ok;
   /* 1. insert {state: initial, lastModified: now} */
@@ -436,7 +487,7 @@ stop:
   ok = 0
 }
 
-/* ---------------------------------------------------------------- seed 003 */
+/* ---------------------------------------------------------------- tagged inserts */
 proctype app_tagged(byte t) {
   bool ok;
   byte g;
@@ -452,7 +503,7 @@ proctype app_tagged(byte t) {
   /* 3. -> finishing */
   atomic {
 #ifdef UNCOND_FINISHING
-    /* as the seed writes it: {_id} -> status finishing, whatever it is now */
+    /* as the application writes it: {_id} -> status finishing, whatever it is now */
     LOG_TXN(t, AMAJ); st[t] = S_APPLIED; age[t] = 0; touched(t); GHOST_STATE(t, S_APPLIED); ok = 1;
 #else
     /* as docs/state-machine.md asks: {_id, status: started}; no match: stop */
@@ -473,7 +524,7 @@ proctype app_tagged(byte t) {
   :: else -> break
   od;
   g = 0;
-  /* 5. {_id} -> status done (unconditional, as the seed does) */
+  /* 5. {_id} -> status done (unconditional, as the application does) */
   atomic {
     LOG_TXN(t, AMAJ); st[t] = S_DONE; age[t] = 0; touched(t);
     if :: outc[t] != O_ROLLED_BACK -> GHOST_STATE(t, S_DONE) :: else -> skip fi;
@@ -487,7 +538,7 @@ stop:
 /* The lease-deadline rule. Layer 1, the local check before every write under the lease:
  * its own step, so that the clock can tick between it and the write. Layer 2, the fence
  * in the write's filter ($$NOW < expires - margin), atomic with the write. */
-#ifdef NO_LOCAL_CHECK
+#if defined(NO_LOCAL_CHECK) || defined(BUG_SHARE_AS_PERMISSION)
 #define LOCAL_CHECK() skip
 #else
 #define LOCAL_CHECK() \
@@ -496,16 +547,26 @@ stop:
   :: else -> skip \
   fi
 #endif
-#ifdef NO_FENCE
+#if defined(NO_FENCE) || defined(BUG_SHARE_AS_PERMISSION)
 #define FENCE (1)
 #else
 #define FENCE (drem[me] > 0)
 #endif
 /* Property: no write made under the lease lands after the lease deadline. */
-#ifdef NO_DEADLINE_ASSERT
+#if defined(NO_DEADLINE_ASSERT) || defined(BUG_SHARE_AS_PERMISSION)
 #define DEADLINE_OK skip
 #else
 #define DEADLINE_OK assert(drem[me] > 0)
+#endif
+#ifdef BUG_SHARE_AS_PERMISSION
+/* Seeded bug: the share taken as permission. No claim, so no lease: nothing to check
+ * locally, no fence, no lease owner in a transition's filter, nothing to renew; the state
+ * as known is the only guard of a transition, the marker of a participant write. */
+#define OWNER_OK (1)
+#define RENEW skip
+#else
+#define OWNER_OK (own[t] == me + 1)
+#define RENEW lexp[t] = LEASE + 1; drem[me] = LEASE - MARGIN
 #endif
 
 /* Transition {_id, state: <as known>, lease.owner: me} -> state `to`, time now; renews the
@@ -514,8 +575,8 @@ inline transition(to) {
   LOCAL_CHECK();
   atomic {
     if
-    :: st[t] == raw && own[t] == me + 1 && FENCE ->
-      DEADLINE_OK;
+    :: st[t] == raw && OWNER_OK && FENCE ->
+      DEADLINE_OK; DRIVER_OK;
       LOG_TXN(t, DMAJ);
       if
       :: to == S_CANCELLED && TAGGED_PROFILE -> st[t] = S_DONE; outc[t] = O_ROLLED_BACK
@@ -527,7 +588,7 @@ inline transition(to) {
       GHOST_STATE(t, to);
       if
       :: TERMINAL(to) -> own[t] = 0; lexp[t] = 0
-      :: else -> lexp[t] = LEASE + 1; drem[me] = LEASE - MARGIN
+      :: else -> RENEW
       fi;
       raw = st[t]; ok = 1
     :: else -> ok = 0
@@ -545,7 +606,7 @@ inline w_apply(s) {
     a = ACC(t, s);
     if
     :: FENCE && !MK(t, a) ->
-      DEADLINE_OK; LOG_ACC(a, DMAJ);
+      DEADLINE_OK; DRIVER_OK; LOG_ACC(a, DMAJ);
       bal[a] = bal[a] + DELTA(s); MK(t, a) = 1; NET(t, s)++; ok = 1;
 #ifdef FIX_UNDO_OWN
       mine = mine | (1 << s);
@@ -569,7 +630,8 @@ inline w_undo(s) {
     a = ACC(t, s);
     if
     :: FENCE && MK(t, a) ->
-      DEADLINE_OK; LOG_ACC(a, DMAJ); bal[a] = bal[a] - DELTA(s); MK(t, a) = 0; NET(t, s)--
+      DEADLINE_OK; DRIVER_OK; LOG_ACC(a, DMAJ); bal[a] = bal[a] - DELTA(s); MK(t, a) = 0;
+      NET(t, s)--
     :: else -> skip
     fi;
     MAJ_ACK(DMAJ); printf("MSC: daemon %d: undo step %d of txn %d\n", me, s, t);
@@ -585,11 +647,13 @@ inline w_finish(s) {
 #ifdef FIX_FINISH_TRACE
     /* {key, marker = t} -> $pull marker, $addToSet finished t; a marker next to our own
      * "finished" is a late duplicate: undo it instead */
-    :: FENCE && MK(t, a) && !FIN(t, a) -> DEADLINE_OK; LOG_ACC(a, DMAJ); MK(t, a) = 0; FIN(t, a) = 1
+    :: FENCE && MK(t, a) && !FIN(t, a) ->
+      DEADLINE_OK; DRIVER_OK; LOG_ACC(a, DMAJ); MK(t, a) = 0; FIN(t, a) = 1
     :: FENCE && MK(t, a) && FIN(t, a) ->
-      DEADLINE_OK; LOG_ACC(a, DMAJ); bal[a] = bal[a] - DELTA(s); MK(t, a) = 0; NET(t, s)--
+      DEADLINE_OK; DRIVER_OK; LOG_ACC(a, DMAJ); bal[a] = bal[a] - DELTA(s); MK(t, a) = 0;
+      NET(t, s)--
 #else
-    :: FENCE && MK(t, a) -> DEADLINE_OK; LOG_ACC(a, DMAJ); MK(t, a) = 0
+    :: FENCE && MK(t, a) -> DEADLINE_OK; DRIVER_OK; LOG_ACC(a, DMAJ); MK(t, a) = 0
 #endif
     :: else -> skip
     fi;
@@ -602,7 +666,7 @@ inline finish_tagged(g) {
   LOCAL_CHECK();
   atomic {
     if
-    :: FENCE && GRP(t, g) == 1 -> DEADLINE_OK; LOG_GRP(t, g, DMAJ); GRP(t, g) = 2
+    :: FENCE && GRP(t, g) == 1 -> DEADLINE_OK; DRIVER_OK; LOG_GRP(t, g, DMAJ); GRP(t, g) = 2
     :: else -> skip
     fi;
     MAJ_ACK(DMAJ); printf("MSC: daemon %d: untag collection %d of txn %d\n", me, g, t)
@@ -612,7 +676,7 @@ inline undo_tagged(g) {
   LOCAL_CHECK();
   atomic {
     if
-    :: FENCE && GRP(t, g) == 1 -> DEADLINE_OK; LOG_GRP(t, g, DMAJ); GRP(t, g) = 0
+    :: FENCE && GRP(t, g) == 1 -> DEADLINE_OK; DRIVER_OK; LOG_GRP(t, g, DMAJ); GRP(t, g) = 0
     :: else -> skip
     fi;
     MAJ_ACK(DMAJ); printf("MSC: daemon %d: delete tagged of collection %d of txn %d\n", me, g, t)
@@ -635,10 +699,28 @@ proctype daemon(byte me) {
 #endif
 
 top:
-  /* The sweep's candidate query and read: one transaction, as it is now. */
+#ifdef FLEET
+  /* The start of a sweep: upsert the member record with the server's time, then list the
+   * live members (on the server's clock). The view is kept for the whole sweep. */
+  atomic {
+    hb[me] = HBX;
+    vw[me] = (hb[0] > 0 -> 1 : 0) + ((ND > 1 && hb[ND - 1] > 0) -> 2 : 0);
+    printf("MSC: daemon %d: heartbeat; lists live members %d\n", me, vw[me])
+  }
+#endif
+  /* The sweep's candidate query (narrowed to the share) and read: one transaction, as it
+   * is now. */
   if
-  :: atomic { ELIGIBLE(0) -> t = 0; read_txn() }
-  :: atomic { NTX > 1 && ELIGIBLE(NTX - 1) -> t = NTX - 1; read_txn() }
+  :: atomic { ELIGIBLE(0) && SHARE(0, me) -> t = 0; read_txn() }
+  :: atomic { NTX > 1 && ELIGIBLE(NTX - 1) && SHARE(NTX - 1, me) -> t = NTX - 1; read_txn() }
+#ifdef FLEET
+  /* nothing of its share to do: the next interval's heartbeat */
+  :: atomic {
+       !(ELIGIBLE(0) && SHARE(0, me)) &&
+       !(NTX > 1 && ELIGIBLE(NTX - 1) && SHARE(NTX - 1, me)) -> vw[me] = 0
+     };
+     goto top
+#endif
   fi;
   if
   :: act == A_LATE -> goto l_late
@@ -649,15 +731,22 @@ top:
    * server's clock} -> lease = {me, expires: now + LEASE}; the deadline counts from here.
    * Not "or ours": a daemon never takes over its own lease (lib/src/engine/requests.cc, Claim);
    * every exit path releases it, and one left by a crash expires like any other. */
+#ifdef BUG_SHARE_AS_PERMISSION
+  /* the share taken as permission: it is ours, so no claim */
+  atomic {
+    BEGIN_DRIVE; ok = 1; printf("MSC: daemon %d: drives txn %d of its share, no claim\n", me, t)
+  }
+#else
   atomic {
     if
     :: FRESH(t, me) && !quar[t] && (own[t] == 0 || lexp[t] == 0) ->
       LOG_TXN(t, DMAJ);
-      own[t] = me + 1; lexp[t] = LEASE + 1; drem[me] = LEASE - MARGIN; ok = 1
+      own[t] = me + 1; lexp[t] = LEASE + 1; drem[me] = LEASE - MARGIN; BEGIN_DRIVE; ok = 1
     :: else -> ok = 0
     fi;
     MAJ_ACK(DMAJ); printf("MSC: daemon %d: claims txn %d: %d\n", me, t, ok)
   }
+#endif
   if :: !ok -> goto idle :: else -> skip fi;
 
   if
@@ -781,6 +870,9 @@ fail: /* release the lease, best effort: {_id, lease.owner: me} -> unset lease *
 idle:
   atomic {
     FRESH(t, me) = 0; drem[me] = 0;
+#ifdef FLEET
+    vw[me] = 0;
+#endif
     t = 0; rs = 0; ra = 0; raw = 0; act = 0; a = 0; ok = 0; cannot = 0; unk = 0;
 #ifdef FIX_UNDO_OWN
     mine = 0;
@@ -1004,6 +1096,10 @@ proctype checker() {
 
 init {
   atomic {
+#ifdef FLEET
+    /* the fleet is running: both members have just heartbeated */
+    hb[0] = HBX; hb[ND - 1] = HBX;
+#endif
 
 #ifdef TAGGED
     run app_tagged(0);

@@ -30,38 +30,42 @@ done
 # Properties: money (conservation, each step applied once net), leftover (marker or tag of
 # a terminal transaction left at the end), terminal, one-way (committed and rolled back),
 # atomicity (tagged documents of a terminal transaction), quarantine, deadline (a daemon
-# write landed after its lease deadline).
+# write landed after its lease deadline), exclusive (fleet: a daemon's write landed after
+# another daemon began an action on the same transaction).
 configs=(
-  "seed002-before-fixes|violation:money|-DBEFORE_TAKEOVER -DBEFORE_TRACE"
-  "seed002|clean|"
-  "seed002-2tx-1d|clean|-DNTX=2 -DND=1"
-  "seed002-no-resume|clean|-DNO_RESUME"
-  "seed002-no-resume-2tx-1d|clean|-DNO_RESUME -DNTX=2 -DND=1"
-  "seed002-before-trace|violation:money|-DBEFORE_TRACE"
-  "seed002-before-takeover|violation:money|-DBEFORE_TAKEOVER"
-  "seed002-undo-own-applies|violation:money|-DBEFORE_TAKEOVER -DBEFORE_TRACE -DFIX_UNDO_OWN"
-  "seed003-conditional|clean|-DTAGGED"
-  "seed003-conditional-2tx-1d|clean|-DTAGGED -DNTX=2 -DND=1"
-  "seed003-as-the-seed-writes-it|violation:one-way|-DTAGGED -DUNCOND_FINISHING"
+  "manual-transfer-before-fixes|violation:money|-DBEFORE_TAKEOVER -DBEFORE_TRACE"
+  "manual-transfer|clean|"
+  "manual-transfer-2tx-1d|clean|-DNTX=2 -DND=1"
+  "manual-transfer-no-resume|clean|-DNO_RESUME"
+  "manual-transfer-no-resume-2tx-1d|clean|-DNO_RESUME -DNTX=2 -DND=1"
+  "manual-transfer-before-trace|violation:money|-DBEFORE_TRACE"
+  "manual-transfer-before-takeover|violation:money|-DBEFORE_TAKEOVER"
+  "manual-transfer-undo-own-applies|violation:money|-DBEFORE_TAKEOVER -DBEFORE_TRACE -DFIX_UNDO_OWN"
+  "tagged-inserts-conditional|clean|-DTAGGED"
+  "tagged-inserts-conditional-2tx-1d|clean|-DTAGGED -DNTX=2 -DND=1"
+  "tagged-inserts-unconditional-finishing|violation:one-way|-DTAGGED -DUNCOND_FINISHING"
   "lease-fence-only|clean|-DNO_LOCAL_CHECK"
   "lease-local-check-only|violation:deadline|-DNO_FENCE"
   "lease-local-check-only-money|clean|-DNO_FENCE -DNO_DEADLINE_ASSERT"
   "lease-none-money|clean|-DNO_FENCE -DNO_LOCAL_CHECK -DNO_DEADLINE_ASSERT"
   "seeded-a-no-deadline-check|violation:deadline|-DNO_FENCE -DNO_LOCAL_CHECK"
-  "seeded-a-no-deadline-check-seed003|violation:deadline|-DTAGGED -DNO_FENCE -DNO_LOCAL_CHECK"
+  "seeded-a-no-deadline-check-tagged-inserts|violation:deadline|-DTAGGED -DNO_FENCE -DNO_LOCAL_CHECK"
   "seeded-b-rollback-applied|violation:one-way|-DBUG_ROLLBACK_APPLIED"
-  "seeded-b-rollback-applied-seed003|violation:one-way|-DTAGGED -DBUG_ROLLBACK_APPLIED"
+  "seeded-b-rollback-applied-tagged-inserts|violation:one-way|-DTAGGED -DBUG_ROLLBACK_APPLIED"
   "no-orphan-scan|violation:leftover|-DNO_ORPHAN_SCAN"
   "wloss-w1|violation:money|-DWLOSS"
   "wloss-app-majority-only|violation:money|-DWLOSS -DAPP_MAJORITY"
   "wloss-daemon-majority-only|violation:money|-DWLOSS -DDAEMON_MAJORITY"
   "wloss-majority|clean|-DWLOSS -DAPP_MAJORITY -DDAEMON_MAJORITY"
-  "wloss-w1-seed003|violation:leftover|-DTAGGED -DWLOSS"
-  "wloss-majority-seed003|clean|-DTAGGED -DWLOSS -DAPP_MAJORITY -DDAEMON_MAJORITY"
+  "wloss-w1-tagged-inserts|violation:leftover|-DTAGGED -DWLOSS"
+  "wloss-majority-tagged-inserts|clean|-DTAGGED -DWLOSS -DAPP_MAJORITY -DDAEMON_MAJORITY"
+  "fleet-manual-transfer|clean|-DFLEET"
+  "fleet-tagged-inserts|clean|-DFLEET -DTAGGED"
+  "seeded-c-fleet-share-as-permission|violation:exclusive|-DFLEET -DBUG_SHARE_AS_PERMISSION"
 )
 
 if ((list)); then
-  for c in "${configs[@]}"; do IFS='|' read -r n e f <<<"$c"; printf '%-36s %-20s %s\n' "$n" "$e" "$f"; done
+  for c in "${configs[@]}"; do IFS='|' read -r n e f <<<"$c"; printf '%-44s %-20s %s\n' "$n" "$e" "$f"; done
   exit 0
 fi
 
@@ -74,6 +78,7 @@ mkdir -p "$work"
 property_of() {
   local text="$1"
   case "$text" in
+    *'drv[t]'*) echo exclusive ;;
     *'drem[me]>0'*) echo deadline ;;
     *cmt\[t\]\&\&*) echo one-way ;;
     *c_net*|*c_bal*) echo money ;;
@@ -111,7 +116,8 @@ if [[ -n "$trail" ]]; then
   echo "$trail: $(property_of "$text") violated; shortest trail, then the failed assertion"
   echo "(states: 1 initial, 2 pending/started, 3 applied/finishing, 4 done, 5 canceling/rollback,"
   echo " 6 cancelled, 7 resuming; actions: 1 cancel, 2 resume, 3 roll back, 4 finish,"
-  echo " 5 finish the rollback, 6 late-write check; ': 1' matched, ': 0' matched nothing):"
+  echo " 5 finish the rollback, 6 late-write check; ': 1' matched, ': 0' matched nothing;"
+  echo " live members, a fleet's view: 1 daemon 0, 2 daemon 1, 3 both):"
   # shellcheck disable=SC2086
   spin $flags -t -k recovery.pml.trail "$model" 2>&1 | sed -n 's/^ *MSC: /  /p'
   echo "  -> $(echo "$text" | cut -c1-240)"
@@ -163,7 +169,7 @@ for c in "${selected[@]}"; do
 done
 wait
 
-printf '%-36s %-20s %-20s %12s %12s %9s %8s\n' configuration expected result "states" transitions "memory" seconds
+printf '%-44s %-20s %-20s %12s %12s %9s %8s\n' configuration expected result "states" transitions "memory" seconds
 passed=0 failed=0
 for c in "${selected[@]}"; do
   IFS='|' read -r n e f <<<"$c"
@@ -196,7 +202,7 @@ for c in "${selected[@]}"; do
     failed=$((failed + 1))
     mark="  <-- expected $e"
   fi
-  printf '%-36s %-20s %-20s %12s %12s %9s %8s%s\n' "$n" "$e" "$result" "${states:--}" "${trans:--}" "${mem:--}" "${secs:--}" "$mark"
+  printf '%-44s %-20s %-20s %12s %12s %9s %8s%s\n' "$n" "$e" "$result" "${states:--}" "${trans:--}" "${mem:--}" "${secs:--}" "$mark"
 done
 echo "(states stored and transitions up to the first violation where there is one; seconds:"
 echo " pan's search time; memory: pan's total; wall time of the whole check: $(($(date +%s) - t0))s)"
