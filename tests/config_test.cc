@@ -44,7 +44,7 @@ name = "bank"
 database = "bank"
 )";
 
-TEST_F(ConfigFile, MinimalFileGetsTheSeedDefaults) {
+TEST_F(ConfigFile, MinimalFileGetsTheProfileDefaults) {
   Config c;
   ASSERT_TRUE(LoadConfig(Write(kMinimal), Env(), &c).ok());
   ASSERT_EQ(c.watches.size(), 1u);

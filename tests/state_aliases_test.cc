@@ -39,7 +39,7 @@ TEST(StateAliases, ASpellingOfTwoStatesOrAStateWithoutSpellingIsRefused) {
   EXPECT_TRUE(none.Validate({TxnState::kPending}).empty()) << "a profile may do without a state";
 }
 
-TEST(StateAliases, ConfigurationAcceptsEachStateUnderTheNamesTheSeedsGiveIt) {
+TEST(StateAliases, ConfigurationAcceptsEachStateUnderTheNamesApplicationsGiveIt) {
   WatchSpec w = WatchFromToml(R"(
 [[watch]]
 name = "w"
@@ -147,7 +147,7 @@ TEST_P(StateSpellings, AStateThatMatchesNoSpellingIsQuarantinedAndNothingIsTouch
   for (const auto& [k, d] : before.accounts) EXPECT_EQ(after.accounts[k], d) << k;
 }
 
-TEST_P(StateSpellings, TheSeedsMisspeltInitialIsCancelledOnceConfiguredAsAnAlias) {
+TEST_P(StateSpellings, AnApplicationsMisspeltInitialIsCancelledOnceConfiguredAsAnAlias) {
   Use("[watch.states]\ninitial = [\"initial\", \"intital\"]\n"
       "canceled = [\"canceled\", \"cancel\"]\n");
   Snapshot before = bank_->Take();

@@ -66,7 +66,7 @@ class TaggedInsert : public ::testing::TestWithParam<std::string> {
   TaggedSnapshot before_;
 };
 
-TEST_P(TaggedInsert, TheSeedsNamesAreTheProfilesDefaults) {
+TEST_P(TaggedInsert, TheApplicationsNamesAreTheProfilesDefaults) {
   const Profile& p = watch_.profile;
   ASSERT_NE(p.tagged_insert(), nullptr);
   EXPECT_EQ(p.kind(), "tagged-insert");

@@ -48,8 +48,8 @@ std::optional<AgeWindow> EligibleAges(TxnState state, bool resumable, const Thre
     case TxnState::kInitial:
       return AgeWindow{t.initial_timeout, std::nullopt};
     case TxnState::kPending:
-      // What is left to apply only the application knows when it cannot be resumed (seed
-      // 003): it keeps the whole of rollback_after to finish.
+      // What is left to apply only the application knows when it cannot be resumed (tagged
+      // inserts): it keeps the whole of rollback_after to finish.
       return AgeWindow{resumable ? t.resume_after : t.rollback_after, std::nullopt};
     case TxnState::kApplied:
     case TxnState::kCanceling:
