@@ -9,8 +9,8 @@
 #
 # Usage: scripts/test.sh [--sanitize] [--engine embedded|documentdb] [-- CTEST_ARGS...]
 #   --sanitize       ASan/UBSan build in build-asan/
-#   --engine E       only the build and the pass against E (no Release check, formatting or
-#                    model check; against DocumentDB, the database tests only)
+#   --engine E       only the build and the pass against E (no Release check, formatting,
+#                    clang-tidy or model check; against DocumentDB, the database tests only)
 #   -- CTEST_ARGS    given to every ctest pass, e.g. `-- -R Retention`
 # With TXN_RECOVERY_TEST_URI set, the one pass runs every test against that server (a real
 # mongod or replica set) instead of the two engines.
@@ -75,6 +75,14 @@ if ((only == 0)); then
   mapfile -t sources < <(cd "$root" && git ls-files '*.cc' '*.h' 2>/dev/null || true)
   if ((${#sources[@]})); then
     (cd "$root" && clang-format --dry-run -Werror "${sources[@]}")
+  fi
+
+  # The checks of .clang-tidy over lib/, daemon/, tests/ and bench/; a file's clean result
+  # is cached per user (scripts/tidy.sh), so a warm run costs seconds. The sanitizer run
+  # leaves it out: the same sources, only under other flags.
+  if [[ -z "$sanitize" ]]; then
+    echo "== clang-tidy"
+    "$root/scripts/tidy.sh" "$build_dir"
   fi
 
   # The formal model of the recovery protocol (model/README.md): every configuration of
