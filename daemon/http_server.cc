@@ -572,63 +572,69 @@ struct HealthServer::Impl {
         while (read(wake[0], buf, sizeof buf) > 0) {
         }
       }
-      std::vector<std::pair<std::uint64_t, std::pair<std::string, bool>>> finished;
-      {
-        std::lock_guard lock(done_mu);
-        finished.swap(done);
-      }
-      for (auto& [id, response] : finished) {
-        auto it = conns.find(id);
-        if (it == conns.end() || it->second.state != ConnState::kHandling) continue;
-        Respond(it->second, std::move(response.first), response.second, now);
-        if (!WriteTo(it->second))
-          Close(it);
-        else if (it->second.sent == it->second.out.size())
-          Finished(it, now);
-      }
+      SendHandled(now);
       for (std::size_t k = 2; k < fds.size(); ++k) {
         if (fds[k].revents == 0) continue;
         auto it = conns.find(ids[k - 2]);
         if (it == conns.end()) continue;  // evicted or answered meanwhile
-        Conn& c = it->second;
-        if (c.state == ConnState::kDraining) {
-          char buf[4096];
-          ssize_t n;
-          while ((n = recv(c.fd, buf, sizeof buf, 0)) > 0) {
-          }
-          if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) Close(it);
-          continue;
-        }
-        if (c.state == ConnState::kReading) {
-          if (!ReadFrom(c)) {
-            Close(it);
-            continue;
-          }
-          TryRequest(it->first, c, now);
-          if (c.state == ConnState::kWriting && !WriteTo(c)) {
-            Close(it);
-            continue;
-          }
-        } else if (c.state == ConnState::kWriting) {
-          if (!WriteTo(c)) {
-            Close(it);
-            continue;
-          }
-        }
-        if (c.state == ConnState::kWriting && c.sent == c.out.size()) Finished(it, now);
+        OnReady(it, now);
       }
       if (fds[0].revents & POLLIN) Accept(now);
-      for (auto it = conns.begin(); it != conns.end();) {
-        auto next_it = std::next(it);
-        if (it->second.state != ConnState::kHandling && now >= it->second.deadline) {
-          if (it->second.state != ConnState::kDraining) timed_out++;
-          Close(it);
-        }
-        it = next_it;
-      }
+      CloseExpired(now);
     }
     for (auto& [id, c] : conns) close(c.fd);
     conns.clear();
+  }
+
+  // Starts sending the responses the workers have finished.
+  void SendHandled(Clock::time_point now) {
+    std::vector<std::pair<std::uint64_t, std::pair<std::string, bool>>> finished;
+    {
+      std::lock_guard lock(done_mu);
+      finished.swap(done);
+    }
+    for (auto& [id, response] : finished) {
+      auto it = conns.find(id);
+      if (it == conns.end() || it->second.state != ConnState::kHandling) continue;
+      Respond(it->second, std::move(response.first), response.second, now);
+      if (!WriteTo(it->second))
+        Close(it);
+      else if (it->second.sent == it->second.out.size())
+        Finished(it, now);
+    }
+  }
+
+  // The connection `it` polled ready: read, answer or write what it can.
+  void OnReady(std::map<std::uint64_t, Conn>::iterator it, Clock::time_point now) {
+    Conn& c = it->second;
+    if (c.state == ConnState::kDraining) {
+      char buf[4096];
+      ssize_t n;
+      while ((n = recv(c.fd, buf, sizeof buf, 0)) > 0) {
+      }
+      if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) Close(it);
+      return;
+    }
+    if (c.state == ConnState::kReading) {
+      if (!ReadFrom(c)) return Close(it);
+      TryRequest(it->first, c, now);
+      if (c.state == ConnState::kWriting && !WriteTo(c)) return Close(it);
+    } else if (c.state == ConnState::kWriting) {
+      if (!WriteTo(c)) return Close(it);
+    }
+    if (c.state == ConnState::kWriting && c.sent == c.out.size()) Finished(it, now);
+  }
+
+  // Closes the connections past their deadline (but those a worker is answering).
+  void CloseExpired(Clock::time_point now) {
+    for (auto it = conns.begin(); it != conns.end();) {
+      auto next_it = std::next(it);
+      if (it->second.state != ConnState::kHandling && now >= it->second.deadline) {
+        if (it->second.state != ConnState::kDraining) timed_out++;
+        Close(it);
+      }
+      it = next_it;
+    }
   }
 
   // A response went out whole: close, or wait for the next request of the connection.

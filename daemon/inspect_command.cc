@@ -29,94 +29,117 @@ int ExitFor(const Status& s) {
   return s.IsUnavailable() ? kExitUnavailable : kExitIncomplete;
 }
 
+// What inspect found for one watch. `status` is the first failure; what was found
+// before it is kept.
+struct WatchFindings {
+  Status status = Status::Ok();
+  bool paused = false;
+  txn_recovery::StuckReport report;
+  nlohmann::json quarantined = nlohmann::json::array();
+  nlohmann::json missing = nlohmann::json::array();
+  std::vector<txn_recovery::IndexCheck> checks;
+};
+
+WatchFindings InspectWatch(const txn_recovery::WatchSpec& w, txn_recovery::Store* store) {
+  WatchFindings f;
+  Status& s = f.status;
+  s = txn_recovery::IsPaused(store, w, &f.paused);
+  if (s.ok()) s = txn_recovery::Inspect(store, w, &f.report);
+  if (s.ok()) {
+    s = txn_recovery::ListQuarantined(store, w, [&](const txn_recovery::QuarantinedTxn& q) {
+      const auto* state = q.state ? &*q.state : nullptr;
+      f.quarantined.push_back(
+          {{"_id", IdJson(q.id)},
+           {"state",
+            state ? (state->is_string() ? *state->as_string() : state->ToString()) : "<missing>"},
+           {"reason", q.record.reason}});
+    });
+  }
+  // Inspect never creates indexes (it only reads); it shows what is missing.
+  if (s.ok()) s = txn_recovery::EnsureIndexes(store, w, /*create=*/false, &f.checks);
+  for (const auto& c : f.checks)
+    if (!c.present)
+      f.missing.push_back({{"namespace", c.index.ns.ToString()},
+                           {"keys", c.index.spec.ToString()},
+                           {"needed_by", c.index.why}});
+  return f;
+}
+
+nlohmann::json WatchJson(const txn_recovery::WatchSpec& w, const WatchFindings& f) {
+  const Status& s = f.status;
+  const txn_recovery::StuckReport& report = f.report;
+  nlohmann::json stuck = nlohmann::json::object();
+  for (const auto& [state, n] : report.stuck)
+    stuck[std::string(txn_recovery::TxnStateName(state))] = n;
+  return {
+      {"name", w.name},
+      {"namespace", w.ns.ToString()},
+      {"status", s.ok() ? "ok" : s.ToString()},
+      {"paused", f.paused},
+      {"stuck", stuck},
+      {"oldest_stuck_age_seconds",
+       report.oldest_age ? nlohmann::json(report.oldest_age->count() / 1000.0) : nullptr},
+      {"oldest_stuck_age_from",
+       report.oldest_age ? nlohmann::json(report.oldest_age_source) : nullptr},
+      {"ages_from", txn_recovery::AgeSources(w)},
+      {"not_yet_seen", report.not_yet_seen},
+      {"quarantined", f.quarantined},
+      {"missing_indexes", f.missing},
+  };
+}
+
+void PrintWatch(const txn_recovery::WatchSpec& w, const WatchFindings& f, std::ostream& out) {
+  const Status& s = f.status;
+  const txn_recovery::StuckReport& report = f.report;
+  out << "watch " << w.name << " (" << w.ns.ToString() << ")" << (f.paused ? " [PAUSED]" : "");
+  if (!s.ok()) {
+    out << ": ERROR " << s.ToString() << "\n";
+    return;
+  }
+  // Quarantined transactions are no longer "stuck" (the daemon has set them aside), so
+  // "stuck: none" alone would read as all clear: the quarantine is said first.
+  if (!f.quarantined.empty())
+    out << "\n  ATTENTION: " << f.quarantined.size() << " quarantined transaction"
+        << (f.quarantined.size() == 1 ? " waits" : "s wait")
+        << " for an operator (listed below; explain ID, fix it, then release ID)";
+  out << "\n  stuck (older than " << FormatDuration(w.thresholds.resume_after) << "):";
+  if (report.stuck.empty()) out << " none";
+  for (const auto& [state, n] : report.stuck)
+    out << " " << txn_recovery::TxnStateName(state) << "=" << n;
+  if (report.oldest_age)
+    out << "; oldest " << report.oldest_age->count() / 1000 << "s (from "
+        << report.oldest_age_source << ")";
+  out << "\n  ages from: " << txn_recovery::AgeSources(w);
+  if (report.not_yet_seen > 0)
+    out << "\n  not yet seen: " << report.not_yet_seen
+        << " without a time (the next sweep stamps their first sighting)";
+  out << "\n  indexes: "
+      << (f.missing.empty() ? std::string("all present")
+                            : std::to_string(f.missing.size()) + " missing")
+      << "\n";
+  for (const auto& c : f.checks)
+    if (!c.present) out << "    " << DescribeMissing(c) << "\n";
+  out << "  quarantined: " << f.quarantined.size() << "\n";
+  for (const auto& q : f.quarantined)
+    out << "    _id=" << JsonIdText(q["_id"]) << "  " << q["state"].get<std::string>() << "  "
+        << q["reason"].get<std::string>() << "\n";
+}
+
 }  // namespace
 
 int RunInspect(const Config& config, txn_recovery::Store* store, bool json, std::ostream& out) {
   nlohmann::json watches = nlohmann::json::array();
   int code = kExitOk;
   for (const auto& w : config.watches) {
-    bool paused = false;
-    txn_recovery::StuckReport report;
-    Status s = txn_recovery::IsPaused(store, w, &paused);
-    if (s.ok()) s = txn_recovery::Inspect(store, w, &report);
-    nlohmann::json quarantined = nlohmann::json::array();
-    if (s.ok()) {
-      s = txn_recovery::ListQuarantined(store, w, [&](const txn_recovery::QuarantinedTxn& q) {
-        const auto* state = q.state ? &*q.state : nullptr;
-        quarantined.push_back(
-            {{"_id", IdJson(q.id)},
-             {"state",
-              state ? (state->is_string() ? *state->as_string() : state->ToString()) : "<missing>"},
-             {"reason", q.record.reason}});
-      });
-    }
-    // Inspect never creates indexes (it only reads); it shows what is missing.
-    nlohmann::json missing = nlohmann::json::array();
-    std::vector<txn_recovery::IndexCheck> checks;
-    if (s.ok()) s = txn_recovery::EnsureIndexes(store, w, /*create=*/false, &checks);
-    for (const auto& c : checks)
-      if (!c.present)
-        missing.push_back({{"namespace", c.index.ns.ToString()},
-                           {"keys", c.index.spec.ToString()},
-                           {"needed_by", c.index.why}});
-    if (!s.ok()) code = std::max(code, ExitFor(s));
+    const WatchFindings f = InspectWatch(w, store);
+    if (!f.status.ok()) code = std::max(code, ExitFor(f.status));
     // A quarantined transaction waits for an operator: monitoring scripts read the exit
     // code, as they do the sweep's.
-    if (!quarantined.empty()) code = std::max(code, kExitIncomplete);
-    nlohmann::json stuck = nlohmann::json::object();
-    for (const auto& [state, n] : report.stuck)
-      stuck[std::string(txn_recovery::TxnStateName(state))] = n;
-    nlohmann::json jw = {
-        {"name", w.name},
-        {"namespace", w.ns.ToString()},
-        {"status", s.ok() ? "ok" : s.ToString()},
-        {"paused", paused},
-        {"stuck", stuck},
-        {"oldest_stuck_age_seconds",
-         report.oldest_age ? nlohmann::json(report.oldest_age->count() / 1000.0) : nullptr},
-        {"oldest_stuck_age_from",
-         report.oldest_age ? nlohmann::json(report.oldest_age_source) : nullptr},
-        {"ages_from", txn_recovery::AgeSources(w)},
-        {"not_yet_seen", report.not_yet_seen},
-        {"quarantined", quarantined},
-        {"missing_indexes", missing},
-    };
-    if (json) {
-      watches.push_back(std::move(jw));
-      continue;
-    }
-    out << "watch " << w.name << " (" << w.ns.ToString() << ")" << (paused ? " [PAUSED]" : "");
-    if (!s.ok()) {
-      out << ": ERROR " << s.ToString() << "\n";
-      continue;
-    }
-    // Quarantined transactions are no longer "stuck" (the daemon has set them aside), so
-    // "stuck: none" alone would read as all clear: the quarantine is said first.
-    if (!quarantined.empty())
-      out << "\n  ATTENTION: " << quarantined.size() << " quarantined transaction"
-          << (quarantined.size() == 1 ? " waits" : "s wait")
-          << " for an operator (listed below; explain ID, fix it, then release ID)";
-    out << "\n  stuck (older than " << FormatDuration(w.thresholds.resume_after) << "):";
-    if (report.stuck.empty()) out << " none";
-    for (const auto& [state, n] : report.stuck)
-      out << " " << txn_recovery::TxnStateName(state) << "=" << n;
-    if (report.oldest_age)
-      out << "; oldest " << report.oldest_age->count() / 1000 << "s (from "
-          << report.oldest_age_source << ")";
-    out << "\n  ages from: " << txn_recovery::AgeSources(w);
-    if (report.not_yet_seen > 0)
-      out << "\n  not yet seen: " << report.not_yet_seen
-          << " without a time (the next sweep stamps their first sighting)";
-    out << "\n  indexes: "
-        << (missing.empty() ? std::string("all present")
-                            : std::to_string(missing.size()) + " missing")
-        << "\n";
-    for (const auto& c : checks)
-      if (!c.present) out << "    " << DescribeMissing(c) << "\n";
-    out << "  quarantined: " << quarantined.size() << "\n";
-    for (const auto& q : quarantined)
-      out << "    _id=" << JsonIdText(q["_id"]) << "  " << q["state"].get<std::string>() << "  "
-          << q["reason"].get<std::string>() << "\n";
+    if (!f.quarantined.empty()) code = std::max(code, kExitIncomplete);
+    if (json)
+      watches.push_back(WatchJson(w, f));
+    else
+      PrintWatch(w, f, out);
   }
   if (json) out << nlohmann::json{{"watches", watches}, {"exit_code", code}}.dump(2) << "\n";
   return code;

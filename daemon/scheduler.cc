@@ -180,6 +180,8 @@ class Daemon {
   }
   // Sleeps up to `d`, waking early for a stop or reload request, and keeps the watchdog fed.
   void Wait(milliseconds d);
+  void SweepUntilStopped();
+  void ShutDown();
   milliseconds Jittered(milliseconds interval);
   void StartDrainDeadline();
   void PublishStatus(const SweepOutcome& o, milliseconds took, milliseconds next);
@@ -595,6 +597,56 @@ void Daemon::PublishStatus(const SweepOutcome& o, milliseconds took, millisecond
   notifier_.Status(status);
 }
 
+// Sweeps every interval (after a failed sweep: after the backoff) until asked to stop.
+void Daemon::SweepUntilStopped() {
+  milliseconds backoff = config_.daemon.backoff_initial;
+  while (!stop_.load()) {
+    bool reload = false;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      std::swap(reload, reload_requested_);
+    }
+    if (reload) Reload();
+    auto t0 = Steady::now();
+    SweepOutcome o = SweepAll();
+    auto took = duration_cast<milliseconds>(Steady::now() - t0);
+    if (stop_.load()) break;
+    milliseconds next;
+    if (o.database_up) {
+      backoff = config_.daemon.backoff_initial;
+      next = Jittered(config_.daemon.interval);
+    } else {
+      // The tagged-insert application's schedule, jittered so that hosts reconnecting after an
+      // outage spread out.
+      next = Jittered(backoff);
+      backoff = std::min(backoff * 2, config_.daemon.backoff_max);
+    }
+    PublishStatus(o, took, next);
+    std::uint64_t suppressed = SuppressedLogMessages();
+    metrics_.Inc("txn_recoveryd_log_messages_suppressed_total", {},
+                 static_cast<double>(suppressed - suppressed_logs_reported_));
+    suppressed_logs_reported_ = suppressed;
+    Wait(next);
+  }
+}
+
+// Releases the leases, stops serving and lets the shutdown deadline's thread go.
+void Daemon::ShutDown() {
+  notifier_.Status("stopping: releasing leases");
+  store_.reset();
+  if (http_) http_->Stop();
+  spdlog::info("stopped");
+  spdlog::default_logger()->flush();
+  std::thread deadline;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    finished_ = true;
+    deadline = std::move(deadline_thread_);
+    cv_.notify_all();
+  }
+  if (deadline.joinable()) deadline.join();
+}
+
 int Daemon::Run() {
   // Before any thread exists, so that every thread inherits the mask and only the watcher
   // receives these signals.
@@ -633,49 +685,9 @@ int Daemon::Run() {
   notifier_.Ready();
   notifier_.Status("started; first sweep under way");
 
-  milliseconds backoff = config_.daemon.backoff_initial;
-  while (!stop_.load()) {
-    bool reload = false;
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      std::swap(reload, reload_requested_);
-    }
-    if (reload) Reload();
-    auto t0 = Steady::now();
-    SweepOutcome o = SweepAll();
-    auto took = duration_cast<milliseconds>(Steady::now() - t0);
-    if (stop_.load()) break;
-    milliseconds next;
-    if (o.database_up) {
-      backoff = config_.daemon.backoff_initial;
-      next = Jittered(config_.daemon.interval);
-    } else {
-      // The tagged-insert application's schedule, jittered so that hosts reconnecting after an
-      // outage spread out.
-      next = Jittered(backoff);
-      backoff = std::min(backoff * 2, config_.daemon.backoff_max);
-    }
-    PublishStatus(o, took, next);
-    std::uint64_t suppressed = SuppressedLogMessages();
-    metrics_.Inc("txn_recoveryd_log_messages_suppressed_total", {},
-                 static_cast<double>(suppressed - suppressed_logs_reported_));
-    suppressed_logs_reported_ = suppressed;
-    Wait(next);
-  }
+  SweepUntilStopped();
 
-  notifier_.Status("stopping: releasing leases");
-  store_.reset();
-  if (http_) http_->Stop();
-  spdlog::info("stopped");
-  spdlog::default_logger()->flush();
-  std::thread deadline;
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    finished_ = true;
-    deadline = std::move(deadline_thread_);
-    cv_.notify_all();
-  }
-  if (deadline.joinable()) deadline.join();
+  ShutDown();
   return kExitOk;
 }
 

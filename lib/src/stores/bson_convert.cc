@@ -206,6 +206,58 @@ Document FromBson(const bson_t* bson) {
 
 namespace {
 
+// {path: {$exists: true, $not: {$type: type}}}
+void AppendPresentNotOfType(bson_t* out, const char* path, const char* type) {
+  bson_t cond;
+  bson_t not_doc;
+  bson_append_document_begin(out, path, -1, &cond);
+  bson_append_bool(&cond, "$exists", -1, true);
+  bson_append_document_begin(&cond, "$not", -1, &not_doc);
+  bson_append_utf8(&not_doc, "$type", -1, type, -1);
+  bson_append_document_end(&cond, &not_doc);
+  bson_append_document_end(out, &cond);
+}
+
+// The comparisons with the server's clock (kServerNowBefore, kBeforeServerNow): with
+// `daemon_clock`, on that estimate instead.
+Status AppendServerClockPredicate(bson_t* out, const Predicate& p, const DateTime* daemon_clock) {
+  bson_t cond;
+  if (daemon_clock != nullptr && p.op == Predicate::Op::kServerNowBefore) {
+    const DateTime* deadline = p.value.as_datetime();
+    if (deadline != nullptr && daemon_clock->millis < deadline->millis) return Status::Ok();
+    // Past the deadline: a condition no document meets (every document has an _id).
+    bson_append_document_begin(out, "_id", -1, &cond);
+    bson_append_bool(&cond, "$exists", -1, false);
+    bson_append_document_end(out, &cond);
+    return Status::Ok();
+  }
+  if (daemon_clock != nullptr) {
+    bson_t not_doc;
+    bson_append_document_begin(out, p.path.c_str(), -1, &cond);
+    bson_append_document_begin(&cond, "$not", -1, &not_doc);
+    bson_append_date_time(&not_doc, "$gte", -1, daemon_clock->millis);
+    bson_append_document_end(&cond, &not_doc);
+    bson_append_document_end(out, &cond);
+    return Status::Ok();
+  }
+  // {$expr: {$lt: [a, b]}}: evaluated by the server as it applies the write, on its
+  // own clock ($$NOW), so the comparison and the write are one atomic step.
+  bson_t args;
+  bson_append_document_begin(out, "$expr", -1, &cond);
+  bson_append_array_begin(&cond, "$lt", -1, &args);
+  if (p.op == Predicate::Op::kServerNowBefore) {
+    bson_append_utf8(&args, "0", -1, "$$NOW", -1);
+    if (Status s = AppendValue(&args, "1", p.value); !s.ok()) return s;
+  } else {
+    const std::string field = "$" + p.path;
+    bson_append_utf8(&args, "0", -1, field.c_str(), -1);
+    bson_append_utf8(&args, "1", -1, "$$NOW", -1);
+  }
+  bson_append_array_end(&cond, &args);
+  bson_append_document_end(out, &cond);
+  return Status::Ok();
+}
+
 // {path: {$op: value}} (or {path: value} for equality, which also means "contains" on
 // arrays, as the algebra requires).
 Status AppendPredicate(bson_t* out, const Predicate& p, const DateTime* daemon_clock) {
@@ -252,66 +304,16 @@ Status AppendPredicate(bson_t* out, const Predicate& p, const DateTime* daemon_c
       bson_append_document_end(out, &cond);
       return Status::Ok();
     }
-    case Predicate::Op::kPresentNotArray: {
-      bson_t not_doc;
-      bson_append_document_begin(out, k, -1, &cond);
-      bson_append_bool(&cond, "$exists", -1, true);
-      bson_append_document_begin(&cond, "$not", -1, &not_doc);
-      bson_append_utf8(&not_doc, "$type", -1, "array", -1);
-      bson_append_document_end(&cond, &not_doc);
-      bson_append_document_end(out, &cond);
+    case Predicate::Op::kPresentNotArray:
+      AppendPresentNotOfType(out, k, "array");
       return Status::Ok();
-    }
     case Predicate::Op::kServerNowBefore:
-      if (daemon_clock != nullptr) {
-        const DateTime* deadline = p.value.as_datetime();
-        if (deadline != nullptr && daemon_clock->millis < deadline->millis) return Status::Ok();
-        // Past the deadline: a condition no document meets (every document has an _id).
-        bson_append_document_begin(out, "_id", -1, &cond);
-        bson_append_bool(&cond, "$exists", -1, false);
-        bson_append_document_end(out, &cond);
-        return Status::Ok();
-      }
-      [[fallthrough]];
-    case Predicate::Op::kBeforeServerNow: {
-      if (daemon_clock != nullptr) {
-        bson_t not_doc;
-        bson_append_document_begin(out, k, -1, &cond);
-        bson_append_document_begin(&cond, "$not", -1, &not_doc);
-        bson_append_date_time(&not_doc, "$gte", -1, daemon_clock->millis);
-        bson_append_document_end(&cond, &not_doc);
-        bson_append_document_end(out, &cond);
-        return Status::Ok();
-      }
-      // {$expr: {$lt: [a, b]}}: evaluated by the server as it applies the write, on its
-      // own clock ($$NOW), so the comparison and the write are one atomic step.
-      bson_t args;
-      bson_append_document_begin(out, "$expr", -1, &cond);
-      bson_append_array_begin(&cond, "$lt", -1, &args);
-      if (p.op == Predicate::Op::kServerNowBefore) {
-        bson_append_utf8(&args, "0", -1, "$$NOW", -1);
-        if (Status s = AppendValue(&args, "1", p.value); !s.ok()) return s;
-      } else {
-        const std::string field = "$" + p.path;
-        bson_append_utf8(&args, "0", -1, field.c_str(), -1);
-        bson_append_utf8(&args, "1", -1, "$$NOW", -1);
-      }
-      bson_append_array_end(&cond, &args);
-      bson_append_document_end(out, &cond);
-      return Status::Ok();
-    }
+    case Predicate::Op::kBeforeServerNow:
+      return AppendServerClockPredicate(out, p, daemon_clock);
     case Predicate::Op::kNotDateTime:
-    case Predicate::Op::kNotObjectId: {
-      bson_t not_doc;
-      bson_append_document_begin(out, k, -1, &cond);
-      bson_append_bool(&cond, "$exists", -1, true);
-      bson_append_document_begin(&cond, "$not", -1, &not_doc);
-      bson_append_utf8(&not_doc, "$type", -1,
-                       p.op == Predicate::Op::kNotDateTime ? "date" : "objectId", -1);
-      bson_append_document_end(&cond, &not_doc);
-      bson_append_document_end(out, &cond);
+    case Predicate::Op::kNotObjectId:
+      AppendPresentNotOfType(out, k, p.op == Predicate::Op::kNotDateTime ? "date" : "objectId");
       return Status::Ok();
-    }
   }
   return Status::InvalidArgument("unknown predicate");
 }

@@ -36,7 +36,6 @@ Status StatusFromBsonError(const bson_error_t& error, std::string_view what) {
   switch (error.domain) {
     case MONGOC_ERROR_SERVER_SELECTION:
     case MONGOC_ERROR_STREAM:
-      return Status::Unavailable(msg);
     case MONGOC_ERROR_CLIENT:
       return Status::Unavailable(msg);
     case MONGOC_ERROR_SERVER:
@@ -700,17 +699,11 @@ bool RefusedRequests(const bson_t* reply, const Namespace& ns,
   return !refused->empty();
 }
 
-}  // namespace
-
-Status MongoStore::UpdateEach(const Namespace& ns, const std::vector<UpdateRequest>& requests,
-                              BulkResult* result) {
-  *result = BulkResult{};
-  if (requests.empty()) return Status::Ok();
-  // Sent in the order of the documents they name (their first equality, _id above all),
-  // not the caller's: two daemons' bulks over the same documents then take the server's
-  // row locks in one order, and a server that locks per document (DocumentDB on
-  // PostgreSQL) cannot deadlock them against each other (it did: code 112 after 15-25 s).
-  // The contract lets a bulk apply its requests in any order; refusals are mapped back.
+// The indexes of `requests` in the order of the documents they name (their first equality,
+// _id above all): two daemons' bulks over the same documents then take the server's row
+// locks in one order, and a server that locks per document (DocumentDB on PostgreSQL)
+// cannot deadlock them against each other (it did: code 112 after 15-25 s).
+std::vector<std::size_t> LockOrder(const std::vector<UpdateRequest>& requests) {
   std::vector<std::size_t> order(requests.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   auto key = [&](std::size_t i) -> const Predicate* {
@@ -729,6 +722,18 @@ Status MongoStore::UpdateEach(const Namespace& ns, const std::vector<UpdateReque
     if (ka->path != kb->path) return ka->path < kb->path;
     return ka->value.ToString() < kb->value.ToString();
   });
+  return order;
+}
+
+}  // namespace
+
+Status MongoStore::UpdateEach(const Namespace& ns, const std::vector<UpdateRequest>& requests,
+                              BulkResult* result) {
+  *result = BulkResult{};
+  if (requests.empty()) return Status::Ok();
+  // Sent in lock order, not the caller's: the contract lets a bulk apply its requests in
+  // any order; refusals are mapped back.
+  const std::vector<std::size_t> order = LockOrder(requests);
   std::vector<std::pair<mongo::BsonPtr, mongo::BsonPtr>> owned;
   owned.reserve(requests.size());
   for (std::size_t i : order) {

@@ -181,6 +181,56 @@ std::string ValueText(const bson_iter_t* it) {
   }
 }
 
+// KEY=VALUE of the option at `it`, the value masked (and kept in `secrets`) when secret.
+std::string OptionText(const std::string& key, const bson_iter_t* it,
+                       std::vector<std::string>* secrets) {
+  std::string value = ValueText(it);
+  if (IsSecretOption(key)) {
+    secrets->push_back(value);
+    value = kMask;
+  }
+  return std::string(DisplayName(key)) + "=" + value;
+}
+
+// NAME:VALUE,... of the authMechanismProperties document at `it`, the values of all but
+// the public properties masked (and kept in `secrets`).
+std::string MechanismPropertiesText(const bson_iter_t* it, std::vector<std::string>* secrets) {
+  bson_iter_t props;
+  std::string list;
+  if (BSON_ITER_HOLDS_DOCUMENT(it) && bson_iter_recurse(it, &props)) {
+    while (bson_iter_next(&props)) {
+      std::string name = bson_iter_key(&props);
+      std::string value = ValueText(&props);
+      if (!IsPublicMechanismProperty(name)) {
+        secrets->push_back(value);
+        value = kMask;
+      }
+      list += (list.empty() ? "" : ",") + name + ":" + value;
+    }
+  }
+  return list;
+}
+
+// One readPreferenceTags=NAME:VALUE,... option for each tag set of the read preference.
+void AddReadPreferenceTags(const mongoc_uri_t* uri, std::vector<std::string>* options) {
+  const mongoc_read_prefs_t* prefs = mongoc_uri_get_read_prefs_t(uri);
+  if (prefs == nullptr) return;
+  const bson_t* tags = mongoc_read_prefs_get_tags(prefs);
+  bson_iter_t it, tag_set, tag;
+  if (tags && bson_iter_init(&it, tags)) {
+    while (bson_iter_next(&it)) {
+      std::string list;
+      if (BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &tag_set))
+        while (bson_iter_next(&tag_set)) {
+          tag = tag_set;
+          list +=
+              (list.empty() ? "" : ",") + std::string(bson_iter_key(&tag)) + ":" + ValueText(&tag);
+        }
+      options->push_back("readPreferenceTags=" + list);
+    }
+  }
+}
+
 struct Rendered {
   std::string text;
   std::vector<std::string> secrets;
@@ -217,40 +267,18 @@ Rendered Render(const mongoc_uri_t* uri) {
     while (bson_iter_next(&it)) {
       std::string key = Lower(bson_iter_key(&it));
       if (key == MONGOC_URI_APPNAME) continue;  // the daemon's own name, set on every open
-      std::string value = ValueText(&it);
-      if (IsSecretOption(key)) {
-        r.secrets.push_back(value);
-        value = kMask;
-      }
-      options.push_back(std::string(DisplayName(key)) + "=" + value);
+      options.push_back(OptionText(key, &it, &r.secrets));
     }
   }
   if (const bson_t* creds = mongoc_uri_get_credentials(uri); creds && bson_iter_init(&it, creds)) {
     while (bson_iter_next(&it)) {
       std::string key = Lower(bson_iter_key(&it));
       if (key == MONGOC_URI_AUTHMECHANISMPROPERTIES) {
-        bson_iter_t props;
-        std::string list;
-        if (BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &props)) {
-          while (bson_iter_next(&props)) {
-            std::string name = bson_iter_key(&props);
-            std::string value = ValueText(&props);
-            if (!IsPublicMechanismProperty(name)) {
-              r.secrets.push_back(value);
-              value = kMask;
-            }
-            list += (list.empty() ? "" : ",") + name + ":" + value;
-          }
-        }
+        std::string list = MechanismPropertiesText(&it, &r.secrets);
         if (!list.empty()) options.push_back("authMechanismProperties=" + list);
         continue;
       }
-      std::string value = ValueText(&it);
-      if (IsSecretOption(key)) {
-        r.secrets.push_back(value);
-        value = kMask;
-      }
-      options.push_back(std::string(DisplayName(key)) + "=" + value);
+      options.push_back(OptionText(key, &it, &r.secrets));
     }
   }
   if (const bson_t* compressors = mongoc_uri_get_compressors(uri);
@@ -259,22 +287,7 @@ Rendered Render(const mongoc_uri_t* uri) {
     while (bson_iter_next(&it)) list += (list.empty() ? "" : ",") + std::string(bson_iter_key(&it));
     if (!list.empty()) options.push_back("compressors=" + list);
   }
-  if (const mongoc_read_prefs_t* prefs = mongoc_uri_get_read_prefs_t(uri)) {
-    const bson_t* tags = mongoc_read_prefs_get_tags(prefs);
-    bson_iter_t tag_set, tag;
-    if (tags && bson_iter_init(&it, tags)) {
-      while (bson_iter_next(&it)) {
-        std::string list;
-        if (BSON_ITER_HOLDS_DOCUMENT(&it) && bson_iter_recurse(&it, &tag_set))
-          while (bson_iter_next(&tag_set)) {
-            tag = tag_set;
-            list += (list.empty() ? "" : ",") + std::string(bson_iter_key(&tag)) + ":" +
-                    ValueText(&tag);
-          }
-        options.push_back("readPreferenceTags=" + list);
-      }
-    }
-  }
+  AddReadPreferenceTags(uri, &options);
   if (const mongoc_read_concern_t* rc = mongoc_uri_get_read_concern(uri))
     if (const char* level = mongoc_read_concern_get_level(rc))
       options.push_back(std::string("readConcernLevel=") + level);
