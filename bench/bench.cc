@@ -1379,7 +1379,9 @@ std::vector<std::int64_t> ParseList(const std::string& text) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+// An exception out of main ends the tool with its message (std::terminate), as a
+// benchmark tool may.
+int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
   CLI::App app{
       "txn-recovery-bench: the daemon's sweep vs the applications' own step-by-step recovery "
       "loop vs the server's bulk-write limit; idle sweeps; dry runs"};

@@ -115,15 +115,19 @@ ChildRun RunChild(const std::string& binary, const std::vector<std::string>& arg
     int deliver = 0;
     if (sig == SIGTRAP && event == 0 && !exec_seen) {
       exec_seen = true;  // the exec's stop: from here on, stop only at the exit
+      // ptrace takes its options and signals in the pointer argument.
       ptrace(PTRACE_SETOPTIONS, pid, nullptr,
-             reinterpret_cast<void*>(static_cast<long>(PTRACE_O_TRACEEXIT | PTRACE_O_EXITKILL)));
+             reinterpret_cast<void*>(  // NOLINT(performance-no-int-to-ptr)
+                 static_cast<long>(PTRACE_O_TRACEEXIT | PTRACE_O_EXITKILL)));
     } else if (sig == SIGTRAP && event == PTRACE_EVENT_EXIT) {
       // Exiting, its memory not yet released: the program's own high-water mark.
       if (auto hwm = StatusKb(pid, "VmHWM")) r.peak_rss_kb = *hwm;
     } else {
       deliver = sig;  // a signal for the child: pass it on
     }
-    ptrace(PTRACE_CONT, pid, nullptr, reinterpret_cast<void*>(static_cast<long>(deliver)));
+    ptrace(
+        PTRACE_CONT, pid, nullptr,
+        reinterpret_cast<void*>(static_cast<long>(deliver)));  // NOLINT(performance-no-int-to-ptr)
   }
 }
 

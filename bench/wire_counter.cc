@@ -288,7 +288,7 @@ void WireCounter::AcceptLoop() {
   }
 }
 
-void WireCounter::Pump(std::shared_ptr<Conn> c, bool to_server) {
+void WireCounter::Pump(const std::shared_ptr<Conn>& c, bool to_server) {
   const int from = to_server ? c->client : c->server;
   const int to = to_server ? c->server : c->client;
   while (std::optional<std::string> m = ReadMessage(from)) {

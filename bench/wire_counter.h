@@ -56,7 +56,7 @@ class WireCounter {
  private:
   struct Conn;
   void AcceptLoop();
-  void Pump(std::shared_ptr<Conn> c, bool to_server);
+  void Pump(const std::shared_ptr<Conn>& c, bool to_server);
 
   std::string host_, uri_;
   int target_port_ = 0, listen_fd_ = -1;

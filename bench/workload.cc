@@ -92,7 +92,9 @@ int Show(Store* store, const std::string& db) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+// An exception out of main ends the tool with its message (std::terminate), as a
+// benchmark tool may.
+int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
   CLI::App app{"txn-recovery-workload: create and show stuck two-phase-commit transfers"};
   app.require_subcommand(1);
   std::string database = "bank";

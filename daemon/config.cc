@@ -398,6 +398,9 @@ template <class... F>
 struct Overloaded : F... {
   using F::operator()...;
 };
+// C++20 deduces this from the aggregate; clang before 17 (clang-tidy 14) needs it spelled.
+template <class... F>
+Overloaded(F...) -> Overloaded<F...>;
 
 // Reads `spec` from `t` into `field` with the checks of its type and the schema's bounds.
 Status ReadKey(const Reader& r, const toml::table& t, const std::string& prefix,

@@ -53,7 +53,6 @@ using txn_recovery::Thresholds;
 using txn_recovery::TransferProfile;
 
 constexpr unsigned kEnv = kFromEnvironment;
-constexpr unsigned kTransferOps = kTransfer | kOperations;
 
 // The table. Within a section, the order is check-config's; in [[watch]] the keys of one
 // profile follow the common keys up to include_unowned, and "did you mean" weighs the

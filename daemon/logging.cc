@@ -117,7 +117,7 @@ bool IsSocket(const std::string& path) {
 // "<PRIORITY>message fields", the prefix journald and syslog understand on a stream.
 class JournalSink final : public spdlog::sinks::base_sink<std::mutex> {
  public:
-  JournalSink(std::string socket_path, FILE* fallback)
+  JournalSink(const std::string& socket_path, FILE* fallback)
       : journal_(IsSocket(socket_path)), fallback_(fallback) {}
 
  protected:

@@ -23,8 +23,7 @@ struct Case {
   const char* key;  // the key it names
 };
 
-constexpr const char* kHead = "[mongodb]\nuri = \"mongodb://h\"\n";  // lines 1-2
-#define WATCH "[[watch]]\nname = \"w\"\ndatabase = \"d\"\n"          // 3 lines
+#define WATCH "[[watch]]\nname = \"w\"\ndatabase = \"d\"\n"  // 3 lines
 
 class BadConfigTable : public ::testing::TestWithParam<Case> {
  protected:

@@ -289,7 +289,7 @@ std::vector<Shown> ShownInExample(const std::vector<std::string>& lines, const K
     Shown shown{LeadingValue(m[1].str()), lines[i]};
     std::size_t above = i;
     while (above > 0 && SetsAKey(lines[above - 1])) --above;
-    while (above > 0 && lines[above - 1].rfind("#", 0) == 0 && !SetsAKey(lines[above - 1]))
+    while (above > 0 && lines[above - 1].rfind('#', 0) == 0 && !SetsAKey(lines[above - 1]))
       shown.comment = lines[--above].substr(1) + " " + shown.comment;
     // As it reads: one space between words, whatever the lines' breaks.
     shown.comment = std::regex_replace(shown.comment, std::regex(" +"), " ");
@@ -438,7 +438,7 @@ TEST(Tree, CitesOnlyDocumentsItContains) {
        ++it) {
     std::string rel = fs::relative(it->path(), root).string();
     if (it->is_directory() &&
-        (rel.rfind(".", 0) == 0 || rel.rfind("build", 0) == 0 || rel == "dist" ||
+        (rel.rfind('.', 0) == 0 || rel.rfind("build", 0) == 0 || rel == "dist" ||
          rel == "testdb/target" || rel.find("corpus") != std::string::npos)) {
       it.disable_recursion_pending();
       continue;

@@ -399,7 +399,7 @@ INSTANTIATE_TEST_SUITE_P(Backends, OperationsRecovery, ::testing::Values("memory
 
 // ---- Parsing alone -------------------------------------------------------------------------
 
-Status ParseOps(Array ops, Transaction* txn, Profile p = Profile::Operations()) {
+Status ParseOps(Array ops, Transaction* txn, const Profile& p = Profile::Operations()) {
   Document doc{{"_id", 1},
                {"status", "pending"},
                {"lastModified", DateTime{1}},

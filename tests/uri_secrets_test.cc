@@ -286,7 +286,7 @@ TEST_P(UriSecrets, TheDaemonsLogInEveryFormatDoesNotShowThem) {
       // it falls back to is checked all the same.
       if (format != "journal") {
         EXPECT_TRUE(Eventually(
-            [&] {
+            [&daemon = daemon] {
               return (daemon->Stdout() + daemon->Stderr()).find("database unreachable") !=
                      std::string::npos;
             },

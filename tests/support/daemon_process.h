@@ -52,8 +52,8 @@ inline std::vector<std::string> DaemonEnvToUnset() {
 }
 
 // `txn-recoveryd ARGS...` with only `env` (and the file) in effect.
-inline std::unique_ptr<Subprocess> StartTxnRecoveryd(std::vector<std::string> args,
-                                                     std::map<std::string, std::string> env = {}) {
+inline std::unique_ptr<Subprocess> StartTxnRecoveryd(
+    std::vector<std::string> args, const std::map<std::string, std::string>& env = {}) {
   args.insert(args.begin(), TXN_RECOVERYD_BINARY);
   return std::make_unique<Subprocess>(args, env, DaemonEnvToUnset());
 }
@@ -117,7 +117,7 @@ inline HttpAnswer HttpGet(int port, const std::string& path, const httplib::Head
   httplib::Client c("127.0.0.1", port);
   c.set_connection_timeout(2);
   c.set_read_timeout(5);
-  auto r = c.Get(path.c_str(), headers);
+  auto r = c.Get(path, headers);
   if (!r) return {};
   return {r->status, r->body};
 }

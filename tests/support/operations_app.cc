@@ -5,7 +5,7 @@
 
 namespace txn_recovery::testing {
 
-Operation Operation::Inc(std::string collection, Value id, std::string field, Value amount) {
+Operation Operation::Inc(std::string collection, Value id, const std::string& field, Value amount) {
   Operation op;
   op.collection = std::move(collection);
   op.id = std::move(id);
@@ -13,7 +13,7 @@ Operation Operation::Inc(std::string collection, Value id, std::string field, Va
   return op;
 }
 
-Operation Operation::Set(std::string collection, Value id, std::string field, Value value,
+Operation Operation::Set(std::string collection, Value id, const std::string& field, Value value,
                          Value previous) {
   Operation op;
   op.collection = std::move(collection);

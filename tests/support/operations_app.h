@@ -35,8 +35,8 @@ struct Operation {
   Document set;       // field -> new value
   Document previous;  // field -> value before the set (null: the field was absent)
 
-  static Operation Inc(std::string collection, Value id, std::string field, Value amount);
-  static Operation Set(std::string collection, Value id, std::string field, Value value,
+  static Operation Inc(std::string collection, Value id, const std::string& field, Value amount);
+  static Operation Set(std::string collection, Value id, const std::string& field, Value value,
                        Value previous);
 };
 

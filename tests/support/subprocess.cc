@@ -56,8 +56,9 @@ bool Subprocess::Fork() {
   return true;
 }
 
-Subprocess::Subprocess(std::vector<std::string> argv, std::map<std::string, std::string> extra,
-                       std::vector<std::string> unset) {
+Subprocess::Subprocess(std::vector<std::string> argv,
+                       const std::map<std::string, std::string>& extra,
+                       const std::vector<std::string>& unset) {
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) {
     std::string kv(*e);

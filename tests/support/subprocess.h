@@ -21,8 +21,9 @@ namespace txn_recovery::testing {
 
 class Subprocess {
  public:
-  Subprocess(std::vector<std::string> argv, std::map<std::string, std::string> extra_env = {},
-             std::vector<std::string> unset_env = {});
+  Subprocess(std::vector<std::string> argv,
+             const std::map<std::string, std::string>& extra_env = {},
+             const std::vector<std::string>& unset_env = {});
   // Runs `fn` in a forked child, which exits 0 when it returns and kThrew when it throws.
   // `fn` must not rely on gtest assertions (they would happen in the child).
   explicit Subprocess(const std::function<void()>& fn);

@@ -507,7 +507,7 @@ void WireProxy::AcceptLoop() {
   }
 }
 
-void WireProxy::ClientToServer(std::shared_ptr<Conn> c) {
+void WireProxy::ClientToServer(const std::shared_ptr<Conn>& c) {
   while (!stop_) {
     std::optional<std::string> m = ReadMessage(c->client);
     if (!m) break;
@@ -546,7 +546,7 @@ void WireProxy::ClientToServer(std::shared_ptr<Conn> c) {
   c->Shutdown();
 }
 
-void WireProxy::ServerToClient(std::shared_ptr<Conn> c) {
+void WireProxy::ServerToClient(const std::shared_ptr<Conn>& c) {
   while (!stop_) {
     std::optional<std::string> m = ReadMessage(c->server);
     if (!m) break;

@@ -144,8 +144,8 @@ class WireProxy {
 
   WireProxy() = default;
   void AcceptLoop();
-  void ClientToServer(std::shared_ptr<Conn> c);
-  void ServerToClient(std::shared_ptr<Conn> c);
+  void ClientToServer(const std::shared_ptr<Conn>& c);
+  void ServerToClient(const std::shared_ptr<Conn>& c);
   bool Sleep(std::chrono::milliseconds d);  // false if the proxy stopped meanwhile
 
   std::string host_;

@@ -324,7 +324,7 @@ struct Profile {
   // "transfer", "operations", "tagged-insert" or "steps"; nullopt for anything else.
   static std::optional<Profile> Named(std::string_view kind);
 
-  std::string_view kind() const noexcept;
+  std::string_view kind() const;
   const TransferProfile* transfer() const noexcept {
     return std::get_if<TransferProfile>(&protocol);
   }
@@ -344,13 +344,13 @@ struct Profile {
   // Whether the daemon resumes stale pending transactions of this profile (see
   // Transaction::resumable). When not, a pending transaction is only acted on once it is
   // older than rollback_after.
-  bool ResumesPending() const noexcept;
+  bool ResumesPending() const;
 
   // The missing_time of a configuration that does not choose one: kQuarantine when it names
   // its time field (the application is trusted to write it) or the protocol's application
   // always writes one (tagged inserts stamp every step); kFirstSeen otherwise
   // (the transfer without a time field writes none, and says nothing of one).
-  MissingTime DefaultMissingTime(bool time_field_named) const noexcept;
+  MissingTime DefaultMissingTime(bool time_field_named) const;
 
   // Every collection and marker field the profile's transactions mark, for the transactions
   // collection `txn_ns` (participants live in its database).

@@ -570,7 +570,7 @@ class StateMachine::Batch {
         continue;
       }
       AddWrite(&writes, it, step, doc, step->apply, "apply: " + step->describe,
-               [&] { return requests::Apply(*step, it->txn->id, doc); });
+               [&, step = step, it = it] { return requests::Apply(*step, it->txn->id, doc); });
     }
     std::vector<Item*> to_take_over;
     for (const Write& w : writes)
@@ -682,7 +682,7 @@ class StateMachine::Batch {
       if (!Running(*it)) continue;
       if (const Document* d = WithMarker(before[i], *step, it->txn->id))
         AddWrite(&writes, it, step, *d, step->undo, "undo: " + step->describe,
-                 [&] { return requests::Undo(*step, it->txn->id, *d); });
+                 [&, step = step, it = it] { return requests::Undo(*step, it->txn->id, *d); });
       else
         writer_.Note(step->ns, "(nothing: not applied) " + step->describe);
     }
@@ -838,8 +838,9 @@ class StateMachine::Batch {
       const TxnState state = it->txn->state;
       if (const Document* d = WithMarker(found[i], *step, it->txn->id))
         AddWrite(&writes, it, step, *d, requests::LateUndoUpdate(*step, state),
-                 "undo the late write: " + step->describe,
-                 [&] { return requests::LateUndo(*step, it->txn->id, state, *d); });
+                 "undo the late write: " + step->describe, [&, step = step, it = it] {
+                   return requests::LateUndo(*step, it->txn->id, state, *d);
+                 });
       else
         writer_.Note(step->ns, "(nothing: no late write of " + step->describe + ")");
       if (HasTrace(found[i], it->txn->id) && (traced.empty() || traced.back() != it))

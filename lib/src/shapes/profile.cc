@@ -213,20 +213,20 @@ std::optional<MissingTime> ParseMissingTime(std::string_view name) noexcept {
   return std::nullopt;
 }
 
-bool Profile::ResumesPending() const noexcept {
+bool Profile::ResumesPending() const {
   return std::visit(
       [](const auto& p) { return ProtocolTraits<std::decay_t<decltype(p)>>::kResumesPending; },
       protocol);
 }
 
-MissingTime Profile::DefaultMissingTime(bool time_field_named) const noexcept {
+MissingTime Profile::DefaultMissingTime(bool time_field_named) const {
   const bool always = std::visit(
       [](const auto& p) { return ProtocolTraits<std::decay_t<decltype(p)>>::kAlwaysWritesTime; },
       protocol);
   return time_field_named || always ? MissingTime::kQuarantine : MissingTime::kFirstSeen;
 }
 
-std::string_view Profile::kind() const noexcept {
+std::string_view Profile::kind() const {
   return std::visit([](const auto& p) { return ProtocolTraits<std::decay_t<decltype(p)>>::kName; },
                     protocol);
 }

@@ -206,7 +206,7 @@ class OrphanScan {
     return Status::Ok();
   }
 
-  void Report(OrphanFinding f) {
+  void Report(const OrphanFinding& f) {
     switch (f.kind) {
       case OrphanFinding::Kind::kLateWriteUndone:
         summary_->late_writes_undone++;
