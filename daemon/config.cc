@@ -587,12 +587,6 @@ Status LoadStepsKeys(const Reader& r, const toml::table& t, const std::string& p
   return problems.status();
 }
 
-// The states of the life cycle, in the order the documentation and check-config list them.
-constexpr txn_recovery::TxnState kStates[] = {
-    txn_recovery::TxnState::kInitial,   txn_recovery::TxnState::kPending,
-    txn_recovery::TxnState::kApplied,   txn_recovery::TxnState::kDone,
-    txn_recovery::TxnState::kCanceling, txn_recovery::TxnState::kCancelled};
-
 // The keys of [watch.states] that name `state` (its canonical name first).
 std::vector<std::string_view> StateKeys(txn_recovery::TxnState state) {
   std::vector<std::string_view> keys;
@@ -638,7 +632,7 @@ Status LoadStates(const Reader& r, const toml::node& node, const std::string& pr
   if (Status s = UnknownStates(r, *st, sp); !s.ok()) return s;
   // Pending as the daemon writes it once it has taken a transaction over to resume it.
   if (Status s = r.StringList(*st, sp, "resuming", &states->resuming); !s.ok()) return s;
-  for (const auto state : kStates) {
+  for (const auto state : txn_recovery::kAllTxnStates) {
     std::string_view given;
     for (auto key : StateKeys(state)) {
       if (st->get(key) == nullptr) continue;
@@ -671,7 +665,7 @@ std::pair<const toml::node*, std::string> Locate(const toml::table& t,
     const toml::table* st = t.get("states") ? t.get("states")->as_table() : nullptr;
     if (st == nullptr) return {nullptr, key};
     std::string_view canonical = std::string_view(key).substr(7);
-    for (const auto state : kStates) {
+    for (const auto state : txn_recovery::kAllTxnStates) {
       if (txn_recovery::TxnStateName(state) != canonical) continue;
       for (auto name : StateKeys(state))
         if (const toml::node* n = st->get(name)) return {n, "states." + std::string(name)};
@@ -1301,7 +1295,7 @@ void DescribeWatch(std::ostream& os, Config& c, WatchSpec& w) {
   }
   os << "\n[watch.states]";
   const txn_recovery::StateAliases& states = w.profile.states;
-  for (const auto state : kStates)
+  for (const auto state : txn_recovery::kAllTxnStates)
     if (!states.For(state).empty())
       os << "\n" << txn_recovery::TxnStateName(state) << " = " << List(states.For(state));
   if (!states.resuming.empty()) os << "\nresuming = " << List(states.resuming);
