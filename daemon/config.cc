@@ -998,6 +998,27 @@ Status LoadFleet(const Reader& r, const toml::table& root, Config* c) {
   return Status::Ok();
 }
 
+// Member records written into a collection the daemon reads as transactions or
+// participants would be taken for them (and quarantined, or counted as orphans).
+Status CheckMembersCollection(const Reader& r, const toml::table& root, const Config& c) {
+  if (!c.fleet.enabled) return Status::Ok();
+  const toml::table* fleet = root.get_as<toml::table>("fleet");
+  const toml::node* at = fleet != nullptr ? fleet->get("members_collection") : nullptr;
+  for (const auto& w : c.watches) {
+    std::vector<std::string> in_use = {w.ns.collection, w.control_collection};
+    for (const auto& loc : w.profile.MarkerLocations(w.ns))
+      if (loc.ns.database == w.ns.database) in_use.push_back(loc.ns.collection);
+    if (std::find(in_use.begin(), in_use.end(), c.fleet.members_collection) == in_use.end())
+      continue;
+    const std::string why = "\"" + c.fleet.members_collection + "\" is a collection watch " +
+                            w.name + " reads or writes in " + w.ns.database +
+                            "; the member records need their own";
+    return at != nullptr ? r.Error(at->source(), "fleet.members_collection", why)
+                         : r.Error("fleet.members_collection", why);
+  }
+  return Status::Ok();
+}
+
 Status LoadLog(const Reader& r, const toml::table& root, const EnvLookup& env, Config* c) {
   const toml::table* t = nullptr;
   if (Status s = Section(r, root, "log", &t); !s.ok()) return s;
@@ -1106,6 +1127,7 @@ Status LoadAll(const std::string& path, const EnvLookup& env, Config* c) {
   problems.Add(LoadHttp(r, root, env, c));
   // The watches' retention takes its pacing from [sweep], read (or defaulted) above.
   problems.Add(LoadWatches(r, root, c));
+  if (problems.ok()) problems.Add(CheckMembersCollection(r, root, *c));
   return problems.InFileOrder(path);
 }
 
