@@ -971,6 +971,48 @@ Status LoadDaemon(const Reader& r, const toml::table& root, Config* c) {
   return Status::Ok();
 }
 
+Status LoadFleet(const Reader& r, const toml::table& root, Config* c) {
+  const toml::table* t = nullptr;
+  if (Status s = Section(r, root, "fleet", &t); !s.ok()) return s;
+  if (t != nullptr)
+    if (Status s = LoadSection(r, *t, "fleet", c); !s.ok()) return s;
+  // Derived from [daemon], read (or defaulted) before.
+  if (c->fleet.heartbeat.count() == 0) c->fleet.heartbeat = c->daemon.interval;
+  if (c->fleet.expiry.count() == 0) c->fleet.expiry = 3 * c->fleet.heartbeat;
+  if (c->fleet.expiry <= c->fleet.heartbeat) {
+    const toml::node* at = t != nullptr ? t->get("expiry") : nullptr;
+    if (at == nullptr && t != nullptr) at = t->get("heartbeat");
+    const std::string why = "must be more than fleet.heartbeat (" +
+                            std::to_string(c->fleet.heartbeat.count()) +
+                            "ms): a member would "
+                            "expire between two of its heartbeats";
+    return at != nullptr ? r.Error(at->source(), "fleet.expiry", why)
+                         : r.Error("fleet.expiry", why);
+  }
+  return Status::Ok();
+}
+
+// Member records written into a collection the daemon reads as transactions or
+// participants would be taken for them (and quarantined, or counted as orphans).
+Status CheckMembersCollection(const Reader& r, const toml::table& root, const Config& c) {
+  if (!c.fleet.enabled) return Status::Ok();
+  const toml::table* fleet = root.get_as<toml::table>("fleet");
+  const toml::node* at = fleet != nullptr ? fleet->get("members_collection") : nullptr;
+  for (const auto& w : c.watches) {
+    std::vector<std::string> in_use = {w.ns.collection, w.control_collection};
+    for (const auto& loc : w.profile.MarkerLocations(w.ns))
+      if (loc.ns.database == w.ns.database) in_use.push_back(loc.ns.collection);
+    if (std::find(in_use.begin(), in_use.end(), c.fleet.members_collection) == in_use.end())
+      continue;
+    const std::string why = "\"" + c.fleet.members_collection + "\" is a collection watch " +
+                            w.name + " reads or writes in " + w.ns.database +
+                            "; the member records need their own";
+    return at != nullptr ? r.Error(at->source(), "fleet.members_collection", why)
+                         : r.Error("fleet.members_collection", why);
+  }
+  return Status::Ok();
+}
+
 Status LoadLog(const Reader& r, const toml::table& root, const EnvLookup& env, Config* c) {
   const toml::table* t = nullptr;
   if (Status s = Section(r, root, "log", &t); !s.ok()) return s;
@@ -1074,10 +1116,12 @@ Status LoadAll(const std::string& path, const EnvLookup& env, Config* c) {
   problems.Add(LoadMongo(r, root, env, c));
   problems.Add(LoadSweep(r, root, c));
   problems.Add(LoadDaemon(r, root, c));
+  problems.Add(LoadFleet(r, root, c));
   problems.Add(LoadLog(r, root, env, c));
   problems.Add(LoadHttp(r, root, env, c));
   // The watches' retention takes its pacing from [sweep], read (or defaulted) above.
   problems.Add(LoadWatches(r, root, c));
+  if (problems.ok()) problems.Add(CheckMembersCollection(r, root, *c));
   return problems.InFileOrder(path);
 }
 

@@ -8,6 +8,7 @@
 #include "txn_recovery/clock.h"
 #include "txn_recovery/indexes.h"
 #include "txn_recovery/inspect.h"
+#include "txn_recovery/membership.h"
 #include "txn_recovery/state_machine.h"
 
 namespace txn_recoveryd {
@@ -27,6 +28,29 @@ std::string JsonIdText(const nlohmann::json& id) {
 int ExitFor(const Status& s) {
   if (s.IsUnauthenticated()) return kExitAuthentication;
   return s.IsUnavailable() ? kExitUnavailable : kExitIncomplete;
+}
+
+// The live members of the fleet in `database` (docs/fleet.md), each with the buckets its
+// share holds by the list read now; empty when the fleet is off.
+Status FleetMembers(const Config& config, txn_recovery::Store* store, const std::string& database,
+                    nlohmann::json* members) {
+  *members = nlohmann::json::array();
+  if (!config.fleet.enabled) return Status::Ok();
+  txn_recovery::DateTime now;
+  std::vector<txn_recovery::MemberRecord> live;
+  if (Status s = store->ServerTime(&now); !s.ok()) return s;
+  if (Status s = txn_recovery::LiveMembers(store, {database, config.fleet.members_collection},
+                                           config.fleet.expiry, now, &live);
+      !s.ok())
+    return s;
+  for (const auto& m : live)
+    members->push_back({{"id", m.id},
+                        {"host", m.host},
+                        {"version", m.version},
+                        {"watches", m.watches},
+                        {"heartbeat_age_seconds", (now.millis - m.heartbeat.millis) / 1000.0},
+                        {"buckets", txn_recovery::ShareOf(live, m.id).Buckets()}});
+  return Status::Ok();
 }
 
 }  // namespace
@@ -59,6 +83,8 @@ int RunInspect(const Config& config, txn_recovery::Store* store, bool json, std:
         missing.push_back({{"namespace", c.index.ns.ToString()},
                            {"keys", c.index.spec.ToString()},
                            {"needed_by", c.index.why}});
+    nlohmann::json members = nlohmann::json::array();
+    if (s.ok()) s = FleetMembers(config, store, w.ns.database, &members);
     if (!s.ok()) code = std::max(code, ExitFor(s));
     // A quarantined transaction waits for an operator: monitoring scripts read the exit
     // code, as they do the sweep's.
@@ -80,6 +106,7 @@ int RunInspect(const Config& config, txn_recovery::Store* store, bool json, std:
         {"not_yet_seen", report.not_yet_seen},
         {"quarantined", quarantined},
         {"missing_indexes", missing},
+        {"fleet_members", members},
     };
     if (json) {
       watches.push_back(std::move(jw));
@@ -113,6 +140,14 @@ int RunInspect(const Config& config, txn_recovery::Store* store, bool json, std:
         << "\n";
     for (const auto& c : checks)
       if (!c.present) out << "    " << DescribeMissing(c) << "\n";
+    if (config.fleet.enabled) {
+      out << "  fleet (" << config.fleet.members_collection << "): " << members.size()
+          << " live member" << (members.size() == 1 ? "" : "s") << "\n";
+      for (const auto& m : members)
+        out << "    " << m["id"].get<std::string>() << "  host=" << m["host"].get<std::string>()
+            << "  heartbeat " << m["heartbeat_age_seconds"].get<double>() << "s ago  buckets "
+            << m["buckets"].get<std::uint32_t>() << "\n";
+    }
     out << "  quarantined: " << quarantined.size() << "\n";
     for (const auto& q : quarantined)
       out << "    _id=" << JsonIdText(q["_id"]) << "  " << q["state"].get<std::string>() << "  "

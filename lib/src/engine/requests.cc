@@ -17,6 +17,29 @@ Filter GuardIncrements(Filter filter, const Update& update, const Document& part
 
 }  // namespace
 
+Document NewMember(const std::string& id) {
+  return Document{{"_id", id}, {"heartbeat", DateTime{0}}};
+}
+
+UpdateRequest MemberHeartbeat(const MemberRecord& self) {
+  Array watches;
+  for (const std::string& w : self.watches) watches.emplace_back(w);
+  Update u;
+  u.Set("host", self.host)
+      .Set("version", self.version)
+      .Set("watches", std::move(watches))
+      .CurrentDate("heartbeat");
+  return {Member(self.id), std::move(u)};
+}
+
+Filter ExpiredMembers(DateTime cutoff) {
+  return Filter().Lt("heartbeat", cutoff);
+}
+
+Filter Member(const std::string& id) {
+  return Filter().Eq("_id", id);
+}
+
 Filter Fenced(Filter filter, const LeaseTerms& lease) {
   filter.ServerNowBefore(lease.fence);
   return filter;
