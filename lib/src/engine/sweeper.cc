@@ -3,6 +3,8 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -157,7 +159,10 @@ class Sweeper::Pass {
           break;
         }
         const Value* id = d.Get("_id");
-        if (id == nullptr) continue;
+        // A scan may return a document twice when it is updated meanwhile (DocumentDB does
+        // so readily, here while this daemon's workers drive the ones fetched before):
+        // each id is fetched and counted once.
+        if (id == nullptr || !seen_.insert(id->ToString()).second) continue;
         if (share.Owns(*id)) {
           mine.push_back(*id);
         } else {
@@ -177,6 +182,7 @@ class Sweeper::Pass {
     std::unique_ptr<Cursor> ids_;
     std::unique_ptr<Cursor> fetched_;
     bool ids_done_ = false;
+    std::set<std::string> seen_;  // the ids read so far: as many as the candidates, no more
   };
 
   // Retention runs after the pass, so a transaction resolved just now is never a
