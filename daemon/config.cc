@@ -590,12 +590,6 @@ Status LoadStepsKeys(const Reader& r, const toml::table& t, const std::string& p
   return problems.status();
 }
 
-// The states of the life cycle, in the order the documentation and check-config list them.
-constexpr txn_recovery::TxnState kStates[] = {
-    txn_recovery::TxnState::kInitial,   txn_recovery::TxnState::kPending,
-    txn_recovery::TxnState::kApplied,   txn_recovery::TxnState::kDone,
-    txn_recovery::TxnState::kCanceling, txn_recovery::TxnState::kCancelled};
-
 // The keys of [watch.states] that name `state` (its canonical name first).
 std::vector<std::string_view> StateKeys(txn_recovery::TxnState state) {
   std::vector<std::string_view> keys;
@@ -641,7 +635,7 @@ Status LoadStates(const Reader& r, const toml::node& node, const std::string& pr
   if (Status s = UnknownStates(r, *st, sp); !s.ok()) return s;
   // Pending as the daemon writes it once it has taken a transaction over to resume it.
   if (Status s = r.StringList(*st, sp, "resuming", &states->resuming); !s.ok()) return s;
-  for (const auto state : kStates) {
+  for (const auto state : txn_recovery::kAllTxnStates) {
     std::string_view given;
     for (auto key : StateKeys(state)) {
       if (st->get(key) == nullptr) continue;
@@ -674,7 +668,7 @@ std::pair<const toml::node*, std::string> Locate(const toml::table& t,
     const toml::table* st = t.get("states") ? t.get("states")->as_table() : nullptr;
     if (st == nullptr) return {nullptr, key};
     std::string_view canonical = std::string_view(key).substr(7);
-    for (const auto state : kStates) {
+    for (const auto state : txn_recovery::kAllTxnStates) {
       if (txn_recovery::TxnStateName(state) != canonical) continue;
       for (auto name : StateKeys(state))
         if (const toml::node* n = st->get(name)) return {n, "states." + std::string(name)};
@@ -980,6 +974,48 @@ Status LoadDaemon(const Reader& r, const toml::table& root, Config* c) {
   return Status::Ok();
 }
 
+Status LoadFleet(const Reader& r, const toml::table& root, Config* c) {
+  const toml::table* t = nullptr;
+  if (Status s = Section(r, root, "fleet", &t); !s.ok()) return s;
+  if (t != nullptr)
+    if (Status s = LoadSection(r, *t, "fleet", c); !s.ok()) return s;
+  // Derived from [daemon], read (or defaulted) before.
+  if (c->fleet.heartbeat.count() == 0) c->fleet.heartbeat = c->daemon.interval;
+  if (c->fleet.expiry.count() == 0) c->fleet.expiry = 3 * c->fleet.heartbeat;
+  if (c->fleet.expiry <= c->fleet.heartbeat) {
+    const toml::node* at = t != nullptr ? t->get("expiry") : nullptr;
+    if (at == nullptr && t != nullptr) at = t->get("heartbeat");
+    const std::string why = "must be more than fleet.heartbeat (" +
+                            std::to_string(c->fleet.heartbeat.count()) +
+                            "ms): a member would "
+                            "expire between two of its heartbeats";
+    return at != nullptr ? r.Error(at->source(), "fleet.expiry", why)
+                         : r.Error("fleet.expiry", why);
+  }
+  return Status::Ok();
+}
+
+// Member records written into a collection the daemon reads as transactions or
+// participants would be taken for them (and quarantined, or counted as orphans).
+Status CheckMembersCollection(const Reader& r, const toml::table& root, const Config& c) {
+  if (!c.fleet.enabled) return Status::Ok();
+  const toml::table* fleet = root.get_as<toml::table>("fleet");
+  const toml::node* at = fleet != nullptr ? fleet->get("members_collection") : nullptr;
+  for (const auto& w : c.watches) {
+    std::vector<std::string> in_use = {w.ns.collection, w.control_collection};
+    for (const auto& loc : w.profile.MarkerLocations(w.ns))
+      if (loc.ns.database == w.ns.database) in_use.push_back(loc.ns.collection);
+    if (std::find(in_use.begin(), in_use.end(), c.fleet.members_collection) == in_use.end())
+      continue;
+    const std::string why = "\"" + c.fleet.members_collection + "\" is a collection watch " +
+                            w.name + " reads or writes in " + w.ns.database +
+                            "; the member records need their own";
+    return at != nullptr ? r.Error(at->source(), "fleet.members_collection", why)
+                         : r.Error("fleet.members_collection", why);
+  }
+  return Status::Ok();
+}
+
 Status LoadLog(const Reader& r, const toml::table& root, const EnvLookup& env, Config* c) {
   const toml::table* t = nullptr;
   if (Status s = Section(r, root, "log", &t); !s.ok()) return s;
@@ -1083,10 +1119,12 @@ Status LoadAll(const std::string& path, const EnvLookup& env, Config* c) {
   problems.Add(LoadMongo(r, root, env, c));
   problems.Add(LoadSweep(r, root, c));
   problems.Add(LoadDaemon(r, root, c));
+  problems.Add(LoadFleet(r, root, c));
   problems.Add(LoadLog(r, root, env, c));
   problems.Add(LoadHttp(r, root, env, c));
   // The watches' retention takes its pacing from [sweep], read (or defaulted) above.
   problems.Add(LoadWatches(r, root, c));
+  if (problems.ok()) problems.Add(CheckMembersCollection(r, root, *c));
   return problems.InFileOrder(path);
 }
 
@@ -1304,7 +1342,7 @@ void DescribeWatch(std::ostream& os, Config& c, WatchSpec& w) {
   }
   os << "\n[watch.states]";
   const txn_recovery::StateAliases& states = w.profile.states;
-  for (const auto state : kStates)
+  for (const auto state : txn_recovery::kAllTxnStates)
     if (!states.For(state).empty())
       os << "\n" << txn_recovery::TxnStateName(state) << " = " << List(states.For(state));
   if (!states.resuming.empty()) os << "\nresuming = " << List(states.resuming);

@@ -70,6 +70,17 @@ struct DaemonConfig {
   std::chrono::milliseconds orphan_scan_interval{};
 };
 
+// How `run` instances divide the candidates between them (docs/fleet.md).
+struct FleetConfig {
+  bool enabled = true;
+  // In each watch's database: one record per running instance.
+  std::string members_collection;
+  // How often an instance stamps its record; 0 in the file (unset): daemon.interval.
+  std::chrono::milliseconds heartbeat{};
+  // A record not stamped for this long is no longer a member; unset: 3 x heartbeat.
+  std::chrono::milliseconds expiry{};
+};
+
 enum class LogFormat { kText, kJson, kJournal };
 
 // log.format's values as the file, the environment and --log-format spell them
@@ -92,6 +103,7 @@ struct Config {
   MongoConfig mongodb;
   SweepConfig sweep;
   DaemonConfig daemon;
+  FleetConfig fleet;
   LogConfig log;
   HttpConfig http;
   std::vector<txn_recovery::WatchSpec> watches;

@@ -65,6 +65,10 @@ constexpr KeySpec kSchema[] = {
      .key = "daemon",
      .type = K::kTable,
      .doc = "the long-running mode (txn-recoveryd run); the one-shot commands ignore it"},
+    {.section = "",
+     .key = "fleet",
+     .type = K::kTable,
+     .doc = "how the instances of run divide the work (docs/fleet.md)"},
     {.section = "", .key = "log", .type = K::kTable, .doc = "what the daemon logs, and how"},
     {.section = "", .key = "http", .type = K::kTable, .doc = "the metrics and health listener"},
     {.section = "",
@@ -270,6 +274,36 @@ constexpr KeySpec kSchema[] = {
      .flags = kEnv,
      .field = InConfig<&Config::daemon, &DaemonConfig::orphan_scan_interval>,
      .doc = "how often run scans the participants for orphan markers"},
+
+    // [fleet]
+    {.section = "fleet",
+     .key = "enabled",
+     .type = K::kBool,
+     .default_value = "true",
+     .flags = kEnv,
+     .field = InConfig<&Config::fleet, &FleetConfig::enabled>,
+     .doc = "run keeps a member record and drives only its share of the candidates (the "
+            "one-shot sweep drives everything)"},
+    {.section = "fleet",
+     .key = "members_collection",
+     .default_value = R"("txn_recoveryd_members")",
+     .flags = kEnv,
+     .field = InConfig<&Config::fleet, &FleetConfig::members_collection>,
+     .doc = "the collection of member records, in each watch's database"},
+    {.section = "fleet",
+     .key = "heartbeat",
+     .type = K::kDuration,
+     .flags = kEnv,
+     .field = InConfig<&Config::fleet, &FleetConfig::heartbeat>,
+     .doc = "how often a member stamps its record with the server's time (unset: "
+            "daemon.interval)"},
+    {.section = "fleet",
+     .key = "expiry",
+     .type = K::kDuration,
+     .flags = kEnv,
+     .field = InConfig<&Config::fleet, &FleetConfig::expiry>,
+     .doc = "a member whose record is older than this on the server's clock has left "
+            "(unset: 3 x heartbeat; more than heartbeat)"},
 
     // [log]
     {.section = "log",

@@ -8,6 +8,7 @@
 #include "txn_recovery/clock.h"
 #include "txn_recovery/indexes.h"
 #include "txn_recovery/inspect.h"
+#include "txn_recovery/membership.h"
 #include "txn_recovery/state_machine.h"
 
 namespace txn_recoveryd {
@@ -29,6 +30,29 @@ int ExitFor(const Status& s) {
   return s.IsUnavailable() ? kExitUnavailable : kExitIncomplete;
 }
 
+// The live members of the fleet in `database` (docs/fleet.md), each with the buckets its
+// share holds by the list read now; empty when the fleet is off.
+Status FleetMembers(const Config& config, txn_recovery::Store* store, const std::string& database,
+                    nlohmann::json* members) {
+  *members = nlohmann::json::array();
+  if (!config.fleet.enabled) return Status::Ok();
+  txn_recovery::DateTime now;
+  std::vector<txn_recovery::MemberRecord> live;
+  if (Status s = store->ServerTime(&now); !s.ok()) return s;
+  if (Status s = txn_recovery::LiveMembers(store, {database, config.fleet.members_collection},
+                                           config.fleet.expiry, now, &live);
+      !s.ok())
+    return s;
+  for (const auto& m : live)
+    members->push_back({{"id", m.id},
+                        {"host", m.host},
+                        {"version", m.version},
+                        {"watches", m.watches},
+                        {"heartbeat_age_seconds", (now.millis - m.heartbeat.millis) / 1000.0},
+                        {"buckets", txn_recovery::ShareOf(live, m.id).Buckets()}});
+  return Status::Ok();
+}
+
 // What inspect found for one watch. `status` is the first failure; what was found
 // before it is kept.
 struct WatchFindings {
@@ -38,9 +62,11 @@ struct WatchFindings {
   nlohmann::json quarantined = nlohmann::json::array();
   nlohmann::json missing = nlohmann::json::array();
   std::vector<txn_recovery::IndexCheck> checks;
+  nlohmann::json members = nlohmann::json::array();
 };
 
-WatchFindings InspectWatch(const txn_recovery::WatchSpec& w, txn_recovery::Store* store) {
+WatchFindings InspectWatch(const Config& config, const txn_recovery::WatchSpec& w,
+                           txn_recovery::Store* store) {
   WatchFindings f;
   Status& s = f.status;
   s = txn_recovery::IsPaused(store, w, &f.paused);
@@ -62,6 +88,7 @@ WatchFindings InspectWatch(const txn_recovery::WatchSpec& w, txn_recovery::Store
       f.missing.push_back({{"namespace", c.index.ns.ToString()},
                            {"keys", c.index.spec.ToString()},
                            {"needed_by", c.index.why}});
+  if (s.ok()) s = FleetMembers(config, store, w.ns.database, &f.members);
   return f;
 }
 
@@ -85,10 +112,12 @@ nlohmann::json WatchJson(const txn_recovery::WatchSpec& w, const WatchFindings& 
       {"not_yet_seen", report.not_yet_seen},
       {"quarantined", f.quarantined},
       {"missing_indexes", f.missing},
+      {"fleet_members", f.members},
   };
 }
 
-void PrintWatch(const txn_recovery::WatchSpec& w, const WatchFindings& f, std::ostream& out) {
+void PrintWatch(const Config& config, const txn_recovery::WatchSpec& w, const WatchFindings& f,
+                std::ostream& out) {
   const Status& s = f.status;
   const txn_recovery::StuckReport& report = f.report;
   out << "watch " << w.name << " (" << w.ns.ToString() << ")" << (f.paused ? " [PAUSED]" : "");
@@ -119,6 +148,14 @@ void PrintWatch(const txn_recovery::WatchSpec& w, const WatchFindings& f, std::o
       << "\n";
   for (const auto& c : f.checks)
     if (!c.present) out << "    " << DescribeMissing(c) << "\n";
+  if (config.fleet.enabled) {
+    out << "  fleet (" << config.fleet.members_collection << "): " << f.members.size()
+        << " live member" << (f.members.size() == 1 ? "" : "s") << "\n";
+    for (const auto& m : f.members)
+      out << "    " << m["id"].get<std::string>() << "  host=" << m["host"].get<std::string>()
+          << "  heartbeat " << m["heartbeat_age_seconds"].get<double>() << "s ago  buckets "
+          << m["buckets"].get<std::uint32_t>() << "\n";
+  }
   out << "  quarantined: " << f.quarantined.size() << "\n";
   for (const auto& q : f.quarantined)
     out << "    _id=" << JsonIdText(q["_id"]) << "  " << q["state"].get<std::string>() << "  "
@@ -131,7 +168,7 @@ int RunInspect(const Config& config, txn_recovery::Store* store, bool json, std:
   nlohmann::json watches = nlohmann::json::array();
   int code = kExitOk;
   for (const auto& w : config.watches) {
-    const WatchFindings f = InspectWatch(w, store);
+    const WatchFindings f = InspectWatch(config, w, store);
     if (!f.status.ok()) code = std::max(code, ExitFor(f.status));
     // A quarantined transaction waits for an operator: monitoring scripts read the exit
     // code, as they do the sweep's.
@@ -139,7 +176,7 @@ int RunInspect(const Config& config, txn_recovery::Store* store, bool json, std:
     if (json)
       watches.push_back(WatchJson(w, f));
     else
-      PrintWatch(w, f, out);
+      PrintWatch(config, w, f, out);
   }
   if (json) out << nlohmann::json{{"watches", watches}, {"exit_code", code}}.dump(2) << "\n";
   return code;

@@ -302,6 +302,11 @@ void DescribeStandardMetrics(Metrics* m, const std::string& version, const std::
               "Orphan scans of a watch's participants that completed.");
   m->Describe("txn_recoveryd_orphan_markers", T::kGauge,
               "Markers the last orphan scan left for an operator, by kind.");
+  m->Describe("txn_recoveryd_fleet_members", T::kGauge,
+              "Live members of the fleet in the database at the last heartbeat, this one "
+              "included.");
+  m->Describe("txn_recoveryd_fleet_share_buckets", T::kGauge,
+              "Buckets of the 256 this member's share of the database holds.");
   m->Describe("txn_recoveryd_paused", T::kGauge,
               "1 while the watch's pause switch is on and the daemon leaves it alone.");
   m->Describe("txn_recoveryd_database_up", T::kGauge,

@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -32,6 +33,7 @@
 #include "sweep_command.h"
 #include "txn_recovery/clock.h"
 #include "txn_recovery/inspect.h"
+#include "txn_recovery/membership.h"
 #include "txn_recovery/mongo_store.h"
 #include "txn_recovery/sweeper.h"
 
@@ -170,6 +172,14 @@ class Daemon {
   SweepOutcome SweepAll();
   // The periodic orphan scan of every watch (orphans.h), with its metrics.
   void ScanOrphans(const txn_recovery::LeaseOptions& lease, SweepOutcome* out);
+  // Fleet membership (docs/fleet.md), per database of the watches: heartbeats, lists the
+  // live members, removes the expired records and recomputes this instance's share of each.
+  void Heartbeat();
+  // The share of the watches of `database`; nullopt (everything) when the fleet is off or
+  // the last heartbeat there failed.
+  std::optional<txn_recovery::Share> ShareIn(const std::string& database) const;
+  // Deletes this instance's records at a clean stop, so that the others take its share now.
+  void LeaveFleet();
   void RecordWatch(const txn_recovery::WatchSpec& w, const txn_recovery::WatchSummary& summary,
                    const Status& s, double seconds, SweepOutcome* out);
   void Progress();
@@ -181,6 +191,7 @@ class Daemon {
   // Sleeps up to `d`, waking early for a stop or reload request, and keeps the watchdog fed.
   void Wait(milliseconds d);
   void SweepUntilStopped();
+  void WaitBeating(std::chrono::milliseconds next, bool database_up);
   void ShutDown();
   milliseconds Jittered(milliseconds interval);
   void StartDrainDeadline();
@@ -219,6 +230,8 @@ class Daemon {
   // at once: a daemon restarted in a loop must not rescan every participant each time),
   // then every orphan_scan_interval. Unset until the first sweep.
   std::optional<Steady::time_point> next_orphan_scan_;
+  std::map<std::string, txn_recovery::Share> shares_;  // by database, after a heartbeat
+  Steady::time_point last_heartbeat_{};
 };
 
 void Daemon::OnSignal(int sig) {
@@ -462,6 +475,71 @@ void Daemon::RecordWatch(const txn_recovery::WatchSpec& w,
     out->oldest = report.oldest_age;
 }
 
+void Daemon::Heartbeat() {
+  last_heartbeat_ = Steady::now();
+  if (!config_.fleet.enabled) return;
+  std::map<std::string, std::vector<std::string>> databases;  // database -> its watches
+  for (const auto& w : config_.watches) databases[w.ns.database].push_back(w.ns.collection);
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  for (const auto& [database, collections] : databases) {
+    const txn_recovery::Namespace ns{database, config_.fleet.members_collection};
+    const txn_recovery::MemberRecord self{
+        owner_,
+        host,
+        std::string("txn-recoveryd ") + TXN_RECOVERYD_VERSION + " (" + Revision() + ")",
+        collections,
+        {}};
+    std::vector<txn_recovery::MemberRecord> live;
+    txn_recovery::DateTime now;
+    std::int64_t removed = 0;
+    Status s = txn_recovery::Heartbeat(store_.get(), ns, self);
+    if (s.ok()) s = store_->ServerTime(&now);
+    if (s.ok()) s = txn_recovery::LiveMembers(store_.get(), ns, config_.fleet.expiry, now, &live);
+    if (s.ok())
+      s = txn_recovery::RemoveExpired(store_.get(), ns, config_.fleet.expiry, now, &removed);
+    LogFields f({{"database", database}});
+    if (!s.ok()) {
+      // Without a view of the fleet, everything: the claims keep it safe, at the cost of
+      // racing the others for every transaction until the next heartbeat.
+      if (shares_.erase(database) > 0)
+        spdlog::warn("fleet membership in {} failed, sweeping every candidate: {}", ns.ToString(),
+                     s.ToString());
+      continue;
+    }
+    const txn_recovery::Share share = txn_recovery::ShareOf(live, owner_);
+    auto previous = shares_.find(database);
+    if (previous == shares_.end() || previous->second != share)
+      spdlog::info("fleet of {}: {} live member(s), this one at position {} holds {} of {} buckets",
+                   database, share.count, share.self, share.Buckets(), txn_recovery::kFleetBuckets);
+    if (removed > 0)
+      spdlog::info("fleet of {}: {} expired member record(s) removed", database, removed);
+    shares_[database] = share;
+    metrics_.Set("txn_recoveryd_fleet_members", {{"database", database}},
+                 static_cast<double>(share.count));
+    metrics_.Set("txn_recoveryd_fleet_share_buckets", {{"database", database}},
+                 static_cast<double>(share.Buckets()));
+  }
+}
+
+std::optional<txn_recovery::Share> Daemon::ShareIn(const std::string& database) const {
+  if (!config_.fleet.enabled) return std::nullopt;
+  auto it = shares_.find(database);
+  if (it == shares_.end()) return std::nullopt;
+  return it->second;
+}
+
+void Daemon::LeaveFleet() {
+  if (!config_.fleet.enabled || store_ == nullptr) return;
+  for (const auto& [database, share] : shares_) {
+    const txn_recovery::Namespace ns{database, config_.fleet.members_collection};
+    if (Status s = txn_recovery::Leave(store_.get(), ns, owner_); !s.ok())
+      spdlog::warn("could not leave the fleet of {} (the record expires instead): {}", database,
+                   s.ToString());
+  }
+  shares_.clear();
+}
+
 Daemon::SweepOutcome Daemon::SweepAll() {
   SweepOutcome out;
   Status ping = store_->Ping();
@@ -502,7 +580,7 @@ Daemon::SweepOutcome Daemon::SweepAll() {
   so.lease.duration = config_.sweep.lease_duration;
   so.max_failures = config_.sweep.max_failures;
   so.stop = &stop_;
-  txn_recovery::Sweeper sweeper(store_.get(), txn_recovery::Clock::Real(), so);
+  Heartbeat();
   // Reports arrive from the sweeper's workers, never concurrently; the watchdog and /livez
   // are fed from here so that a sweep of a million transactions is not mistaken for a hang.
   auto on_txn = [this](const txn_recovery::TxnReport& r) {
@@ -513,6 +591,10 @@ Daemon::SweepOutcome Daemon::SweepAll() {
     if (stop_.load()) break;
     txn_recovery::WatchSummary summary;
     auto t0 = Steady::now();
+    // Between watches too, so that a long sweep does not let this member expire.
+    if (Steady::now() - last_heartbeat_ >= config_.fleet.heartbeat) Heartbeat();
+    so.share = ShareIn(w.ns.database);
+    txn_recovery::Sweeper sweeper(store_.get(), txn_recovery::Clock::Real(), so);
     Status s = sweeper.SweepWatch(w, on_txn, &summary);
     double seconds = std::chrono::duration<double>(Steady::now() - t0).count();
     if (s.IsAborted() && stop_.load()) break;  // the drain, not a failure
@@ -626,13 +708,31 @@ void Daemon::SweepUntilStopped() {
     metrics_.Inc("txn_recoveryd_log_messages_suppressed_total", {},
                  static_cast<double>(suppressed - suppressed_logs_reported_));
     suppressed_logs_reported_ = suppressed;
-    Wait(next);
+    WaitBeating(next, o.database_up);
+  }
+}
+
+// A wait longer than the heartbeat is cut into heartbeats, so that the record stays live
+// while this member waits for its next sweep.
+void Daemon::WaitBeating(milliseconds next, bool database_up) {
+  for (auto until = Steady::now() + next; !stop_.load();) {
+    const auto left = duration_cast<milliseconds>(until - Steady::now());
+    if (left.count() <= 0) break;
+    Wait(std::min(left, config_.fleet.heartbeat));
+    bool reloading = false;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      reloading = reload_requested_;
+    }
+    if (reloading || stop_.load() || Steady::now() >= until) break;
+    if (database_up) Heartbeat();
   }
 }
 
 // Releases the leases, stops serving and lets the shutdown deadline's thread go.
 void Daemon::ShutDown() {
   notifier_.Status("stopping: releasing leases");
+  LeaveFleet();
   store_.reset();
   if (http_) http_->Stop();
   spdlog::info("stopped");

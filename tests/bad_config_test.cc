@@ -111,6 +111,14 @@ INSTANTIATE_TEST_SUITE_P(
              "[mongodb]\nuri = \"mongodb://h\"\n[daemon]\nbackoff_initial = \"1m\"\n"
              "backoff_max = \"1s\"\n" WATCH,
              5, "daemon.backoff_max"},
+        Case{"fleet_expiry_not_above_heartbeat",
+             "[mongodb]\nuri = \"mongodb://h\"\n[fleet]\nheartbeat = \"10s\"\n"
+             "expiry = \"10s\"\n" WATCH,
+             5, "fleet.expiry"},
+        Case{"fleet_members_in_the_transactions_collection",
+             "[mongodb]\nuri = \"mongodb://h\"\n[fleet]\nmembers_collection = "
+             "\"transactions\"\n" WATCH,
+             4, "fleet.members_collection"},
         Case{"log_format", "[mongodb]\nuri = \"mongodb://h\"\n[log]\nformat = \"xml\"\n" WATCH, 4,
              "log.format"},
         Case{"log_level", "[mongodb]\nuri = \"mongodb://h\"\n[log]\nlevel = \"loud\"\n" WATCH, 4,

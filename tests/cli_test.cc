@@ -9,6 +9,7 @@
 #include "support/bank.h"
 #include "support/daemon_process.h"
 #include "support/test_env.h"
+#include "txn_recovery/membership.h"
 
 namespace txn_recovery::testing {
 namespace {
@@ -458,6 +459,33 @@ TEST(Cli, WatchNamesTheWatchesACommandActsOnAndAnUnknownOneIsAUsageError) {
   EXPECT_EQ(doc["watches"][0]["paused"], true);
   EXPECT_EQ(RunTxnRecoveryd({"resume", "--watch", "other", "--config", path}).out,
             "watch other: resumed\n");
+}
+
+TEST(Cli, InspectListsTheLiveMembersOfTheFleetAndTheBucketsEachHolds) {
+  auto backend = TestBackend::Create("mongo");
+  ASSERT_TRUE(backend->error().empty()) << backend->error();
+  const Namespace members{backend->database(), "txn_recoveryd_members"};
+  for (const char* id : {"host-b:2:x", "host-a:1:y"})
+    ASSERT_TRUE(
+        Heartbeat(backend->store(), members, MemberRecord{id, "db-1", "v", {"transactions"}, {}})
+            .ok());
+  std::string path =
+      WriteTestFile(".toml", ConfigFor(FindTestUri().uri_or_reason, backend->database()));
+
+  ProcessResult i = RunTxnRecoveryd({"inspect", "--json", "--config", path});
+  ASSERT_EQ(i.exit_code, 0) << i.err;
+  auto fleet = nlohmann::json::parse(i.out)["watches"][0]["fleet_members"];
+  ASSERT_EQ(fleet.size(), 2u) << i.out;
+  EXPECT_EQ(fleet[0]["id"], "host-a:1:y");
+  EXPECT_EQ(fleet[0]["buckets"], 128);
+  EXPECT_EQ(fleet[1]["id"], "host-b:2:x");
+  EXPECT_EQ(fleet[1]["buckets"], 128);
+
+  ProcessResult t = RunTxnRecoveryd({"inspect", "--config", path});
+  EXPECT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_NE(t.out.find("fleet (txn_recoveryd_members): 2 live members"), std::string::npos)
+      << t.out;
+  EXPECT_NE(t.out.find("host-a:1:y  host=db-1"), std::string::npos) << t.out;
 }
 
 }  // namespace

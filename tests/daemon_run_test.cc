@@ -21,6 +21,7 @@
 #include "support/daemon_process.h"
 #include "support/test_env.h"
 #include "support/wire_proxy.h"
+#include "txn_recovery/membership.h"
 #include "txn_recovery/mongo_store.h"
 
 namespace txn_recovery::testing {
@@ -585,6 +586,84 @@ TEST_F(DaemonRun, MetricsShowTheProcessTheTransactionsBusyWithAnotherDaemonAndTh
   EXPECT_NE(body.find("txn_recoveryd_build_info{revision=\""), std::string::npos) << body;
   daemon->Signal(SIGTERM);
   EXPECT_EQ(daemon->Wait(seconds(10)), 0);
+}
+
+// Two `run` daemons on one database divide the work by their member records (docs/fleet.md):
+// both are listed, each resolves part of it, everything is resolved once; one killed
+// (SIGKILL, no goodbye), the other takes its share once its record has expired.
+TEST_F(DaemonRun, TwoDaemonsDivideTheWorkAndOneTakesOverTheShareOfTheOtherKilled) {
+  Bank bank(backend_->store(), backend_->database());
+  bank.Open(8);
+  const Snapshot before = bank.Take();
+  const Namespace members{backend_->database(), "txn_recoveryd_members"};
+  std::string path =
+      WriteTestFile(".toml", Config(uri_, {backend_->database()}, "[fleet]\nexpiry = \"2s\"\n"));
+  auto first = StartDaemon(path);
+  auto second = StartDaemon(path);
+  std::vector<MemberRecord> live;
+  auto list = [&] {
+    DateTime now;
+    return backend_->store()->ServerTime(&now).ok() &&
+           LiveMembers(backend_->store(), members, std::chrono::seconds(2), now, &live).ok();
+  };
+  ASSERT_TRUE(Eventually([&] { return list() && live.size() == 2; }, seconds(20)))
+      << first->Stderr() << second->Stderr();
+  const std::string first_id = live[0].id, second_id = live[1].id;
+  // Both have seen each other before there is work: neither takes it all.
+  ASSERT_TRUE(Eventually(
+      [&] {
+        return first->Stderr().find("2 live member(s)") != std::string::npos &&
+               second->Stderr().find("2 live member(s)") != std::string::npos;
+      },
+      seconds(10)));
+
+  auto stuck = [&](int n) {
+    std::vector<Value> ids;
+    for (int i = 0; i < n; ++i)
+      ids.push_back(bank.Transfer(Bank::Account(i % 8), Bank::Account((i + 3) % 8), 1, 3));
+    for (const Value& id : ids) bank.Age(id, std::chrono::minutes(5));
+    return ids;
+  };
+  auto resolved_by = [&](const std::vector<Value>& ids, std::map<std::string, int>* by) {
+    by->clear();
+    for (const Value& id : ids) {
+      std::optional<Document> t = bank.Txn(id);
+      const Value* who = t ? t->GetPath("recovery.resolvedBy") : nullptr;
+      if (who == nullptr || !who->is_string()) return false;
+      (*by)[*who->as_string()]++;
+    }
+    return true;
+  };
+  const std::vector<Value> shared = stuck(40);
+  std::map<std::string, int> by;
+  ASSERT_TRUE(Eventually([&] { return resolved_by(shared, &by); }, seconds(30)))
+      << first->Stderr() << second->Stderr();
+  EXPECT_GT(by[first_id], 0) << "each daemon drives its share";
+  EXPECT_GT(by[second_id], 0) << "each daemon drives its share";
+  EXPECT_EQ(by[first_id] + by[second_id], 40);
+  for (const auto& v : bank.Violations(before)) ADD_FAILURE() << v;
+
+  // The member listed first is killed; which process it is, its log says ("started as").
+  Subprocess* victim =
+      first->Stderr().find(first_id) != std::string::npos ? first.get() : second.get();
+  Subprocess* survivor = victim == first.get() ? second.get() : first.get();
+  const std::string survivor_id = second_id;
+  victim->Signal(SIGKILL);
+  const std::vector<Value> orphaned = stuck(20);
+  ASSERT_TRUE(Eventually([&] { return resolved_by(orphaned, &by); }, seconds(30)))
+      << survivor->Stderr();
+  EXPECT_EQ(by[survivor_id], 20) << "the survivor took the share of the killed daemon";
+  ASSERT_TRUE(list());
+  ASSERT_EQ(live.size(), 1u);
+  EXPECT_EQ(live[0].id, survivor_id);
+  for (const auto& v : bank.Violations(before)) ADD_FAILURE() << v;
+
+  // A clean stop leaves the fleet at once: no record waits to expire.
+  survivor->Signal(SIGTERM);
+  EXPECT_EQ(survivor->Wait(seconds(10)), 0);
+  std::int64_t records = -1;
+  ASSERT_TRUE(backend_->store()->Count(members, Filter(), &records).ok());
+  EXPECT_EQ(records, 0);
 }
 
 }  // namespace

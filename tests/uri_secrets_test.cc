@@ -4,9 +4,11 @@
 // and the messages of the exit 69 and 78 paths. A table of URIs covering each place a
 // credential can sit, and passwords holding the characters that defeat text patterns.
 #include <gtest/gtest.h>
+
 #include <signal.h>
 #include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>
+#include <fstream>
 
 #include <mutex>
 #include <string>
@@ -269,6 +271,15 @@ TEST_P(UriSecrets, NoOutputOfAnyCommandShowsThem) {
   }
 }
 
+// Whether process `pid` blocks SIGTERM (/proc/<pid>/status, SigBlk: a hexadecimal mask).
+bool BlocksSigterm(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("SigBlk:", 0) == 0)
+      return (std::stoull(line.substr(7), nullptr, 16) >> (SIGTERM - 1)) & 1U;
+  return false;
+}
+
 TEST_P(UriSecrets, TheDaemonsLogInEveryFormatDoesNotShowThem) {
   std::string config = Config();
   // All three at once: each logs its start and its first failed sweeps, then is stopped.
@@ -294,6 +305,9 @@ TEST_P(UriSecrets, TheDaemonsLogInEveryFormatDoesNotShowThem) {
             << format << "\n"
             << daemon->Stdout() << daemon->Stderr();
       }
+      // Its stop signals are handled (blocked, then waited for) once it has started: a
+      // SIGTERM sent before that, while it reads its configuration, ends it as any process.
+      EXPECT_TRUE(Eventually([&] { return BlocksSigterm(daemon->pid()); }, seconds(20))) << format;
       daemon->Signal(SIGTERM);
       EXPECT_EQ(daemon->Wait(seconds(15)), 0) << format << "\n"
                                               << daemon->Stdout() << daemon->Stderr();

@@ -20,6 +20,9 @@
 // for every protocol.
 #pragma once
 
+#include <array>
+#include <span>
+
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -41,6 +44,13 @@ namespace txn_recovery {
 // applied, rollback = canceling).
 enum class TxnState { kInitial, kPending, kApplied, kDone, kCanceling, kCancelled };
 std::string_view TxnStateName(TxnState s) noexcept;
+// Every state, in the life cycle's order (the order the documentation and check-config list
+// them), and the states a transaction may still leave: the one spelling of each list.
+inline constexpr std::array<TxnState, 6> kAllTxnStates = {
+    TxnState::kInitial, TxnState::kPending,   TxnState::kApplied,
+    TxnState::kDone,    TxnState::kCanceling, TxnState::kCancelled};
+inline constexpr std::array<TxnState, 4> kInFlightTxnStates = {
+    TxnState::kInitial, TxnState::kPending, TxnState::kApplied, TxnState::kCanceling};
 inline bool IsTerminal(TxnState s) noexcept {
   return s == TxnState::kDone || s == TxnState::kCancelled;
 }
@@ -75,7 +85,10 @@ struct StateAliases {
   std::vector<Value> NonTerminalSpellings() const;
   std::vector<Value> TerminalSpellings() const;
   std::vector<Value> AllSpellings() const;
-  std::vector<Value> SpellingsOf(std::initializer_list<TxnState> states) const;
+  std::vector<Value> SpellingsOf(std::span<const TxnState> states) const;
+  std::vector<Value> SpellingsOf(std::initializer_list<TxnState> states) const {
+    return SpellingsOf(std::span<const TxnState>(states.begin(), states.size()));
+  }
   // A problem (key "states.<state>") for each list other than `may_be_empty` that is
   // empty, each empty spelling and each spelling that belongs to two states.
   ConfigProblems Validate(std::initializer_list<TxnState> may_be_empty = {}) const;

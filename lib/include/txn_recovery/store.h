@@ -135,6 +135,9 @@ struct FindOptions {
   std::optional<std::string> sort_ascending_by;  // a path; absent = natural order
   std::int64_t limit = 0;                        // 0 = no limit
   std::int32_t batch_size = 0;                   // 0 = server default
+  // Empty: whole documents. Otherwise only these paths (and _id) are returned, as a
+  // MongoDB inclusion projection does: a sweep that selects its share reads ids alone.
+  std::vector<std::string> projection;
 };
 
 // A secondary index: its key paths in order, each 1 (ascending) or -1 (descending).

@@ -15,6 +15,7 @@
 
 #include "txn_recovery/clock.h"
 #include "txn_recovery/decision.h"
+#include "txn_recovery/membership.h"
 #include "txn_recovery/profile.h"
 #include "txn_recovery/retention.h"
 #include "txn_recovery/state_machine.h"
@@ -42,6 +43,10 @@ struct SweepOptions {
   // Checked between transactions: once true the sweep stops taking new ones, finishes the
   // one each worker has in hand, and returns Aborted. May be null.
   const std::atomic<bool>* stop = nullptr;
+  // A fleet member's part of the candidates (membership.h); nullopt: every candidate. With
+  // a share the sweep reads the candidates' _ids alone, then fetches and drives those in
+  // the share, `bulk_size` at a time. Efficiency, never permission: each is still claimed.
+  std::optional<Share> share;
 };
 
 struct TxnReport {
@@ -54,6 +59,8 @@ struct TxnReport {
 struct WatchSummary {
   std::string watch;
   std::int64_t examined = 0;  // documents the candidate query returned
+  // Candidates left to the other members of the fleet (SweepOptions::share).
+  std::int64_t outside_share = 0;
   // counts[action][outcome]
   std::map<Action, std::map<Outcome, std::int64_t>> counts;
   std::int64_t quarantined = 0;        // set aside by this sweep

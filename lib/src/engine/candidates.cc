@@ -56,9 +56,7 @@ std::vector<Filter> AgedAlternatives(const WatchSpec& watch, const std::vector<T
 
 Filter CandidateFilter(const WatchSpec& watch, DateTime now) {
   const Profile& p = watch.profile;
-  const std::vector<TxnState> all = {TxnState::kInitial, TxnState::kPending,
-                                     TxnState::kApplied, TxnState::kCanceling,
-                                     TxnState::kDone,    TxnState::kCancelled};
+  const std::vector<TxnState> all(kAllTxnStates.begin(), kAllTxnStates.end());
   std::vector<Filter> alternatives = AgedAlternatives(watch, all, now, AgeSource::kTimeField);
   for (AgeSource clock : {AgeSource::kObjectId, AgeSource::kFirstSeen})
     for (Filter& f : AgedAlternatives(watch, all, now, clock)) alternatives.push_back(std::move(f));

@@ -542,6 +542,8 @@ class StateMachine::Batch {
     const std::vector<StepRef> steps = StepsOf(list);
     const std::vector<Found> before = ReadParticipants(steps);
     CheckAll(steps, before);
+    // A rehearsal's lines for the steps left out, recorded where the writes are sent.
+    std::vector<std::pair<Namespace, std::string>> notes;
     for (std::size_t i = 0; i < steps.size(); ++i) {
       auto [it, step] = steps[i];
       if (before[i].size() > 1) {
@@ -552,10 +554,10 @@ class StateMachine::Batch {
                                    step->target.ToString()));
       } else if (before[i].empty() && it->cannot_apply.empty()) {
         it->cannot_apply = step->describe + ": participant not found in " + step->ns.ToString();
-        writer_.Note(step->ns,
-                     "(cannot apply: participant not found; the resume becomes a "
-                     "rollback) " +
-                         step->describe);
+        notes.emplace_back(step->ns,
+                           "(cannot apply: participant not found; the resume becomes "
+                           "a rollback) " +
+                               step->describe);
       }
     }
     // Checked for every step before any is written: one that cannot be written exactly
@@ -566,7 +568,7 @@ class StateMachine::Batch {
       if (!Running(*it) || !it->cannot_apply.empty()) continue;
       const Document& doc = before[i].front();
       if (HasMarker(doc, *step, it->txn->id)) {  // applied before a crash
-        writer_.Note(step->ns, "(nothing: already applied) " + step->describe);
+        notes.emplace_back(step->ns, "(nothing: already applied) " + step->describe);
         continue;
       }
       AddWrite(&writes, it, step, doc, step->apply, "apply: " + step->describe,
@@ -578,6 +580,7 @@ class StateMachine::Batch {
           (to_take_over.empty() || to_take_over.back() != w.item))
         to_take_over.push_back(w.item);
     TakeOver(to_take_over);
+    for (auto& [ns, note] : notes) writer_.Note(ns, std::move(note));
     std::erase_if(writes, [&](const Write& w) { return !Running(*w.item); });
     const Sent sent = Send(writes);
     if (sent.all_matched()) {

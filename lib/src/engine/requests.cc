@@ -15,7 +15,42 @@ Filter GuardIncrements(Filter filter, const Update& update, const Document& part
   return filter;
 }
 
+// The transaction still in the spelling `from` and still under the lease this claim took:
+// the compare-and-set of every state move the engine makes.
+Filter FromUnderLease(const Value& txn_id, const Value& from, const Profile& profile,
+                      const RecoveryPaths& paths, const LeaseTerms& lease) {
+  Filter f;
+  f.Eq("_id", txn_id)
+      .Eq(profile.state_field, from)
+      .Eq(paths.LeaseOwner(), lease.owner)
+      .Eq(paths.LeaseClaim(), lease.claim);
+  return f;
+}
+
 }  // namespace
+
+Document NewMember(const std::string& id) {
+  return Document{{"_id", id}, {"heartbeat", DateTime{0}}};
+}
+
+UpdateRequest MemberHeartbeat(const MemberRecord& self) {
+  Array watches;
+  for (const std::string& w : self.watches) watches.emplace_back(w);
+  Update u;
+  u.Set("host", self.host)
+      .Set("version", self.version)
+      .Set("watches", std::move(watches))
+      .CurrentDate("heartbeat");
+  return {Member(self.id), std::move(u)};
+}
+
+Filter ExpiredMembers(DateTime cutoff) {
+  return Filter().Lt("heartbeat", cutoff);
+}
+
+Filter Member(const std::string& id) {
+  return Filter().Eq("_id", id);
+}
 
 Filter Fenced(Filter filter, const LeaseTerms& lease) {
   filter.ServerNowBefore(lease.fence);
@@ -63,11 +98,7 @@ UpdateRequest Release(const Value& txn_id, const RecoveryPaths& paths, const Lea
 UpdateRequest Transition(const Value& txn_id, const Value& from, TxnState to, Action action,
                          const Profile& profile, const RecoveryPaths& paths,
                          const LeaseTerms& lease, DateTime renewed_expires) {
-  Filter f;
-  f.Eq("_id", txn_id)
-      .Eq(profile.state_field, from)
-      .Eq(paths.LeaseOwner(), lease.owner)
-      .Eq(paths.LeaseClaim(), lease.claim);
+  Filter f = FromUnderLease(txn_id, from, profile, paths, lease);
   Update u;
   u.Set(profile.state_field, profile.states.Written(to)).CurrentDate(profile.time_field);
   if (IsTerminal(to)) {
@@ -86,11 +117,7 @@ UpdateRequest Transition(const Value& txn_id, const Value& from, TxnState to, Ac
 UpdateRequest TakeOver(const Value& txn_id, const Value& from, const Profile& profile,
                        const RecoveryPaths& paths, const LeaseTerms& lease,
                        DateTime renewed_expires) {
-  Filter f;
-  f.Eq("_id", txn_id)
-      .Eq(profile.state_field, from)
-      .Eq(paths.LeaseOwner(), lease.owner)
-      .Eq(paths.LeaseClaim(), lease.claim);
+  Filter f = FromUnderLease(txn_id, from, profile, paths, lease);
   Update u;
   u.Set(profile.state_field, profile.states.resuming.front())
       .CurrentDate(profile.time_field)

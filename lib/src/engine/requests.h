@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "txn_recovery/decision.h"
+#include "txn_recovery/membership.h"
 #include "txn_recovery/profile.h"
 #include "txn_recovery/recovery_record.h"
 #include "txn_recovery/store.h"
@@ -110,6 +111,19 @@ UpdateRequest ReleaseQuarantine(const Value& txn_id, const RecoveryPaths& paths)
 // then switched.
 Document PauseSwitch();
 UpdateRequest SetPause(bool paused, const std::string& by);
+
+// ---- Fleet membership (membership.h) ---------------------------------------------------
+
+// A member's record as first created: its heartbeat the epoch, so that it counts as
+// expired (and is removable) until the heartbeat that follows stamps the server's time.
+Document NewMember(const std::string& id);
+// The heartbeat: the record's fields rewritten, its time the server's.
+UpdateRequest MemberHeartbeat(const MemberRecord& self);
+// The records whose last heartbeat is before `cutoff` (the server's clock), compared by
+// the delete itself so that a record heartbeated since it was listed is not matched.
+Filter ExpiredMembers(DateTime cutoff);
+// One member's record.
+Filter Member(const std::string& id);
 
 // `filter` restricted to the life of `lease` on the server's clock: the engine's writer
 // applies it to every write under a lease.

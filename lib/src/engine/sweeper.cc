@@ -3,6 +3,8 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -72,11 +74,13 @@ class Sweeper::Pass {
   Status Stream() {
     FindOptions find_options;
     find_options.batch_size = s_->options_.batch_size;
+    if (s_->options_.share) find_options.projection = {"_id"};
     std::unique_ptr<Cursor> cursor;
     if (Status st = s_->store_->Find(watch_.ns, CandidateFilter(watch_, server_start_),
                                      find_options, &cursor);
         !st.ok())
       return st;
+    if (s_->options_.share) cursor = std::make_unique<ShareCursor>(this, std::move(cursor));
     const int workers = std::max(1, s_->options_.workers);
     const std::size_t capacity =
         static_cast<std::size_t>(std::max<std::int32_t>(1, s_->options_.batch_size));
@@ -119,6 +123,67 @@ class Sweeper::Pass {
     for (auto& t : threads) t.join();
     return status;
   }
+
+  // With a share: the candidates' ids (a projected read) are filtered by the share, and
+  // the documents of those in it fetched `bulk_size` at a time, by _id and the candidate
+  // filter again (a transaction that moved on since its id was read is not fetched).
+  class ShareCursor final : public Cursor {
+   public:
+    ShareCursor(Pass* pass, std::unique_ptr<Cursor> ids) : pass_(pass), ids_(std::move(ids)) {}
+    Status Next(Document* doc, bool* has_doc) override {
+      while (true) {
+        if (fetched_) {
+          if (Status s = fetched_->Next(doc, has_doc); !s.ok() || *has_doc) return s;
+          fetched_.reset();
+        }
+        if (ids_done_) {
+          *has_doc = false;
+          return Status::Ok();
+        }
+        if (Status s = FetchNext(); !s.ok()) return s;
+      }
+    }
+
+   private:
+    Status FetchNext() {
+      const Share& share = *pass_->s_->options_.share;
+      const std::size_t bulk =
+          static_cast<std::size_t>(std::max<std::int32_t>(1, pass_->s_->options_.bulk_size));
+      std::vector<Value> mine;
+      Document d;
+      while (mine.size() < bulk) {
+        bool has = false;
+        if (Status s = ids_->Next(&d, &has); !s.ok()) return s;
+        if (!has) {
+          ids_done_ = true;
+          break;
+        }
+        const Value* id = d.Get("_id");
+        // A scan may return a document twice when it is updated meanwhile (DocumentDB does
+        // so readily, here while this daemon's workers drive the ones fetched before):
+        // each id is fetched and counted once.
+        if (id == nullptr || !seen_.insert(id->ToString()).second) continue;
+        if (share.Owns(*id)) {
+          mine.push_back(*id);
+        } else {
+          std::lock_guard lock(pass_->report_mu_);
+          pass_->summary_->outside_share++;
+        }
+      }
+      if (mine.empty()) return Status::Ok();
+      Filter f = CandidateFilter(pass_->watch_, pass_->server_start_);
+      f.In("_id", std::move(mine));
+      FindOptions options;
+      options.batch_size = pass_->s_->options_.batch_size;
+      return pass_->s_->store_->Find(pass_->watch_.ns, f, options, &fetched_);
+    }
+
+    Pass* pass_;
+    std::unique_ptr<Cursor> ids_;
+    std::unique_ptr<Cursor> fetched_;
+    bool ids_done_ = false;
+    std::set<std::string> seen_;  // the ids read so far: as many as the candidates, no more
+  };
 
   // Retention runs after the pass, so a transaction resolved just now is never a
   // candidate (it is younger than the late-write window anyway).

@@ -27,11 +27,6 @@ std::string_view TxnStateName(TxnState s) noexcept {
   return "?";
 }
 
-namespace {
-constexpr TxnState kAllStates[] = {TxnState::kInitial, TxnState::kPending,   TxnState::kApplied,
-                                   TxnState::kDone,    TxnState::kCanceling, TxnState::kCancelled};
-}  // namespace
-
 const std::vector<std::string>& StateAliases::For(TxnState s) const noexcept {
   return const_cast<StateAliases*>(this)->For(s);
 }
@@ -63,7 +58,7 @@ const std::string& StateAliases::Written(TxnState s) const noexcept {
 }
 
 std::optional<TxnState> StateAliases::Parse(std::string_view spelling) const noexcept {
-  for (TxnState s : kAllStates)
+  for (TxnState s : kAllTxnStates)
     for (const auto& name : For(s))
       if (name == spelling) return s;
   if (IsResuming(spelling)) return TxnState::kPending;
@@ -76,7 +71,7 @@ bool StateAliases::IsResuming(std::string_view spelling) const noexcept {
   return false;
 }
 
-std::vector<Value> StateAliases::SpellingsOf(std::initializer_list<TxnState> states) const {
+std::vector<Value> StateAliases::SpellingsOf(std::span<const TxnState> states) const {
   std::vector<Value> out;
   for (TxnState s : states) {
     for (const auto& name : For(s)) out.emplace_back(name);
@@ -87,22 +82,20 @@ std::vector<Value> StateAliases::SpellingsOf(std::initializer_list<TxnState> sta
 }
 
 std::vector<Value> StateAliases::NonTerminalSpellings() const {
-  return SpellingsOf(
-      {TxnState::kInitial, TxnState::kPending, TxnState::kApplied, TxnState::kCanceling});
+  return SpellingsOf(kInFlightTxnStates);
 }
 std::vector<Value> StateAliases::TerminalSpellings() const {
   return SpellingsOf({TxnState::kDone, TxnState::kCancelled});
 }
 std::vector<Value> StateAliases::AllSpellings() const {
-  return SpellingsOf({TxnState::kInitial, TxnState::kPending, TxnState::kApplied, TxnState::kDone,
-                      TxnState::kCanceling, TxnState::kCancelled});
+  return SpellingsOf(kAllTxnStates);
 }
 
 ConfigProblems StateAliases::Validate(std::initializer_list<TxnState> may_be_empty) const {
   ConfigProblems out;
   std::map<std::string, TxnState> seen;  // spelling -> the first state that has it
   auto key = [](TxnState s) { return "states." + std::string(TxnStateName(s)); };
-  for (TxnState s : kAllStates) {
+  for (TxnState s : kAllTxnStates) {
     bool optional = false;
     for (TxnState o : may_be_empty) optional = optional || o == s;
     if (For(s).empty() && !optional) out.push_back({key(s), "has no spelling"});

@@ -56,6 +56,15 @@ Status MemoryStore::Find(const Namespace& ns, const Filter& filter, const FindOp
   }
   if (options.limit > 0 && out.size() > static_cast<std::size_t>(options.limit))
     out.resize(static_cast<std::size_t>(options.limit));
+  if (!options.projection.empty()) {
+    for (Document& d : out) {
+      Document kept;
+      if (const Value* id = d.Get("_id")) kept.Set("_id", *id);
+      for (const std::string& path : options.projection)
+        if (const Value* v = d.GetPath(path)) kept.SetPath(path, *v);
+      d = std::move(kept);
+    }
+  }
   *cursor = std::make_unique<VectorCursor>(std::move(out));
   return Status::Ok();
 }

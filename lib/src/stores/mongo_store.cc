@@ -504,6 +504,13 @@ Status MongoStore::Find(const Namespace& ns, const Filter& filter, const FindOpt
   }
   if (options.limit > 0) bson_append_int64(opts.get(), "limit", -1, options.limit);
   if (options.batch_size > 0) bson_append_int32(opts.get(), "batchSize", -1, options.batch_size);
+  if (!options.projection.empty()) {
+    bson_t projection;
+    bson_append_document_begin(opts.get(), "projection", -1, &projection);
+    for (const std::string& path : options.projection)
+      bson_append_int32(&projection, path.c_str(), -1, 1);
+    bson_append_document_end(opts.get(), &projection);
+  }
   PooledClient client;
   if (Status s = impl_->Client(&client); !s.ok()) return s;
   CollectionPtr coll = GetCollection(client, ns);
@@ -973,6 +980,13 @@ Status MongoStore::Explain(const ReadQuery& query, QueryPlan* plan) {
       bson_append_document_end(&inner, &sort);
     }
     if (query.options.limit > 0) bson_append_int64(&inner, "limit", -1, query.options.limit);
+    if (!query.options.projection.empty()) {
+      bson_t projection;
+      bson_append_document_begin(&inner, "projection", -1, &projection);
+      for (const std::string& path : query.options.projection)
+        bson_append_int32(&projection, path.c_str(), -1, 1);
+      bson_append_document_end(&inner, &projection);
+    }
   }
   bson_append_document_end(cmd.get(), &inner);
   bson_append_utf8(cmd.get(), "verbosity", -1, "executionStats", -1);

@@ -8,6 +8,10 @@ std::string ReadQuery::ToString() const {
   if (kind == Kind::kFind && options.sort_ascending_by)
     out += " sorted by " + *options.sort_ascending_by;
   if (kind == Kind::kFind && options.limit > 0) out += " limit " + std::to_string(options.limit);
+  if (kind == Kind::kFind && !options.projection.empty()) {
+    out += " returning _id";
+    for (const std::string& p : options.projection) out += ", " + p;
+  }
   return out;
 }
 

@@ -5,8 +5,7 @@
 namespace txn_recovery {
 namespace {
 
-const std::vector<TxnState> kNonTerminal = {TxnState::kInitial, TxnState::kPending,
-                                            TxnState::kApplied, TxnState::kCanceling};
+const std::vector<TxnState> kNonTerminal(kInFlightTxnStates.begin(), kInFlightTxnStates.end());
 
 // The first document of `f` sorted by `sort_by`, if any.
 Status First(Store* store, const Namespace& ns, const Filter& f, const std::string& sort_by,

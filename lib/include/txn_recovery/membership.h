@@ -1,0 +1,71 @@
+// Fleet membership (docs/fleet.md): every `run` instance keeps a record in a members
+// collection, heartbeated on the server's clock, and divides the candidates with the other
+// live members by bucket. A share is efficiency, never permission: whatever a member
+// believes its share is, it still claims every transaction it drives.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "txn_recovery/document.h"
+#include "txn_recovery/status.h"
+#include "txn_recovery/store.h"
+
+namespace txn_recovery {
+
+// The fleet constant the candidates are divided by: far more buckets than members, so that
+// two shares differ by one bucket at most. Changing it (or BucketOf) is a protocol change.
+inline constexpr std::uint32_t kFleetBuckets = 256;
+
+struct MemberRecord {
+  std::string id;  // the instance's lease owner id
+  std::string host;
+  std::string version;
+  std::vector<std::string> watches;  // the transactions collections it sweeps
+  DateTime heartbeat;                // the server's clock at its last heartbeat
+};
+
+// Stamps `self`'s record with the server's time ($currentDate), creating it first when it
+// is absent (the Store algebra has no upsert). Its host, version and watches are rewritten.
+Status Heartbeat(Store* store, const Namespace& ns, const MemberRecord& self);
+
+// The records heartbeated within `expiry` of `server_now` (the server's clock), sorted by id.
+Status LiveMembers(Store* store, const Namespace& ns, std::chrono::milliseconds expiry,
+                   DateTime server_now, std::vector<MemberRecord>* live);
+
+// Deletes the records not heartbeated within `expiry` of `server_now`. A member that
+// heartbeats meanwhile is not removed (the delete compares the heartbeat it finds); one
+// removed while alive creates its record again at its next heartbeat.
+Status RemoveExpired(Store* store, const Namespace& ns, std::chrono::milliseconds expiry,
+                     DateTime server_now, std::int64_t* removed);
+
+// Deletes `self_id`'s record (a clean shutdown), so that the others need not wait for it
+// to expire.
+Status Leave(Store* store, const Namespace& ns, const std::string& self_id);
+
+// The bucket of a transaction's _id: FNV-1a 64 over a canonical, type-tagged encoding of
+// the value, modulo kFleetBuckets. Numbers are hashed by value, as MongoDB compares _ids:
+// an integral number that fits in 64 bits is hashed as that integer whatever its type (1,
+// 1L and 1.0 are one _id and one bucket); any other double as its IEEE bits (-0.0 is 0,
+// every NaN one NaN).
+std::uint32_t BucketOf(const Value& id);
+
+// One member's part of the buckets: with `count` live members, the member at position
+// `self` (in the list sorted by id) holds the buckets b with b % count == self (stride).
+struct Share {
+  std::uint32_t self = 0;
+  std::uint32_t count = 1;  // 1: everything
+
+  bool Owns(const Value& id) const { return BucketOf(id) % count == self; }
+  // How many of the kFleetBuckets buckets this share holds.
+  std::uint32_t Buckets() const;
+  friend bool operator==(const Share&, const Share&) = default;
+};
+
+// `self_id`'s share among `live` (sorted by id): a member always counts itself, listed or
+// not (it has just heartbeated, even if the list was read before its record existed).
+Share ShareOf(const std::vector<MemberRecord>& live, const std::string& self_id);
+
+}  // namespace txn_recovery
