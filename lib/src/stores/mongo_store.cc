@@ -15,11 +15,30 @@ namespace txn_recovery {
 
 namespace mongo {
 
+namespace {
+
+// A login refused because the server behind the wire protocol is not ready, not because
+// of the credentials: DocumentDB's gateway passes PostgreSQL's own words on when it cannot
+// reach its database (restarting, in crash recovery, shutting down). Taken for refused
+// credentials, it would make `sweep` exit 77 and `run` say "authentication failed" until
+// the operator looked, for an outage that ends by itself.
+bool ServerNotReady(std::string_view message) {
+  for (std::string_view says :
+       {"the database system is in recovery mode", "the database system is starting up",
+        "the database system is shutting down", "the database system is not yet accepting",
+        "the database system is not accepting connections"})
+    if (message.find(says) != std::string_view::npos) return true;
+  return false;
+}
+
+}  // namespace
+
 Status StatusFromBsonError(const bson_error_t& error, std::string_view what) {
   const std::string detail = RedactSecrets(error.message) + " (domain " +
                              std::to_string(error.domain) + ", code " + std::to_string(error.code) +
                              ")";
   const std::string msg = std::string(what) + " failed: " + detail;
+  if (ServerNotReady(error.message)) return Status::Unavailable(msg);
   // The server's AuthenticationFailed (18) comes back as the client's "authenticate" error
   // when the driver logs in for a new connection, and as itself from a command.
   if ((error.domain == MONGOC_ERROR_CLIENT && error.code == MONGOC_ERROR_CLIENT_AUTHENTICATE) ||
