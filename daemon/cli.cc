@@ -46,6 +46,18 @@ std::unique_ptr<CLI::App> BuildCli(CliOptions* o) {
   sweep->add_flag("--orphans", o->sweep.orphans,
                   "Also scan the participants for markers of finished or missing transactions");
   sweep->add_flag("-v,--verbose", o->verbosity, "One line per transaction; twice for debug logs");
+  sweep
+      ->add_option_function<std::string>(
+          "--share",
+          [o](const std::string& text) {
+            txn_recovery::Share share;
+            if (std::string error = ParseShare(text, &share); !error.empty())
+              throw CLI::ValidationError(error);
+            o->sweep.share = share;
+          },
+          "Only the candidates in share K of N (K/N, e.g. 0/4): N sweeps started by hand, one "
+          "per K, divide a large backlog between them (docs/fleet.md); --orphans is not divided")
+      ->type_name("K/N");
 
   CLI::App* run = app->add_subcommand(
       "run", "Run as a daemon: sweep every interval until SIGTERM; SIGHUP reloads");

@@ -120,7 +120,8 @@ struct WatchRun {
   // Some transaction failed because the database refused the daemon's credentials or a
   // privilege: the deployment's to fix, reported as such (exit 77).
   bool unauthenticated = false;
-  bool scanned = false;  // the orphan scan ran
+  bool scanned = false;                      // the orphan scan ran
+  std::optional<txn_recovery::Share> share;  // --share
   txn_recovery::OrphanSummary orphans;
   std::vector<txn_recovery::OrphanFinding> findings;
   txn_recovery::Status orphan_status;
@@ -211,14 +212,17 @@ txn_recovery::SweepOptions SweeperOptions(const Config& config, const SweepComma
   so.lease.owner = txn_recovery::MakeOwnerId();
   so.lease.duration = config.sweep.lease_duration;
   so.max_failures = config.sweep.max_failures;
+  so.share = o.share;
   return so;
 }
 
 // Sweeps one watch; each transaction is logged and, when listed, printed as it comes.
 // Listed: every one with -v; in a dry run every one, since what it would do is the point.
+// `reach` is how the database answered before the first watch: when it did not, the watch
+// reports that without waiting for the database again.
 void SweepOne(txn_recovery::Sweeper& sweeper, const txn_recovery::WatchSpec& watch,
-              const SweepCommandOptions& options, JsonReport* json, std::ostream& out,
-              WatchRun* run) {
+              const SweepCommandOptions& options, const txn_recovery::Status& reach,
+              JsonReport* json, std::ostream& out, WatchRun* run) {
   const bool list = options.verbose || options.dry_run;
   auto on_txn = [&](const TxnReport& r) {
     LogTransaction(r);
@@ -233,7 +237,7 @@ void SweepOne(txn_recovery::Sweeper& sweeper, const txn_recovery::WatchSpec& wat
   if (json != nullptr) json->BeginWatch(watch, list);
   spdlog::debug("sweeping watch {} ({})", watch.name, watch.ns.ToString());
   run->watch = &watch;
-  run->status = sweeper.SweepWatch(watch, on_txn, &run->summary);
+  run->status = reach.ok() ? sweeper.SweepWatch(watch, on_txn, &run->summary) : reach;
   if (!run->status.ok()) {
     LogFields f({{"watch", watch.name}});
     spdlog::error("sweep failed: {}", run->status.ToString());
@@ -346,6 +350,7 @@ nlohmann::json SummaryJson(const WatchRun& run) {
       {"finished_archived", s.finished_archived},
       {"actions", actions},
   };
+  if (run.share) w["outside_share"] = s.outside_share;
   if (run.scanned) w["orphans"] = OrphansJson(run);
   return w;
 }
@@ -385,6 +390,9 @@ void PrintSummary(const WatchRun& run, bool dry_run, std::ostream& out) {
   if (watch.retention.enabled())
     out << ", finished removed " << s.finished_deleted + s.finished_archived << " ("
         << s.finished_archived << " archived)";
+  if (run.share)
+    out << ", left to the other shares " << s.outside_share << " (share " << run.share->self << "/"
+        << run.share->count << ")";
   out << "\n";
   for (const auto& [action, outcomes] : s.counts) {
     out << "  " << txn_recovery::ActionName(action) << ":";
@@ -397,12 +405,38 @@ void PrintSummary(const WatchRun& run, bool dry_run, std::ostream& out) {
 
 }  // namespace
 
+std::string ParseShare(const std::string& text, txn_recovery::Share* share) {
+  const std::size_t slash = text.find('/');
+  auto number = [](const std::string& digits, std::uint32_t* n) {
+    if (digits.empty() || digits.size() > 3 ||
+        digits.find_first_not_of("0123456789") != std::string::npos)
+      return false;
+    *n = static_cast<std::uint32_t>(std::stoul(digits));
+    return true;
+  };
+  std::uint32_t k = 0, n = 0;
+  if (slash == std::string::npos || !number(text.substr(0, slash), &k) ||
+      !number(text.substr(slash + 1), &n))
+    return "--share takes K/N, two whole numbers (e.g. 0/4), not \"" + text + "\"";
+  if (n < 1 || n > txn_recovery::kFleetBuckets)
+    return "--share " + text + ": N must be 1 to " + std::to_string(txn_recovery::kFleetBuckets);
+  if (k >= n) return "--share " + text + ": K must be 0 to N-1 (" + std::to_string(n - 1) + ")";
+  *share = txn_recovery::Share{k, n};
+  return "";
+}
+
 int RunSweep(const Config& config, txn_recovery::Store* store, const SweepCommandOptions& options,
              std::ostream& out) {
   txn_recovery::SweepOptions so = SweeperOptions(config, options);
   txn_recovery::Sweeper sweeper(store, txn_recovery::Clock::Real(), so);
-  // An unreachable database shows in the sweep itself, with its exit code.
-  (void)PrepareIndexes(config, store, options.dry_run);
+  // One wait for a database that does not answer (or refuses the credentials), not one
+  // for the index check and one for each watch: every watch reports it, with its exit code.
+  txn_recovery::DateTime server_now;
+  txn_recovery::Status reach = store->ServerTime(&server_now);
+  if (!reach.IsUnavailable() && !reach.IsUnauthenticated()) {
+    reach = txn_recovery::Status::Ok();
+    (void)PrepareIndexes(config, store, options.dry_run);
+  }
 
   std::optional<JsonReport> json;
   if (options.json) {
@@ -412,7 +446,8 @@ int RunSweep(const Config& config, txn_recovery::Store* store, const SweepComman
   Verdict verdict;
   for (const auto& watch : config.watches) {
     WatchRun run;
-    SweepOne(sweeper, watch, options, json ? &*json : nullptr, out, &run);
+    run.share = options.share;
+    SweepOne(sweeper, watch, options, reach, json ? &*json : nullptr, out, &run);
     ScanOne(config, store, options, so.lease, &run);
     Judge(run, options.dry_run, &verdict);
     if (json) {

@@ -1,10 +1,12 @@
 // `txn-recoveryd sweep`: one pass over every watch, a summary, an exit code.
 #pragma once
 
+#include <optional>
 #include <ostream>
 #include <string>
 
 #include "config.h"
+#include "txn_recovery/membership.h"
 #include "txn_recovery/orphans.h"
 #include "txn_recovery/store.h"
 #include "txn_recovery/sweeper.h"
@@ -16,7 +18,13 @@ struct SweepCommandOptions {
   bool json = false;
   bool verbose = false;  // one line (or JSON entry) per transaction acted on
   bool orphans = false;  // also scan the participants for orphan markers (orphans.h)
+  // --share K/N: only the candidates whose bucket b has b mod N = K (docs/fleet.md), so
+  // that N sweeps started by hand divide a large backlog; nullopt: every candidate.
+  std::optional<txn_recovery::Share> share;
 };
+
+// Reads "K/N" (0 <= K < N <= 256) into `share`; otherwise returns what is wrong with it.
+std::string ParseShare(const std::string& text, txn_recovery::Share* share);
 
 // The "after" column of a report: the state a resolved transaction reached; for a dry
 // run's planned action, the terminal state that action would reach (a planned resume of

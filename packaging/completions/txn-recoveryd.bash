@@ -45,7 +45,7 @@ _txn_recoveryd() {
   case "$command" in
     "") COMPREPLY=($(compgen -W "$commands --help --version" -- "$cur")); return ;;
     run) options="--config --log-format --log-level --http-listen --help" ;;
-    sweep) options="--config --watch --dry-run --json --orphans --verbose -v --help" ;;
+    sweep) options="--config --watch --dry-run --json --orphans --share --verbose -v --help" ;;
     check-config) options="--config --probe --help" ;;
     inspect) options="--config --watch --json --help" ;;
     pause|resume) options="--config --watch --help" ;;
