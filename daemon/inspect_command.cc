@@ -30,26 +30,28 @@ int ExitFor(const Status& s) {
   return s.IsUnavailable() ? kExitUnavailable : kExitIncomplete;
 }
 
-// The live members of the fleet in `database` (docs/fleet.md), each with the buckets its
+// The live members of the fleet that sweep `w` (docs/fleet.md), each with the buckets its
 // share holds by the list read now; empty when the fleet is off.
-Status FleetMembers(const Config& config, txn_recovery::Store* store, const std::string& database,
-                    nlohmann::json* members) {
+Status FleetMembers(const Config& config, txn_recovery::Store* store,
+                    const txn_recovery::WatchSpec& w, nlohmann::json* members) {
   *members = nlohmann::json::array();
   if (!config.fleet.enabled) return Status::Ok();
   txn_recovery::DateTime now;
   std::vector<txn_recovery::MemberRecord> live;
   if (Status s = store->ServerTime(&now); !s.ok()) return s;
-  if (Status s = txn_recovery::LiveMembers(store, {database, config.fleet.members_collection},
+  if (Status s = txn_recovery::LiveMembers(store, {w.ns.database, config.fleet.members_collection},
                                            config.fleet.expiry, now, &live);
       !s.ok())
     return s;
-  for (const auto& m : live)
+  for (const auto& m : live) {
+    if (std::find(m.watches.begin(), m.watches.end(), w.ns.collection) == m.watches.end()) continue;
     members->push_back({{"id", m.id},
                         {"host", m.host},
                         {"version", m.version},
                         {"watches", m.watches},
                         {"heartbeat_age_seconds", (now.millis - m.heartbeat.millis) / 1000.0},
-                        {"buckets", txn_recovery::ShareOf(live, m.id).Buckets()}});
+                        {"buckets", txn_recovery::ShareOf(live, m.id, w.ns.collection).Buckets()}});
+  }
   return Status::Ok();
 }
 
@@ -88,7 +90,7 @@ WatchFindings InspectWatch(const Config& config, const txn_recovery::WatchSpec& 
       f.missing.push_back({{"namespace", c.index.ns.ToString()},
                            {"keys", c.index.spec.ToString()},
                            {"needed_by", c.index.why}});
-  if (s.ok()) s = FleetMembers(config, store, w.ns.database, &f.members);
+  if (s.ok()) s = FleetMembers(config, store, w, &f.members);
   return f;
 }
 

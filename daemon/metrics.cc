@@ -302,11 +302,17 @@ void DescribeStandardMetrics(Metrics* m, const std::string& version, const std::
               "Orphan scans of a watch's participants that completed.");
   m->Describe("txn_recoveryd_orphan_markers", T::kGauge,
               "Markers the last orphan scan left for an operator, by kind.");
+  m->Describe("txn_recoveryd_database_round_trips_total", T::kCounter,
+              "Commands this process sent to the database (find, getMore, update, ...), "
+              "counted after each round.");
+  m->Describe("txn_recoveryd_database_documents_read_total", T::kCounter,
+              "Documents the database sent this process in its replies, counted after each "
+              "round.");
   m->Describe("txn_recoveryd_fleet_members", T::kGauge,
-              "Live members of the fleet in the database at the last heartbeat, this one "
-              "included.");
+              "Live members of the fleet that sweep the watch at the last heartbeat, this "
+              "one included.");
   m->Describe("txn_recoveryd_fleet_share_buckets", T::kGauge,
-              "Buckets of the 256 this member's share of the database holds.");
+              "Buckets of the 256 this member's share of the watch holds.");
   m->Describe("txn_recoveryd_paused", T::kGauge,
               "1 while the watch's pause switch is on and the daemon leaves it alone.");
   m->Describe("txn_recoveryd_database_up", T::kGauge,

@@ -173,13 +173,16 @@ class Daemon {
   // The periodic orphan scan of every watch (orphans.h), with its metrics.
   void ScanOrphans(const txn_recovery::LeaseOptions& lease, SweepOutcome* out);
   // Fleet membership (docs/fleet.md), per database of the watches: heartbeats, lists the
-  // live members, removes the expired records and recomputes this instance's share of each.
+  // live members, removes the expired records and recomputes this instance's share of each
+  // watch. Leaves the fleets of databases no longer watched (after a reload).
   void Heartbeat();
-  // The share of the watches of `database`; nullopt (everything) when the fleet is off or
-  // the last heartbeat there failed.
-  std::optional<txn_recovery::Share> ShareIn(const std::string& database) const;
+  // The share of watch `w`; nullopt (everything) when the fleet is off or the last
+  // heartbeat in its database failed.
+  std::optional<txn_recovery::Share> ShareIn(const txn_recovery::WatchSpec& w) const;
   // Deletes this instance's records at a clean stop, so that the others take its share now.
   void LeaveFleet();
+  void LeaveFleetOf(const std::string& database);
+  void AdoptShare(const txn_recovery::WatchSpec& w, const txn_recovery::Share& share);
   void RecordWatch(const txn_recovery::WatchSpec& w, const txn_recovery::WatchSummary& summary,
                    const Status& s, double seconds, SweepOutcome* out);
   void Progress();
@@ -196,6 +199,7 @@ class Daemon {
   milliseconds Jittered(milliseconds interval);
   void StartDrainDeadline();
   void PublishStatus(const SweepOutcome& o, milliseconds took, milliseconds next);
+  void CountWire();
 
   RunOptions options_;
   EnvLookup env_;
@@ -224,13 +228,16 @@ class Daemon {
   // Copies of configuration values read by the signal and HTTP threads.
   std::atomic<std::int64_t> drain_deadline_ms_{8'000};
   std::uint64_t suppressed_logs_reported_ = 0;
+  txn_recovery::Store::WireStats wire_counted_;  // of store_, already in the metrics
   Steady::time_point last_watchdog_{};
   std::map<std::string, std::set<std::string>> stuck_series_;  // watch -> states reported
   // The first scan comes an interval after start, or 10 minutes if that is sooner (not
   // at once: a daemon restarted in a loop must not rescan every participant each time),
   // then every orphan_scan_interval. Unset until the first sweep.
   std::optional<Steady::time_point> next_orphan_scan_;
-  std::map<std::string, txn_recovery::Share> shares_;  // by database, after a heartbeat
+  std::map<std::string, txn_recovery::Share> shares_;  // by watch namespace, after a heartbeat
+  std::set<std::string> fleets_;   // databases this instance has a member record in
+  std::set<std::string> failing_;  // watch namespaces whose last sweep failed: not listed
   Steady::time_point last_heartbeat_{};
 };
 
@@ -391,7 +398,10 @@ void Daemon::Reload() {
     if (http_) http_->Stop();
     http_ = std::move(next_http);
   }
-  if (store_changed) store_ = std::move(next_store);
+  if (store_changed) {
+    store_ = std::move(next_store);
+    wire_counted_ = {};  // the new store counts from zero
+  }
   if (next.log.format != config_.log.format)
     spdlog::warn("log.format changes take effect at the next restart");
   if (next.log.level != config_.log.level)
@@ -478,22 +488,36 @@ void Daemon::RecordWatch(const txn_recovery::WatchSpec& w,
 void Daemon::Heartbeat() {
   last_heartbeat_ = Steady::now();
   if (!config_.fleet.enabled) return;
-  std::map<std::string, std::vector<std::string>> databases;  // database -> its watches
-  for (const auto& w : config_.watches) databases[w.ns.database].push_back(w.ns.collection);
+  // database -> its watches. A watch whose last sweep failed is not listed in the record,
+  // so that the others take its buckets instead of leaving them to a member that cannot
+  // sweep them; it still sweeps its own share, and is listed again once a sweep succeeds.
+  std::map<std::string, std::vector<const txn_recovery::WatchSpec*>> databases;
+  for (const auto& w : config_.watches) databases[w.ns.database].push_back(&w);
+  for (auto it = fleets_.begin(); it != fleets_.end();) {
+    if (databases.count(*it) > 0) {
+      ++it;
+      continue;
+    }
+    LeaveFleetOf(*it);
+    it = fleets_.erase(it);
+  }
   char host[256] = {};
   if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
-  for (const auto& [database, collections] : databases) {
+  for (const auto& [database, watches] : databases) {
     const txn_recovery::Namespace ns{database, config_.fleet.members_collection};
-    const txn_recovery::MemberRecord self{
+    txn_recovery::MemberRecord self{
         owner_,
         host,
         std::string("txn-recoveryd ") + TXN_RECOVERYD_VERSION + " (" + Revision() + ")",
-        collections,
+        {},
         {}};
+    for (const auto* w : watches)
+      if (failing_.count(w->ns.ToString()) == 0) self.watches.push_back(w->ns.collection);
     std::vector<txn_recovery::MemberRecord> live;
     txn_recovery::DateTime now;
     std::int64_t removed = 0;
     Status s = txn_recovery::Heartbeat(store_.get(), ns, self);
+    if (s.ok()) fleets_.insert(database);
     if (s.ok()) s = store_->ServerTime(&now);
     if (s.ok()) s = txn_recovery::LiveMembers(store_.get(), ns, config_.fleet.expiry, now, &live);
     if (s.ok())
@@ -502,42 +526,55 @@ void Daemon::Heartbeat() {
     if (!s.ok()) {
       // Without a view of the fleet, everything: the claims keep it safe, at the cost of
       // racing the others for every transaction until the next heartbeat.
-      if (shares_.erase(database) > 0)
+      bool had = false;
+      for (const auto* w : watches) had = shares_.erase(w->ns.ToString()) > 0 || had;
+      if (had)
         spdlog::warn("fleet membership in {} failed, sweeping every candidate: {}", ns.ToString(),
                      s.ToString());
       continue;
     }
-    const txn_recovery::Share share = txn_recovery::ShareOf(live, owner_);
-    auto previous = shares_.find(database);
-    if (previous == shares_.end() || previous->second != share)
-      spdlog::info("fleet of {}: {} live member(s), this one at position {} holds {} of {} buckets",
-                   database, share.count, share.self, share.Buckets(), txn_recovery::kFleetBuckets);
     if (removed > 0)
       spdlog::info("fleet of {}: {} expired member record(s) removed", database, removed);
-    shares_[database] = share;
-    metrics_.Set("txn_recoveryd_fleet_members", {{"database", database}},
-                 static_cast<double>(share.count));
-    metrics_.Set("txn_recoveryd_fleet_share_buckets", {{"database", database}},
-                 static_cast<double>(share.Buckets()));
+    for (const auto* w : watches)
+      AdoptShare(*w, txn_recovery::ShareOf(live, owner_, w->ns.collection));
   }
 }
 
-std::optional<txn_recovery::Share> Daemon::ShareIn(const std::string& database) const {
+void Daemon::AdoptShare(const txn_recovery::WatchSpec& w, const txn_recovery::Share& share) {
+  auto [it, added] = shares_.try_emplace(w.ns.ToString(), share);
+  if (added || it->second != share) {
+    LogFields f({{"watch", w.name}});
+    spdlog::info(
+        "fleet of {}: {} live member(s) sweep it, this one at position {} holds {} of {} "
+        "buckets",
+        w.ns.ToString(), share.count, share.self, share.Buckets(), txn_recovery::kFleetBuckets);
+  }
+  it->second = share;
+  metrics_.Set("txn_recoveryd_fleet_members", {{"watch", w.name}},
+               static_cast<double>(share.count));
+  metrics_.Set("txn_recoveryd_fleet_share_buckets", {{"watch", w.name}},
+               static_cast<double>(share.Buckets()));
+}
+
+std::optional<txn_recovery::Share> Daemon::ShareIn(const txn_recovery::WatchSpec& w) const {
   if (!config_.fleet.enabled) return std::nullopt;
-  auto it = shares_.find(database);
+  auto it = shares_.find(w.ns.ToString());
   if (it == shares_.end()) return std::nullopt;
   return it->second;
 }
 
 void Daemon::LeaveFleet() {
   if (!config_.fleet.enabled || store_ == nullptr) return;
-  for (const auto& [database, share] : shares_) {
-    const txn_recovery::Namespace ns{database, config_.fleet.members_collection};
-    if (Status s = txn_recovery::Leave(store_.get(), ns, owner_); !s.ok())
-      spdlog::warn("could not leave the fleet of {} (the record expires instead): {}", database,
-                   s.ToString());
-  }
+  for (const auto& database : fleets_) LeaveFleetOf(database);
+  fleets_.clear();
   shares_.clear();
+}
+
+void Daemon::LeaveFleetOf(const std::string& database) {
+  const txn_recovery::Namespace ns{database, config_.fleet.members_collection};
+  if (Status s = txn_recovery::Leave(store_.get(), ns, owner_); !s.ok())
+    spdlog::warn("could not leave the fleet of {} (the record expires instead): {}", database,
+                 s.ToString());
 }
 
 Daemon::SweepOutcome Daemon::SweepAll() {
@@ -593,11 +630,15 @@ Daemon::SweepOutcome Daemon::SweepAll() {
     auto t0 = Steady::now();
     // Between watches too, so that a long sweep does not let this member expire.
     if (Steady::now() - last_heartbeat_ >= config_.fleet.heartbeat) Heartbeat();
-    so.share = ShareIn(w.ns.database);
+    so.share = ShareIn(w);
     txn_recovery::Sweeper sweeper(store_.get(), txn_recovery::Clock::Real(), so);
     Status s = sweeper.SweepWatch(w, on_txn, &summary);
     double seconds = std::chrono::duration<double>(Steady::now() - t0).count();
     if (s.IsAborted() && stop_.load()) break;  // the drain, not a failure
+    if (s.ok())
+      failing_.erase(w.ns.ToString());
+    else
+      failing_.insert(w.ns.ToString());
     RecordWatch(w, summary, s, seconds, &out);
     Progress();
   }
@@ -627,6 +668,9 @@ void Daemon::ScanOrphans(const txn_recovery::LeaseOptions& lease, SweepOutcome* 
   using Kind = txn_recovery::OrphanFinding::Kind;
   for (const auto& w : config_.watches) {
     if (stop_.load()) return;
+    // The scan reads every marked participant whatever the share: in a fleet, the member
+    // at position 0 of the watch's share runs it, the others leave it to that one.
+    if (std::optional<txn_recovery::Share> share = ShareIn(w); share && share->self != 0) continue;
     txn_recovery::OrphanSummary summary;
     Status s = txn_recovery::ScanOrphans(
         store_.get(), txn_recovery::Clock::Real(), w, oo,
@@ -658,6 +702,18 @@ void Daemon::ScanOrphans(const txn_recovery::LeaseOptions& lease, SweepOutcome* 
                  summary.missing_transactions + summary.foreign_markers +
                      summary.crowded_participants + summary.quarantined + summary.failed);
   }
+}
+
+// What this process exchanged with the database since the last round: what the daemon
+// costs the server, whatever its speed (heartbeats and index checks included).
+void Daemon::CountWire() {
+  txn_recovery::Store::WireStats w;
+  if (store_ == nullptr || !store_->GetWireStats(&w)) return;
+  metrics_.Inc("txn_recoveryd_database_round_trips_total", {},
+               static_cast<double>(w.round_trips - wire_counted_.round_trips));
+  metrics_.Inc("txn_recoveryd_database_documents_read_total", {},
+               static_cast<double>(w.documents_returned - wire_counted_.documents_returned));
+  wire_counted_ = w;
 }
 
 void Daemon::PublishStatus(const SweepOutcome& o, milliseconds took, milliseconds next) {
@@ -708,6 +764,7 @@ void Daemon::SweepUntilStopped() {
     metrics_.Inc("txn_recoveryd_log_messages_suppressed_total", {},
                  static_cast<double>(suppressed - suppressed_logs_reported_));
     suppressed_logs_reported_ = suppressed;
+    CountWire();
     WaitBeating(next, o.database_up);
   }
 }

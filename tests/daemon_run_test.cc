@@ -170,6 +170,16 @@ TEST_F(DaemonRun, UnderSystemdItNotifiesReadyStatusWatchdogReloadAndStopping) {
   EXPECT_GE(SumMetric(metrics.body, "txn_recoveryd_sweeps_total", watch), 1);
   EXPECT_EQ(Metric(metrics.body, "txn_recoveryd_database_up"), 1);
   EXPECT_EQ(Metric(metrics.body, "txn_recoveryd_last_reload_successful"), 1);
+  // Its cost to the server, counted after each round: at least the 5 transfers and their
+  // accounts were read.
+  EXPECT_TRUE(Eventually(
+      [&] {
+        const std::string body = HttpGet(port, "/metrics").body;
+        return Metric(body, "txn_recoveryd_database_round_trips_total") >= 5 &&
+               Metric(body, "txn_recoveryd_database_documents_read_total") >= 5;
+      },
+      seconds(10)))
+      << HttpGet(port, "/metrics").body;
   EXPECT_NE(metrics.body.find("txn_recoveryd_build_info{revision="), std::string::npos);
   EXPECT_NE(metrics.body.find(",version=\"0.1.0\"} 1\n"), std::string::npos);
 
@@ -664,6 +674,48 @@ TEST_F(DaemonRun, TwoDaemonsDivideTheWorkAndOneTakesOverTheShareOfTheOtherKilled
   std::int64_t records = -1;
   ASSERT_TRUE(backend_->store()->Count(members, Filter(), &records).ok());
   EXPECT_EQ(records, 0);
+}
+
+// Host A sweeps the bank's transactions and a second collection of the same database; host
+// B (another configuration, as in a rolling change) sweeps only the second. B is a member
+// of the database's fleet but does not sweep the bank: A's share of the bank is all of it,
+// or half of the bank's stuck transfers would wait forever for B.
+TEST_F(DaemonRun, AMemberThatDoesNotSweepACollectionHoldsNoShareOfIt) {
+  Bank bank(backend_->store(), backend_->database());
+  bank.Open(8);
+  const Snapshot before = bank.Take();
+  const std::string other = "[[watch]]\nname = \"orders\"\ndatabase = \"" + backend_->database() +
+                            "\"\ncollection = \"order_transactions\"\n";
+  auto a = StartDaemon(WriteTestFile(
+      "-a.toml", Config(uri_, {backend_->database()}, "[fleet]\nexpiry = \"2s\"\n") + other));
+  auto b =
+      StartDaemon(WriteTestFile("-b.toml", Config(uri_, {}, "[fleet]\nexpiry = \"2s\"\n") + other));
+  // Both see each other on the collection they share, and A alone on the bank.
+  ASSERT_TRUE(Eventually(
+      [&] {
+        return a->Stderr().find("order_transactions: 2 live member(s)") != std::string::npos &&
+               b->Stderr().find("order_transactions: 2 live member(s)") != std::string::npos &&
+               a->Stderr().find(".transactions: 1 live member(s)") != std::string::npos;
+      },
+      seconds(20)))
+      << a->Stderr() << b->Stderr();
+  std::vector<Value> ids;
+  for (int i = 0; i < 40; ++i)
+    ids.push_back(bank.Transfer(Bank::Account(i % 8), Bank::Account((i + 3) % 8), 1, 3));
+  for (const Value& id : ids) bank.Age(id, std::chrono::minutes(5));
+  ASSERT_TRUE(Eventually(
+      [&] {
+        for (const Value& id : ids)
+          if (bank.State(id) != "done") return false;
+        return true;
+      },
+      seconds(30)))
+      << a->Stderr() << b->Stderr();
+  for (const auto& v : bank.Violations(before)) ADD_FAILURE() << v;
+  a->Signal(SIGTERM);
+  b->Signal(SIGTERM);
+  EXPECT_EQ(a->Wait(seconds(10)), 0);
+  EXPECT_EQ(b->Wait(seconds(10)), 0);
 }
 
 }  // namespace

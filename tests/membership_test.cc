@@ -22,8 +22,8 @@ DateTime Plus(DateTime t, milliseconds d) {
   return DateTime{t.millis + d.count()};
 }
 
-MemberRecord Member(std::string id) {
-  return MemberRecord{std::move(id), "db-1", "txn-recoveryd test", {"transactions"}, {}};
+MemberRecord Member(std::string id, std::vector<std::string> watches = {"transactions"}) {
+  return MemberRecord{std::move(id), "db-1", "txn-recoveryd test", std::move(watches), {}};
 }
 
 class Membership : public ::testing::TestWithParam<std::string> {
@@ -103,7 +103,7 @@ TEST_P(Membership, TwoMembersSplitTheBucketsEvenlyAndEveryIdHasOneOwner) {
   Must(Heartbeat(store(), ns_, Member("m-a")));
   const std::vector<MemberRecord> live = Live(ServerNow());
   ASSERT_EQ(Ids(live), (std::vector<std::string>{"m-a", "m-b"}));
-  const Share a = ShareOf(live, "m-a"), b = ShareOf(live, "m-b");
+  const Share a = ShareOf(live, "m-a", "transactions"), b = ShareOf(live, "m-b", "transactions");
   EXPECT_EQ(a, (Share{0, 2}));
   EXPECT_EQ(b, (Share{1, 2}));
   EXPECT_EQ(a.Buckets(), 128u);
@@ -125,12 +125,12 @@ TEST_P(Membership, AMemberThatExpiresGivesItsBucketsToTheOther) {
   BackdateHeartbeat("m-a", Plus(now, -(kExpiry + seconds(1))));
   const std::vector<MemberRecord> live = Live(now);
   EXPECT_EQ(Ids(live), std::vector<std::string>{"m-b"});
-  const Share b = ShareOf(live, "m-b");
+  const Share b = ShareOf(live, "m-b", "transactions");
   EXPECT_EQ(b, (Share{0, 1}));
   EXPECT_EQ(b.Buckets(), kFleetBuckets);
   for (std::int64_t i = 0; i < 300; ++i) EXPECT_TRUE(b.Owns(Value(i)));
   // Its stale view does not make it lose anything: a member counts itself, listed or not.
-  EXPECT_EQ(ShareOf(live, "m-a"), (Share{0, 2}));
+  EXPECT_EQ(ShareOf(live, "m-a", "transactions"), (Share{0, 2}));
 }
 
 TEST_P(Membership, LeavingDeletesOnlyOnesOwnRecord) {
@@ -204,9 +204,24 @@ TEST(Shares, EveryBucketHasExactlyOneOwnerAndSharesDifferByOneAtMost) {
 
 TEST(Shares, DependOnTheSetOfMembersNotTheirOrderOrRepeats) {
   const std::vector<MemberRecord> listed = {Member("c"), Member("a"), Member("b"), Member("a")};
-  EXPECT_EQ(ShareOf(listed, "b"), (Share{1, 3}));
-  EXPECT_EQ(ShareOf(listed, "d"), (Share{3, 4}));  // itself, unlisted
-  EXPECT_EQ(ShareOf({}, "z"), (Share{0, 1}));
+  EXPECT_EQ(ShareOf(listed, "b", "transactions"), (Share{1, 3}));
+  EXPECT_EQ(ShareOf(listed, "d", "transactions"), (Share{3, 4}));  // itself, unlisted
+  EXPECT_EQ(ShareOf({}, "z", "transactions"), (Share{0, 1}));
+}
+
+// Host a sweeps two collections of a database, host b only one of them (or its sweeps of
+// the other fail, so it stopped listing it): a's share of the other is all of it, or half
+// of those transactions would wait for a member that never sweeps them.
+TEST(Shares, AreDividedOnlyAmongTheMembersThatSweepTheCollection) {
+  const std::vector<MemberRecord> live = {Member("a", {"transfers", "orders"}),
+                                          Member("b", {"transfers"})};
+  EXPECT_EQ(ShareOf(live, "a", "transfers"), (Share{0, 2}));
+  EXPECT_EQ(ShareOf(live, "b", "transfers"), (Share{1, 2}));
+  EXPECT_EQ(ShareOf(live, "a", "orders"), (Share{0, 1}));
+  for (std::int64_t i = 0; i < 300; ++i)
+    EXPECT_TRUE(ShareOf(live, "a", "orders").Owns(Value(i))) << i;
+  // A member that lists nothing is counted for nothing but itself.
+  EXPECT_EQ(ShareOf({Member("a", {}), Member("b")}, "b", "transactions"), (Share{0, 1}));
 }
 
 }  // namespace

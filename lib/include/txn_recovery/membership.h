@@ -23,8 +23,10 @@ struct MemberRecord {
   std::string id;  // the instance's lease owner id
   std::string host;
   std::string version;
-  std::vector<std::string> watches;  // the transactions collections it sweeps
-  DateTime heartbeat;                // the server's clock at its last heartbeat
+  // The transactions collections (of the record's database) it sweeps and whose last sweep
+  // did not fail: only these are shared with it.
+  std::vector<std::string> watches;
+  DateTime heartbeat;  // the server's clock at its last heartbeat
 };
 
 // Stamps `self`'s record with the server's time ($currentDate), creating it first when it
@@ -64,8 +66,12 @@ struct Share {
   friend bool operator==(const Share&, const Share&) = default;
 };
 
-// `self_id`'s share among `live` (sorted by id): a member always counts itself, listed or
-// not (it has just heartbeated, even if the list was read before its record existed).
-Share ShareOf(const std::vector<MemberRecord>& live, const std::string& self_id);
+// `self_id`'s share of `collection` among the members of `live` that list it in their
+// watches: a member that does not sweep a collection (another configuration, or its sweeps
+// of it fail) holds none of it, so its buckets are never left to nobody. A member always
+// counts itself, listed or not (it has just heartbeated, even if the list was read before
+// its record existed).
+Share ShareOf(const std::vector<MemberRecord>& live, const std::string& self_id,
+              const std::string& collection);
 
 }  // namespace txn_recovery

@@ -137,9 +137,12 @@ std::uint32_t Share::Buckets() const {
   return (kFleetBuckets - self + count - 1) / count;
 }
 
-Share ShareOf(const std::vector<MemberRecord>& live, const std::string& self_id) {
+Share ShareOf(const std::vector<MemberRecord>& live, const std::string& self_id,
+              const std::string& collection) {
   std::vector<std::string> ids;
-  for (const MemberRecord& m : live) ids.push_back(m.id);
+  for (const MemberRecord& m : live)
+    if (std::find(m.watches.begin(), m.watches.end(), collection) != m.watches.end())
+      ids.push_back(m.id);
   ids.push_back(self_id);
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
