@@ -17,7 +17,10 @@
 //             their round trips and documents returned, and, on servers that answer
 //             explain, the index keys and documents the server examined for the same sweep
 //             run in-process through a QueryLog (query_log.h);
-//   dry-run   a sweep that plans every stuck transaction and writes nothing (memory).
+//   dry-run   a sweep that plans every stuck transaction and writes nothing (memory);
+//   fleet     k sweeps started at once over the same stuck transactions, each of everything
+//             or each of its `--share i/k` (docs/fleet.md): the claims that found a
+//             transaction busy and the documents read per transaction resolved.
 // The server's CPU time is read from /proc for the processes named by the test server's
 // state directory (--server-state-dir); the bench and the server share the machine.
 //
@@ -589,6 +592,8 @@ std::unique_ptr<BenchProfile> MakeProfile(const std::string& name) {
 struct Options {
   std::string uri, daemon, server_state_dir, json_path;
   std::vector<std::int64_t> ns, idle, dry;
+  std::vector<std::int64_t> fleet;  // sweeps at once (--fleet)
+  std::int64_t fleet_n = 30'000;
   std::int64_t writes_n = -1;  // -1: the first of `ns`; 0: none
   std::vector<std::string> profiles{"transfer"};
   double baseline_budget = 600;
@@ -630,13 +635,13 @@ std::string WriteConfig(const Options& o, const std::vector<std::string>& watche
   return path;
 }
 
-// One `txn-recoveryd sweep --json` reaching the server at `uri`.
-RunResult Sweep(const Options& o, const std::string& config, const std::string& uri,
-                const ProcessTreeCpu& server, bool dry_run = false) {
+// One `txn-recoveryd sweep --json` (with `extra` arguments) reaching the server whose URI
+// is in TXN_RECOVERYD_MONGODB_URI; `tag` tells apart the output files of sweeps run at once.
+RunResult SweepWith(const Options& o, const std::string& config, const ProcessTreeCpu& server,
+                    const std::vector<std::string>& extra, const std::string& tag = "") {
   std::vector<std::string> args = {"sweep", "--json", "--config", config};
-  if (dry_run) args.push_back("--dry-run");
-  setenv("TXN_RECOVERYD_MONGODB_URI", uri.c_str(), 1);
-  const std::string out_path = TempPath(".out");
+  args.insert(args.end(), extra.begin(), extra.end());
+  const std::string out_path = TempPath(tag + ".out");
   ServerMeter meter(server);
   bench::ChildRun c = bench::RunChild(o.daemon, args, out_path);
   RunResult r;
@@ -678,6 +683,57 @@ RunResult Sweep(const Options& o, const std::string& config, const std::string& 
     r.left += w["busy"].get<std::int64_t>() + w["failed"].get<std::int64_t>();
   }
   return r;
+}
+
+// One `txn-recoveryd sweep --json` reaching the server at `uri`.
+RunResult Sweep(const Options& o, const std::string& config, const std::string& uri,
+                const ProcessTreeCpu& server, bool dry_run = false) {
+  setenv("TXN_RECOVERYD_MONGODB_URI", uri.c_str(), 1);
+  return SweepWith(o, config, server,
+                   dry_run ? std::vector<std::string>{"--dry-run"} : std::vector<std::string>{});
+}
+
+// `k` sweeps started at once over the same stuck transactions, each of everything (several
+// hosts that do not divide the work) or each with its own `--share i/k`: the wall time
+// until the last ends, and their work summed (`left`: the claims that found a transaction
+// busy or failed).
+RunResult SweepsAtOnce(const Options& o, const std::string& config, const std::string& uri,
+                       const ProcessTreeCpu& server, int k, bool shared) {
+  setenv("TXN_RECOVERYD_MONGODB_URI", uri.c_str(), 1);
+  std::vector<RunResult> results(static_cast<std::size_t>(k));
+  std::vector<std::string> errors(static_cast<std::size_t>(k));
+  ServerMeter meter(server);
+  const auto t0 = Steady::now();
+  std::vector<std::thread> threads;
+  for (int i = 0; i < k; ++i)
+    threads.emplace_back([&, i] {
+      std::vector<std::string> extra;
+      if (shared) extra = {"--share", std::to_string(i) + "/" + std::to_string(k)};
+      try {
+        results[static_cast<std::size_t>(i)] =
+            SweepWith(o, config, server, extra, "-" + std::to_string(i));
+      } catch (const std::exception& e) {
+        errors[static_cast<std::size_t>(i)] = e.what();
+      }
+    });
+  for (auto& t : threads) t.join();
+  RunResult total;
+  total.seconds = Seconds(Steady::now() - t0).count();
+  total.server_cpu = meter.Elapsed();
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    if (!errors[i].empty())
+      throw std::runtime_error("sweep " + std::to_string(i) + ": " + errors[i]);
+    const RunResult& r = results[i];
+    total.done += r.done;
+    total.left += r.left;
+    total.round_trips += r.round_trips;
+    total.documents_read += r.documents_read;
+    total.client_cpu += r.client_cpu;
+    total.peak_rss_kb = std::max(total.peak_rss_kb, r.peak_rss_kb);
+    if (r.exit_code != 0 && total.failure.empty())
+      total.failure = "exit " + std::to_string(r.exit_code) + ": " + r.failure;
+  }
+  return total;
 }
 
 // Waits up to three minutes for the server to answer again (after a restart): a count on
@@ -1361,6 +1417,36 @@ int Main(const Options& o) {
                    static_cast<double>(lo.median.documents_read)),
              examined(&ServerWork::keys_examined), examined(&ServerWork::docs_examined)});
   }
+  if (!o.fleet.empty()) {
+    Table t(
+        "Sweeps at once over the same stuck transactions: each of everything, or each of "
+        "its --share (one per host of a fleet)",
+        {"sweeps", "N", "mode", "resolved", "busy claims", "wall s", "server CPU s", "RT/tx",
+         "docs read/tx", "check"});
+    for (std::int64_t k : o.fleet) {
+      for (bool shared : {false, true}) {
+        if (k == 1 && shared) continue;  // one share of one is everything
+        seed(o.fleet_n, false);
+        RunResult r = SweepsAtOnce(o, config, uri, server, static_cast<int>(k), shared);
+        // Whatever a busy claim left (none when nothing failed) is finished by one more sweep,
+        // as the next round of a daemon would; the table shows the first round.
+        if (r.left > 0) (void)SweepUntilClean(o, config, uri, server, store.get(), true);
+        nlohmann::json j;
+        const std::string check =
+            verify(o.fleet_n, &j) + (r.failure.empty() ? "" : "; " + r.failure);
+        t.Print({Int(k), Int(o.fleet_n), shared ? "shares" : "everything", Int(r.done), Int(r.left),
+                 Fmt("%.1f", r.seconds), Opt(r.server_cpu, "%.1f"),
+                 Per(static_cast<double>(r.round_trips), r.done),
+                 Per(static_cast<double>(r.documents_read), r.done), check});
+        j.update(Json(r));
+        j["busy_claims"] = r.left;
+        j["run"] = shared ? "fleet-shares" : "fleet-everything";
+        j["sweeps"] = k;
+        j["n"] = o.fleet_n;
+        report.Add(std::move(j));
+      }
+    }
+  }
   std::printf("\nload average at the end: %s\n", LoadAverage().c_str());
   report.doc()["machine"]["load_average_end"] = LoadAverage();
   report.Save();
@@ -1414,12 +1500,18 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
   app.add_option("--server-state-dir", o.server_state_dir,
                  "The test server's state directory (scripts/testdb-start.sh): its processes' "
                  "CPU time is measured");
+  std::string fleet;
+  app.add_option("--fleet", fleet,
+                 "Sweeps run at once, comma-separated (e.g. 1,2,3): each count twice, every "
+                 "sweep of everything, then each of its --share (empty: none)");
+  app.add_option("--fleet-n", o.fleet_n, "Stuck transactions for the --fleet runs");
   app.add_option("--json", o.json_path, "Also write every figure to this JSON file");
   app.add_option("--daemon", o.daemon, "The txn-recoveryd binary");
   CLI11_PARSE(app, argc, argv);
   o.ns = ParseList(ns);
   o.idle = ParseList(idle);
   o.dry = ParseList(dry);
+  o.fleet = ParseList(fleet);
   o.profiles.clear();
   std::stringstream ps(profiles);
   for (std::string item; std::getline(ps, item, ',');)
