@@ -22,24 +22,22 @@ std::string VersionText() {
   return std::string(TXN_RECOVERYD_VERSION) + " (revision " + Revision() + ")";
 }
 
-std::unique_ptr<CLI::App> BuildCli(CliOptions* o) {
-  auto app = std::make_unique<CLI::App>(
-      "txn-recoveryd: recovers stuck MongoDB two-phase-commit transactions");
-  app->set_version_flag("--version", "txn-recoveryd " + VersionText());
-  app->require_subcommand(1);
+namespace {
 
-  auto add_config = [o](CLI::App* cmd) {
-    cmd->add_option("-c,--config", o->config_path, "Configuration file (TOML)")
-        ->capture_default_str();
-  };
-  auto add_watch = [o](CLI::App* cmd) {
-    cmd->add_option("--watch", o->watches,
-                    "Only the watch of this name (repeatable; default: every watch)");
-  };
+void AddConfigOption(CLI::App* cmd, CliOptions* o) {
+  cmd->add_option("-c,--config", o->config_path, "Configuration file (TOML)")
+      ->capture_default_str();
+}
 
+void AddWatchOption(CLI::App* cmd, CliOptions* o) {
+  cmd->add_option("--watch", o->watches,
+                  "Only the watch of this name (repeatable; default: every watch)");
+}
+
+void AddSweepCommand(CLI::App* app, CliOptions* o) {
   CLI::App* sweep = app->add_subcommand("sweep", "One pass over every watch, then a summary");
-  add_config(sweep);
-  add_watch(sweep);
+  AddConfigOption(sweep, o);
+  AddWatchOption(sweep, o);
   sweep->add_flag("--dry-run", o->sweep.dry_run,
                   "List what would be done to each transaction; write nothing");
   sweep->add_flag("--json", o->sweep.json, "Print the summary as one JSON document");
@@ -58,6 +56,19 @@ std::unique_ptr<CLI::App> BuildCli(CliOptions* o) {
           "Only the candidates in share K of N (K/N, e.g. 0/4): N sweeps started by hand, one "
           "per K, divide a large backlog between them (docs/fleet.md); --orphans is not divided")
       ->type_name("K/N");
+}
+
+}  // namespace
+
+std::unique_ptr<CLI::App> BuildCli(CliOptions* o) {
+  auto app = std::make_unique<CLI::App>(
+      "txn-recoveryd: recovers stuck MongoDB two-phase-commit transactions");
+  app->set_version_flag("--version", "txn-recoveryd " + VersionText());
+  app->require_subcommand(1);
+  auto add_config = [o](CLI::App* cmd) { AddConfigOption(cmd, o); };
+  auto add_watch = [o](CLI::App* cmd) { AddWatchOption(cmd, o); };
+
+  AddSweepCommand(app.get(), o);
 
   CLI::App* run = app->add_subcommand(
       "run", "Run as a daemon: sweep every interval until SIGTERM; SIGHUP reloads");

@@ -304,8 +304,8 @@ std::vector<std::string> JournalEntry(const spdlog::details::log_msg& msg) {
   return entries;
 }
 
-spdlog::sink_ptr MakeJournalSink(std::string socket_path, FILE* fallback) {
-  return std::make_shared<JournalSink>(std::move(socket_path), fallback);
+spdlog::sink_ptr MakeJournalSink(const std::string& socket_path, FILE* fallback) {
+  return std::make_shared<JournalSink>(socket_path, fallback);
 }
 
 spdlog::sink_ptr FilteredSink(spdlog::sink_ptr format_sink,

@@ -42,7 +42,8 @@ void SetupLogging(LogFormat format, std::string_view level,
 
 // The journal sink alone, for tests: entries go to the journal when `socket_path` exists,
 // otherwise to `fallback` as "<PRIORITY>message fields" lines.
-spdlog::sink_ptr MakeJournalSink(std::string socket_path = kJournalSocket, FILE* fallback = stderr);
+spdlog::sink_ptr MakeJournalSink(const std::string& socket_path = kJournalSocket,
+                                 FILE* fallback = stderr);
 // The fields of the native journal entry for one message (MESSAGE=, PRIORITY=, ...), for
 // tests and the sink.
 std::vector<std::string> JournalEntry(const spdlog::details::log_msg& msg);

@@ -26,7 +26,7 @@ class ConfigFile : public ::testing::Test {
   }
   void TearDown() override { std::remove(path_.c_str()); }
 
-  EnvLookup Env(std::map<std::string, std::string> vars = {}) {
+  EnvLookup Env(const std::map<std::string, std::string>& vars = {}) {
     return [vars](const std::string& name) -> std::optional<std::string> {
       auto it = vars.find(name);
       if (it == vars.end()) return std::nullopt;

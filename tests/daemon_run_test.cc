@@ -52,7 +52,7 @@ std::unique_ptr<Subprocess> StartDaemon(const std::string& config_path,
                                         std::vector<std::string> args = {}) {
   args.insert(args.begin(), {"run", "--config", config_path});
   env.emplace("TXN_RECOVERYD_LOG_FORMAT", "text");
-  return StartTxnRecoveryd(std::move(args), std::move(env));
+  return StartTxnRecoveryd(std::move(args), env);
 }
 
 // The value of one series in a Prometheus exposition, or -1 if absent.
@@ -657,7 +657,7 @@ TEST_F(DaemonRun, TwoDaemonsDivideTheWorkAndOneTakesOverTheShareOfTheOtherKilled
   Subprocess* victim =
       first->Stderr().find(first_id) != std::string::npos ? first.get() : second.get();
   Subprocess* survivor = victim == first.get() ? second.get() : first.get();
-  const std::string survivor_id = second_id;
+  const std::string& survivor_id = second_id;
   victim->Signal(SIGKILL);
   const std::vector<Value> orphaned = stuck(20);
   ASSERT_TRUE(Eventually([&] { return resolved_by(orphaned, &by); }, seconds(30)))

@@ -307,7 +307,8 @@ TEST_P(UriSecrets, TheDaemonsLogInEveryFormatDoesNotShowThem) {
       }
       // Its stop signals are handled (blocked, then waited for) once it has started: a
       // SIGTERM sent before that, while it reads its configuration, ends it as any process.
-      EXPECT_TRUE(Eventually([&] { return BlocksSigterm(daemon->pid()); }, seconds(20))) << format;
+      EXPECT_TRUE(Eventually([pid = daemon->pid()] { return BlocksSigterm(pid); }, seconds(20)))
+          << format;
       daemon->Signal(SIGTERM);
       EXPECT_EQ(daemon->Wait(seconds(15)), 0) << format << "\n"
                                               << daemon->Stdout() << daemon->Stderr();

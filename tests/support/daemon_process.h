@@ -67,9 +67,9 @@ struct ProcessResult {
 // Runs `txn-recoveryd ARGS...` as StartTxnRecoveryd starts it and waits for its end; after
 // `timeout` it is killed.
 inline ProcessResult RunTxnRecoveryd(std::vector<std::string> args,
-                                     std::map<std::string, std::string> env = {},
+                                     const std::map<std::string, std::string>& env = {},
                                      std::chrono::milliseconds timeout = std::chrono::minutes(2)) {
-  std::unique_ptr<Subprocess> p = StartTxnRecoveryd(std::move(args), std::move(env));
+  std::unique_ptr<Subprocess> p = StartTxnRecoveryd(std::move(args), env);
   ProcessResult r;
   r.exit_code = p->Wait(timeout).value_or(-1);
   r.out = p->Stdout();
