@@ -23,6 +23,7 @@
 
 #include "base/amounts.h"
 #include "engine/requests.h"
+#include "engine/seen_ids.h"
 #include "engine/writer.h"
 #include "txn_recovery/state_machine.h"
 
@@ -141,14 +142,14 @@ class StateMachine::Batch {
   std::vector<ExecuteResult> Go(const std::vector<const Transaction*>& txns,
                                 const std::vector<Action>& actions) {
     std::vector<ExecuteResult> results(txns.size());
-    std::set<std::string> seen;
+    SeenIds seen;  // engine/seen_ids.h
     items_.reserve(txns.size());
     for (std::size_t i = 0; i < txns.size(); ++i) {
       results[i].action = actions[i];
       results[i].final_state = txns[i]->state;
       if (actions[i] == Action::kNone || actions[i] == Action::kQuarantine) continue;
-      if (!seen.insert(txns[i]->id.ToString()).second) {
-        // The cursor may return a document twice; the first copy is the one acted on.
+      if (!seen.First(txns[i]->id)) {
+        // A caller may hand the same transaction twice; the first copy is the one acted on.
         results[i].outcome = Outcome::kBusy;
         results[i].status = Status::Conflict("transaction " + txns[i]->id.ToString() +
                                              " is already being recovered in this batch");

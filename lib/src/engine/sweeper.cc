@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/seen_ids.h"
 #include "txn_recovery/candidates.h"
 
 namespace txn_recovery {
@@ -159,10 +160,7 @@ class Sweeper::Pass {
           break;
         }
         const Value* id = d.Get("_id");
-        // A scan may return a document twice when it is updated meanwhile (DocumentDB does
-        // so readily, here while this daemon's workers drive the ones fetched before):
-        // each id is fetched and counted once.
-        if (id == nullptr || !seen_.insert(id->ToString()).second) continue;
+        if (id == nullptr || !seen_.First(*id)) continue;  // engine/seen_ids.h
         if (share.Owns(*id)) {
           mine.push_back(*id);
         } else {
@@ -182,7 +180,7 @@ class Sweeper::Pass {
     std::unique_ptr<Cursor> ids_;
     std::unique_ptr<Cursor> fetched_;
     bool ids_done_ = false;
-    std::set<std::string> seen_;  // the ids read so far: as many as the candidates, no more
+    SeenIds seen_;  // the ids read so far: as many as the candidates, no more
   };
 
   // Retention runs after the pass, so a transaction resolved just now is never a
@@ -241,21 +239,14 @@ class Sweeper::Pass {
     }
   }
 
-  // A cursor may return a document twice when it is updated during the scan (DocumentDB does
-  // so readily; MongoDB when a document moves). Across chunks the guards make the second
-  // reading harmless (its claim finds the transaction moved on or leased); within one chunk
-  // the two readings would be driven in the same bulks, so the later one is dropped.
+  // Within one chunk, a document read twice is kept once (engine/seen_ids.h).
   static void DropRepeats(std::vector<Document>* docs) {
     std::vector<Document> kept;
     kept.reserve(docs->size());
+    SeenIds seen;
     for (Document& d : *docs) {
       const Value* id = d.Get("_id");
-      bool seen = false;
-      for (const Document& k : kept) {
-        const Value* kid = k.Get("_id");
-        seen = seen || (id != nullptr && kid != nullptr && *id == *kid);
-      }
-      if (!seen) kept.push_back(std::move(d));
+      if (id == nullptr || seen.First(*id)) kept.push_back(std::move(d));
     }
     *docs = std::move(kept);
   }
