@@ -429,14 +429,11 @@ int RunSweep(const Config& config, txn_recovery::Store* store, const SweepComman
              std::ostream& out) {
   txn_recovery::SweepOptions so = SweeperOptions(config, options);
   txn_recovery::Sweeper sweeper(store, txn_recovery::Clock::Real(), so);
-  // One wait for a database that does not answer (or refuses the credentials), not one
-  // for the index check and one for each watch: every watch reports it, with its exit code.
-  txn_recovery::DateTime server_now;
-  txn_recovery::Status reach = store->ServerTime(&server_now);
-  if (!reach.IsUnavailable() && !reach.IsUnauthenticated()) {
-    reach = txn_recovery::Status::Ok();
-    (void)PrepareIndexes(config, store, options.dry_run);
-  }
+  // One wait for a database that does not answer, not one for the index check and one for
+  // each watch: every watch reports it, with its exit code. The index check is the first
+  // thing that reaches the database, and returns Unavailable at once when it cannot (OK
+  // otherwise, whatever it found).
+  const txn_recovery::Status reach = PrepareIndexes(config, store, options.dry_run);
 
   std::optional<JsonReport> json;
   if (options.json) {
