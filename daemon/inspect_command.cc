@@ -37,21 +37,19 @@ Status FleetMembers(const Config& config, txn_recovery::Store* store,
   *members = nlohmann::json::array();
   if (!config.fleet.enabled) return Status::Ok();
   txn_recovery::DateTime now;
-  std::vector<txn_recovery::MemberRecord> live;
-  if (Status s = store->ServerTime(&now); !s.ok()) return s;
-  if (Status s = txn_recovery::LiveMembers(store, {w.ns.database, config.fleet.members_collection},
-                                           config.fleet.expiry, now, &live);
+  std::vector<txn_recovery::MemberRecord> sweepers;
+  if (Status s = txn_recovery::LiveSweepers(store, {w.ns.database, config.fleet.members_collection},
+                                            w.ns.collection, config.fleet.expiry, &sweepers, &now);
       !s.ok())
     return s;
-  for (const auto& m : live) {
-    if (std::find(m.watches.begin(), m.watches.end(), w.ns.collection) == m.watches.end()) continue;
-    members->push_back({{"id", m.id},
-                        {"host", m.host},
-                        {"version", m.version},
-                        {"watches", m.watches},
-                        {"heartbeat_age_seconds", (now.millis - m.heartbeat.millis) / 1000.0},
-                        {"buckets", txn_recovery::ShareOf(live, m.id, w.ns.collection).Buckets()}});
-  }
+  for (const auto& m : sweepers)
+    members->push_back(
+        {{"id", m.id},
+         {"host", m.host},
+         {"version", m.version},
+         {"watches", m.watches},
+         {"heartbeat_age_seconds", (now.millis - m.heartbeat.millis) / 1000.0},
+         {"buckets", txn_recovery::ShareOf(sweepers, m.id, w.ns.collection).Buckets()}});
   return Status::Ok();
 }
 

@@ -7,6 +7,7 @@
 #include "support/bank.h"
 #include "support/daemon_process.h"
 #include "support/test_env.h"
+#include "txn_recovery/membership.h"
 
 namespace txn_recovery::testing {
 namespace {
@@ -140,6 +141,41 @@ TEST_F(OneTransaction, ATransferNoSweepHasSeenIsExplainedWithoutAnAge) {
   ProcessResult r = Run("retry", id.ToString());
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_EQ(bank_->State(id), "done");
+}
+
+// Two hosts sweep the bank in a fleet: explain names the bucket of a stuck transfer and the
+// member whose share holds it, the one every member computes from the same records; JSON
+// says the same. With no live member it says that a starting one takes it.
+TEST_F(OneTransaction, ExplainNamesTheMemberOfTheFleetWhoseShareHoldsTheTransaction) {
+  Value id = bank_->Transfer("A0", "A1", 100, 3);
+  ProcessResult alone = Run("explain", id.ToString());
+  ASSERT_EQ(alone.exit_code, 0) << alone.err;
+  EXPECT_NE(alone.out.find("no live member sweeps this watch"), std::string::npos) << alone.out;
+
+  const Namespace members{backend_->database(), "txn_recoveryd_members"};
+  for (const char* member : {"host-b:2:x", "host-a:1:y"})
+    ASSERT_TRUE(
+        Heartbeat(backend_->store(), members,
+                  MemberRecord{member, std::string(member).substr(0, 6), "v", {"transactions"}, {}})
+            .ok());
+  // A member of the database that sweeps another collection holds nothing here.
+  ASSERT_TRUE(Heartbeat(backend_->store(), members,
+                        MemberRecord{"host-c:3:z", "host-c", "v", {"other"}, {}})
+                  .ok());
+  const std::uint32_t bucket = BucketOf(id);
+  const std::string holder = bucket % 2 == 0 ? "host-a:1:y" : "host-b:2:x";
+  ProcessResult text = Run("explain", id.ToString());
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("fleet: bucket " + std::to_string(bucket) + " of 256; held by " + holder +
+                          " (host " + holder.substr(0, 6) + ") of 2 live members"),
+            std::string::npos)
+      << text.out;
+  ProcessResult json = RunTxnRecoveryd({"explain", "--json", "--config", config_, id.ToString()});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const auto fleet = nlohmann::json::parse(json.out)["fleet"];
+  EXPECT_EQ(fleet["bucket"], bucket) << json.out;
+  EXPECT_EQ(fleet["members"], 2) << json.out;
+  EXPECT_EQ(fleet["held_by"]["id"], holder) << json.out;
 }
 
 }  // namespace

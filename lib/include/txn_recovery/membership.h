@@ -66,6 +66,22 @@ struct Share {
   friend bool operator==(const Share&, const Share&) = default;
 };
 
+// The members of `live` that list `collection` in their watches, sorted by id, each once:
+// the members among which its candidates are divided.
+std::vector<MemberRecord> SweepersOf(const std::vector<MemberRecord>& live,
+                                     const std::string& collection);
+
+// SweepersOf the members live now: the server's time is read (into `server_now`), then the
+// records heartbeated within `expiry` of it. For the operator's commands (inspect, explain).
+Status LiveSweepers(Store* store, const Namespace& members, const std::string& collection,
+                    std::chrono::milliseconds expiry, std::vector<MemberRecord>* sweepers,
+                    DateTime* server_now);
+
+// Which of `sweepers` (as SweepersOf returns them) holds `id` in its share; null when there
+// is none (then a member that starts, or a one-shot sweep, takes it). A share is not
+// permission: the claim decides who drives it.
+const MemberRecord* HolderOf(const std::vector<MemberRecord>& sweepers, const Value& id);
+
 // `self_id`'s share of `collection` among the members of `live` that list it in their
 // watches: a member that does not sweep a collection (another configuration, or its sweeps
 // of it fail) holds none of it, so its buckets are never left to nobody. A member always

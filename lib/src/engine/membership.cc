@@ -137,12 +137,39 @@ std::uint32_t Share::Buckets() const {
   return (kFleetBuckets - self + count - 1) / count;
 }
 
+std::vector<MemberRecord> SweepersOf(const std::vector<MemberRecord>& live,
+                                     const std::string& collection) {
+  std::vector<MemberRecord> out;
+  for (const MemberRecord& m : live)
+    if (std::find(m.watches.begin(), m.watches.end(), collection) != m.watches.end())
+      out.push_back(m);
+  std::sort(out.begin(), out.end(),
+            [](const MemberRecord& a, const MemberRecord& b) { return a.id < b.id; });
+  out.erase(std::unique(out.begin(), out.end(),
+                        [](const MemberRecord& a, const MemberRecord& b) { return a.id == b.id; }),
+            out.end());
+  return out;
+}
+
+Status LiveSweepers(Store* store, const Namespace& members, const std::string& collection,
+                    std::chrono::milliseconds expiry, std::vector<MemberRecord>* sweepers,
+                    DateTime* server_now) {
+  std::vector<MemberRecord> live;
+  if (Status s = store->ServerTime(server_now); !s.ok()) return s;
+  if (Status s = LiveMembers(store, members, expiry, *server_now, &live); !s.ok()) return s;
+  *sweepers = SweepersOf(live, collection);
+  return Status::Ok();
+}
+
+const MemberRecord* HolderOf(const std::vector<MemberRecord>& sweepers, const Value& id) {
+  if (sweepers.empty()) return nullptr;
+  return &sweepers[BucketOf(id) % sweepers.size()];
+}
+
 Share ShareOf(const std::vector<MemberRecord>& live, const std::string& self_id,
               const std::string& collection) {
   std::vector<std::string> ids;
-  for (const MemberRecord& m : live)
-    if (std::find(m.watches.begin(), m.watches.end(), collection) != m.watches.end())
-      ids.push_back(m.id);
+  for (const MemberRecord& m : SweepersOf(live, collection)) ids.push_back(m.id);
   ids.push_back(self_id);
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
