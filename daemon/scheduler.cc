@@ -635,6 +635,8 @@ Daemon::SweepOutcome Daemon::SweepAll() {
     Status s = sweeper.SweepWatch(w, on_txn, &summary);
     double seconds = std::chrono::duration<double>(Steady::now() - t0).count();
     if (s.IsAborted() && stop_.load()) break;  // the drain, not a failure
+    // A member whose sweep of a watch failed cannot drive its share: the watch leaves its
+    // next heartbeat and the other members take those buckets (docs/fleet.md).
     if (s.ok())
       failing_.erase(w.ns.ToString());
     else
