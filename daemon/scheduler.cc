@@ -182,6 +182,7 @@ class Daemon {
   // Deletes this instance's records at a clean stop, so that the others take its share now.
   void LeaveFleet();
   void LeaveFleetOf(const std::string& database);
+  void NoteSweepOf(const txn_recovery::WatchSpec& w, const Status& s);
   void AdoptShare(const txn_recovery::WatchSpec& w, const txn_recovery::Share& share);
   void RecordWatch(const txn_recovery::WatchSpec& w, const txn_recovery::WatchSummary& summary,
                    const Status& s, double seconds, SweepOutcome* out);
@@ -563,6 +564,15 @@ std::optional<txn_recovery::Share> Daemon::ShareIn(const txn_recovery::WatchSpec
   return it->second;
 }
 
+// A member whose sweep of a watch failed cannot drive its share: the watch leaves its next
+// heartbeat and the other members take those buckets (docs/fleet.md).
+void Daemon::NoteSweepOf(const txn_recovery::WatchSpec& w, const Status& s) {
+  if (s.ok())
+    failing_.erase(w.ns.ToString());
+  else
+    failing_.insert(w.ns.ToString());
+}
+
 void Daemon::LeaveFleet() {
   if (!config_.fleet.enabled || store_ == nullptr) return;
   for (const auto& database : fleets_) LeaveFleetOf(database);
@@ -635,12 +645,7 @@ Daemon::SweepOutcome Daemon::SweepAll() {
     Status s = sweeper.SweepWatch(w, on_txn, &summary);
     double seconds = std::chrono::duration<double>(Steady::now() - t0).count();
     if (s.IsAborted() && stop_.load()) break;  // the drain, not a failure
-    // A member whose sweep of a watch failed cannot drive its share: the watch leaves its
-    // next heartbeat and the other members take those buckets (docs/fleet.md).
-    if (s.ok())
-      failing_.erase(w.ns.ToString());
-    else
-      failing_.insert(w.ns.ToString());
+    NoteSweepOf(w, s);
     RecordWatch(w, summary, s, seconds, &out);
     Progress();
   }
