@@ -182,7 +182,8 @@ class Daemon {
   // Deletes this instance's records at a clean stop, so that the others take its share now.
   void LeaveFleet();
   void LeaveFleetOf(const std::string& database);
-  void NoteSweepOf(const txn_recovery::WatchSpec& w, const Status& s);
+  void NoteSweepOf(const txn_recovery::WatchSpec& w, const Status& s, bool refused,
+                   std::int64_t resolved);
   void AdoptShare(const txn_recovery::WatchSpec& w, const txn_recovery::Share& share);
   void RecordWatch(const txn_recovery::WatchSpec& w, const txn_recovery::WatchSummary& summary,
                    const Status& s, double seconds, SweepOutcome* out);
@@ -564,13 +565,18 @@ std::optional<txn_recovery::Share> Daemon::ShareIn(const txn_recovery::WatchSpec
   return it->second;
 }
 
-// A member whose sweep of a watch failed cannot drive its share: the watch leaves its next
-// heartbeat and the other members take those buckets (docs/fleet.md).
-void Daemon::NoteSweepOf(const txn_recovery::WatchSpec& w, const Status& s) {
-  if (s.ok())
-    failing_.erase(w.ns.ToString());
-  else
-    failing_.insert(w.ns.ToString());
+// A member whose sweep of a watch failed, or whose writes there were refused for a privilege
+// it lacks (a host deployed with the wrong role), cannot drive its share: the watch leaves
+// its next heartbeat and the other members take those buckets (docs/fleet.md). It is listed
+// again once a clean sweep of it resolved something: a clean sweep that only found the
+// others driving its old buckets proves nothing, and would make it flap.
+void Daemon::NoteSweepOf(const txn_recovery::WatchSpec& w, const Status& s, bool refused,
+                         std::int64_t resolved) {
+  const std::string key = w.ns.ToString();
+  if (!s.ok() || refused)
+    failing_.insert(key);
+  else if (resolved > 0 || failing_.count(key) == 0)
+    failing_.erase(key);
 }
 
 void Daemon::LeaveFleet() {
@@ -630,8 +636,10 @@ Daemon::SweepOutcome Daemon::SweepAll() {
   Heartbeat();
   // Reports arrive from the sweeper's workers, never concurrently; the watchdog and /livez
   // are fed from here so that a sweep of a million transactions is not mistaken for a hang.
-  auto on_txn = [this](const txn_recovery::TxnReport& r) {
+  bool refused = false;  // some write of this watch's sweep was refused for a privilege
+  auto on_txn = [this, &refused](const txn_recovery::TxnReport& r) {
     LogTransaction(r);
+    refused = refused || r.result.status.IsUnauthenticated();
     Progress();
   };
   for (const auto& w : config_.watches) {
@@ -645,7 +653,8 @@ Daemon::SweepOutcome Daemon::SweepAll() {
     Status s = sweeper.SweepWatch(w, on_txn, &summary);
     double seconds = std::chrono::duration<double>(Steady::now() - t0).count();
     if (s.IsAborted() && stop_.load()) break;  // the drain, not a failure
-    NoteSweepOf(w, s);
+    NoteSweepOf(w, s, refused, summary.resolved);
+    refused = false;
     RecordWatch(w, summary, s, seconds, &out);
     Progress();
   }

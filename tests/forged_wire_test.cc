@@ -13,6 +13,7 @@
 #include "support/daemon_process.h"
 #include "support/test_env.h"
 #include "support/wire_proxy.h"
+#include "txn_recovery/membership.h"
 
 namespace txn_recovery::testing {
 namespace {
@@ -362,6 +363,75 @@ TEST_F(ForgedWire, PerTransactionWarningsDuringAnOutageAreRateLimited) {
   EXPECT_LE(failure_lines, 4u) << "60 transactions failing in every sweep are logged once a "
                                   "minute per watch and action, not once each\n"
                                << log;
+}
+
+// Two hosts of a fleet; host A was deployed with a role that may not update the accounts
+// (its writes there come back Unauthorized, 13), host B is right. A keeps heartbeating, but
+// after its first refused sweep it leaves the bank out of its record: B's share becomes all
+// of it and every stuck transfer ends, instead of A's half waiting for an operator. (A's
+// refused attempt took each of its transfers over, which makes it young again: with
+// resume_after = 1s here, B finds them due a second later.)
+TEST_F(ForgedWire, AFleetMemberWhoseWritesAreRefusedLeavesItsShareToTheOthers) {
+  Bank bank(backend_->store(), backend_->database());
+  bank.Open(8);
+  const Snapshot before = bank.Take();
+  proxy_->SetRule([](WireProxy::Reply* r) {
+    if (r->command == "update" && r->collection == "accounts")
+      r->body = BsonWriter()
+                    .Double("ok", 0)
+                    .String("errmsg", "not authorized on bank to execute command")
+                    .Int32("code", 13)
+                    .String("codeName", "Unauthorized")
+                    .Finish();
+    return WireProxy::Verdict{};
+  });
+  auto config = [&](const std::string& name, const std::string& uri) {
+    return WriteTestFile(name, "[mongodb]\nuri = \"" + uri +
+                                   "\"\nserver_selection_timeout = \"2s\"\n"
+                                   "[daemon]\ninterval = \"300ms\"\n[fleet]\nexpiry = \"2s\"\n"
+                                   "[[watch]]\nname = \"bank\"\ndatabase = \"" +
+                                   backend_->database() + "\"\nresume_after = \"1s\"\n");
+  };
+  const std::map<std::string, std::string> env = {{"TXN_RECOVERYD_LOG_FORMAT", "text"}};
+  auto refused = StartTxnRecoveryd(
+      {"run", "--config", config("-refused.toml", proxy_->Uri(server_uri_))}, env);
+  auto right = StartTxnRecoveryd({"run", "--config", config("-right.toml", server_uri_)}, env);
+  ASSERT_TRUE(Eventually(
+      [&] {
+        return refused->Stderr().find("2 live member(s)") != std::string::npos &&
+               right->Stderr().find("2 live member(s)") != std::string::npos;
+      },
+      seconds(20)))
+      << refused->Stderr() << right->Stderr();
+
+  std::vector<Value> ids;
+  for (int i = 0; i < 40; ++i)
+    ids.push_back(bank.Transfer(Bank::Account(i % 8), Bank::Account((i + 3) % 8), 1, 3));
+  for (const Value& id : ids) bank.Age(id, std::chrono::minutes(5));
+  EXPECT_TRUE(Eventually(
+      [&] {
+        for (const Value& id : ids)
+          if (bank.State(id) != "done") return false;
+        return true;
+      },
+      seconds(30)))
+      << refused->Stderr() << right->Stderr();
+  // A is still a member, listing nothing it cannot drive.
+  std::vector<MemberRecord> live;
+  DateTime now;
+  ASSERT_TRUE(backend_->store()->ServerTime(&now).ok());
+  ASSERT_TRUE(LiveMembers(backend_->store(), {backend_->database(), "txn_recoveryd_members"},
+                          seconds(2), now, &live)
+                  .ok());
+  ASSERT_EQ(live.size(), 2u);
+  std::size_t listing_the_bank = 0;
+  for (const auto& m : live) listing_the_bank += m.watches.size();
+  EXPECT_EQ(listing_the_bank, 1u);
+  for (const auto& v : bank.Violations(before)) ADD_FAILURE() << v;
+  refused->Signal(SIGTERM);
+  right->Signal(SIGTERM);
+  EXPECT_EQ(refused->Wait(seconds(15)), 0);
+  EXPECT_EQ(right->Wait(seconds(15)), 0);
 }
 
 }  // namespace
