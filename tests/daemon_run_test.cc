@@ -145,13 +145,7 @@ TEST_F(DaemonRun, UnderSystemdItNotifiesReadyStatusWatchdogReloadAndStopping) {
   auto daemon = StartDaemon(path, {{"NOTIFY_SOCKET", notify.path()}, {"WATCHDOG_USEC", "2000000"}});
 
   ASSERT_TRUE(notify.WaitFor("READY=1", seconds(20))) << daemon->Stderr();
-  ASSERT_TRUE(Eventually(
-      [&] {
-        for (const auto& id : stuck)
-          if (bank.State(id) != "done") return false;
-        return true;
-      },
-      seconds(20)))
+  ASSERT_TRUE(Eventually([&] { return bank.AllIn(stuck, "done"); }, seconds(20)))
       << daemon->Stderr();
   for (const auto& v : bank.Violations(before)) ADD_FAILURE() << v;
   EXPECT_TRUE(notify.WaitFor("STATUS=last sweep", seconds(10)));
@@ -703,13 +697,7 @@ TEST_F(DaemonRun, AMemberThatDoesNotSweepACollectionHoldsNoShareOfIt) {
   for (int i = 0; i < 40; ++i)
     ids.push_back(bank.Transfer(Bank::Account(i % 8), Bank::Account((i + 3) % 8), 1, 3));
   for (const Value& id : ids) bank.Age(id, std::chrono::minutes(5));
-  ASSERT_TRUE(Eventually(
-      [&] {
-        for (const Value& id : ids)
-          if (bank.State(id) != "done") return false;
-        return true;
-      },
-      seconds(30)))
+  ASSERT_TRUE(Eventually([&] { return bank.AllIn(ids, "done"); }, seconds(30)))
       << a->Stderr() << b->Stderr();
   for (const auto& v : bank.Violations(before)) ADD_FAILURE() << v;
   a->Signal(SIGTERM);

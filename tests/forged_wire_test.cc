@@ -62,6 +62,16 @@ class ForgedWire : public ::testing::Test {
   std::unique_ptr<WireProxy> proxy_;
 };
 
+// Logged in, but refused for a privilege: the server's Unauthorized (13).
+std::string UnauthorizedReply() {
+  return BsonWriter()
+      .Double("ok", 0)
+      .String("errmsg", "not authorized on bank to execute command")
+      .Int32("code", 13)
+      .String("codeName", "Unauthorized")
+      .Finish();
+}
+
 // The replies to the daemon's reads of the transactions collection.
 bool IsTransactionRead(const WireProxy::Reply& r) {
   return (r.command == "find" || r.command == "getMore" || r.command == "aggregate") &&
@@ -310,13 +320,7 @@ TEST_F(ForgedWire, AMissingPrivilegeIsNotChargedToTheTransactions) {
   Value id = bank.Transfer("A0", "A1", 100, 3);
   bank.Age(id, std::chrono::minutes(2));
   proxy_->SetRule([](WireProxy::Reply* r) {
-    if (r->command == "update" || r->command == "findAndModify")
-      r->body = BsonWriter()
-                    .Double("ok", 0)
-                    .String("errmsg", "not authorized on bank to execute command")
-                    .Int32("code", 13)
-                    .String("codeName", "Unauthorized")
-                    .Finish();
+    if (r->command == "update" || r->command == "findAndModify") r->body = UnauthorizedReply();
     return WireProxy::Verdict{};
   });
   const std::string config = ProxiedConfig();
@@ -376,13 +380,7 @@ TEST_F(ForgedWire, AFleetMemberWhoseWritesAreRefusedLeavesItsShareToTheOthers) {
   bank.Open(8);
   const Snapshot before = bank.Take();
   proxy_->SetRule([](WireProxy::Reply* r) {
-    if (r->command == "update" && r->collection == "accounts")
-      r->body = BsonWriter()
-                    .Double("ok", 0)
-                    .String("errmsg", "not authorized on bank to execute command")
-                    .Int32("code", 13)
-                    .String("codeName", "Unauthorized")
-                    .Finish();
+    if (r->command == "update" && r->collection == "accounts") r->body = UnauthorizedReply();
     return WireProxy::Verdict{};
   });
   auto config = [&](const std::string& name, const std::string& uri) {
@@ -408,13 +406,7 @@ TEST_F(ForgedWire, AFleetMemberWhoseWritesAreRefusedLeavesItsShareToTheOthers) {
   for (int i = 0; i < 40; ++i)
     ids.push_back(bank.Transfer(Bank::Account(i % 8), Bank::Account((i + 3) % 8), 1, 3));
   for (const Value& id : ids) bank.Age(id, std::chrono::minutes(5));
-  EXPECT_TRUE(Eventually(
-      [&] {
-        for (const Value& id : ids)
-          if (bank.State(id) != "done") return false;
-        return true;
-      },
-      seconds(30)))
+  EXPECT_TRUE(Eventually([&] { return bank.AllIn(ids, "done"); }, seconds(30)))
       << refused->Stderr() << right->Stderr();
   // A is still a member, listing nothing it cannot drive.
   std::vector<MemberRecord> live;

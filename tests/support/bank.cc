@@ -204,6 +204,12 @@ std::string Bank::State(const Value& id) {
   return StateOf(Txn(id), profile_.state_field);
 }
 
+bool Bank::AllIn(const std::vector<Value>& ids, const std::string& state) {
+  for (const Value& id : ids)
+    if (State(id) != state) return false;
+  return true;
+}
+
 std::optional<Document> Bank::Account(const std::string& name) {
   std::optional<Document> a;
   Must(store_->FindOne(accounts_, Filter().Eq(tp_.participant_key, name), &a));

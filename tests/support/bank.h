@@ -103,6 +103,8 @@ class Bank {
 
   std::optional<Document> Txn(const Value& id);
   std::string State(const Value& id);
+  // Whether every one of `ids` is in `state` (e.g. "done"), read now.
+  bool AllIn(const std::vector<Value>& ids, const std::string& state);
   std::int64_t Balance(const std::string& account);
   Array Markers(const std::string& account);
 
