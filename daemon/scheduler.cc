@@ -239,7 +239,7 @@ class Daemon {
   std::optional<Steady::time_point> next_orphan_scan_;
   std::map<std::string, txn_recovery::Share> shares_;  // by watch namespace, after a heartbeat
   std::set<std::string> fleets_;   // databases this instance has a member record in
-  std::set<std::string> failing_;  // watch namespaces whose last sweep failed: not listed
+  std::set<std::string> failing_;  // watch namespaces it cannot drive (NoteSweepOf): not listed
   Steady::time_point last_heartbeat_{};
 };
 
@@ -490,9 +490,8 @@ void Daemon::RecordWatch(const txn_recovery::WatchSpec& w,
 void Daemon::Heartbeat() {
   last_heartbeat_ = Steady::now();
   if (!config_.fleet.enabled) return;
-  // database -> its watches. A watch whose last sweep failed is not listed in the record,
-  // so that the others take its buckets instead of leaving them to a member that cannot
-  // sweep them; it still sweeps its own share, and is listed again once a sweep succeeds.
+  // database -> its watches. A watch this member cannot drive (NoteSweepOf) is not listed
+  // in the record, so that the others take its buckets; it still sweeps its own share.
   std::map<std::string, std::vector<const txn_recovery::WatchSpec*>> databases;
   for (const auto& w : config_.watches) databases[w.ns.database].push_back(&w);
   for (auto it = fleets_.begin(); it != fleets_.end();) {

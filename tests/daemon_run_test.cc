@@ -706,5 +706,43 @@ TEST_F(DaemonRun, AMemberThatDoesNotSweepACollectionHoldsNoShareOfIt) {
   EXPECT_EQ(b->Wait(seconds(10)), 0);
 }
 
+// The orphan scan reads every marked participant whatever the share: of two members of a
+// watch, only the one at position 0 runs it.
+TEST_F(DaemonRun, OfTwoMembersOnlyTheOneAtPositionZeroScansForOrphans) {
+  const std::string config = WriteTestFile(
+      ".toml", "[mongodb]\nuri = \"" + uri_ +
+                   "\"\nserver_selection_timeout = \"1s\"\n"
+                   "[daemon]\ninterval = \"300ms\"\norphan_scan_interval = \"500ms\"\n"
+                   "drain_deadline = \"5s\"\n[log]\nlevel = \"info\"\n[fleet]\nexpiry = \"2s\"\n"
+                   "[http]\nlisten = \"127.0.0.1:0\"\n[[watch]]\nname = \"w0\"\ndatabase = \"" +
+                   backend_->database() + "\"\n");
+  auto a = StartDaemon(config);
+  auto b = StartDaemon(config);
+  ASSERT_TRUE(Eventually(
+      [&] {
+        return a->Stderr().find("2 live member(s)") != std::string::npos &&
+               b->Stderr().find("2 live member(s)") != std::string::npos;
+      },
+      seconds(20)))
+      << a->Stderr() << b->Stderr();
+  const int port_a = HealthPort(*a), port_b = HealthPort(*b);
+  ASSERT_GT(port_a, 0) << a->Stderr();
+  ASSERT_GT(port_b, 0) << b->Stderr();
+  auto scans = [&](int port) {
+    return SumMetric(HttpGet(port, "/metrics").body, "txn_recoveryd_orphan_scans_total",
+                     "watch=\"w0\"");
+  };
+  // Each may have scanned once on its own before it saw the other; counted from here.
+  const double a0 = scans(port_a), b0 = scans(port_b);
+  std::this_thread::sleep_for(seconds(4));
+  const double da = scans(port_a) - a0, db = scans(port_b) - b0;
+  EXPECT_TRUE((da >= 2 && db == 0) || (db >= 2 && da == 0))
+      << "scans since both were listed: " << da << " and " << db;
+  a->Signal(SIGTERM);
+  b->Signal(SIGTERM);
+  EXPECT_EQ(a->Wait(seconds(10)), 0);
+  EXPECT_EQ(b->Wait(seconds(10)), 0);
+}
+
 }  // namespace
 }  // namespace txn_recovery::testing

@@ -162,8 +162,10 @@ Status LiveSweepers(Store* store, const Namespace& members, const std::string& c
 }
 
 const MemberRecord* HolderOf(const std::vector<MemberRecord>& sweepers, const Value& id) {
-  if (sweepers.empty()) return nullptr;
-  return &sweepers[BucketOf(id) % sweepers.size()];
+  const auto count = static_cast<std::uint32_t>(sweepers.size());
+  for (std::uint32_t position = 0; position < count; ++position)
+    if (Share{position, count}.Owns(id)) return &sweepers[position];
+  return nullptr;
 }
 
 Share ShareOf(const std::vector<MemberRecord>& live, const std::string& self_id,
