@@ -35,33 +35,8 @@ final class FilterShape {
 
   private FilterShape() {}
 
-  /** The narrowing clauses of {@code filter}, in evaluation order (maybe none). */
-  static List<Clause> narrowingClauses(Document filter) {
-    List<Clause> out = new ArrayList<>();
-    walk(filter, out);
-    return out;
-  }
-
-  /** Adds the narrowing clauses; returns false at the first clause that is not safe. */
-  private static boolean walk(Document filter, List<Clause> out) {
-    for (Map.Entry<String, Object> entry : filter.entrySet()) {
-      String key = entry.getKey();
-      Object value = entry.getValue();
-      if (key.equals("$and") && isNonEmptyListOfDocuments(value)) {
-        for (Object element : (List<?>) value) {
-          if (!walk((Document) element, out)) return false;
-        }
-        continue;
-      }
-      if (!safeClause(key, value)) return false;
-      Clause clause = narrowingClause(key, value);
-      if (clause != null) out.add(clause);
-    }
-    return true;
-  }
-
   /** {@code {field: v}}, {@code {field: {$eq: v}}} or {@code {field: {$in: [v, ...]}}}. */
-  private static Clause narrowingClause(String key, Object value) {
+  static Clause narrowingClause(String key, Object value) {
     if (key.isEmpty() || key.startsWith("$") || key.contains(".")) return null;
     if (isNarrowingScalar(value)) return new Clause(key, List.of(value), false);
     if (!(value instanceof Document) || ((Document) value).size() != 1) return null;

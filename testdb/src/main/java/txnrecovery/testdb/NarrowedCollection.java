@@ -10,7 +10,6 @@ import de.bwaldvogel.mongo.backend.memory.MemoryCollection;
 import de.bwaldvogel.mongo.bson.Document;
 import java.util.List;
 import java.util.NavigableSet;
-import java.util.TreeSet;
 
 /**
  * A memory-backend collection whose queries look only at the documents a unique index or a
@@ -63,8 +62,8 @@ final class NarrowedCollection extends MemoryCollection {
   }
 
   /**
-   * The positions of the candidates in storage order, or null when the stock path must run. Among
-   * the narrowing clauses, the one with the fewest candidates is used.
+   * The positions of the candidates in storage order, or null when the stock path must run:
+   * when an index handles the filter itself, or none narrows it ({@link CandidatePlanner}).
    */
   private NavigableSet<Integer> candidates(Document query) {
     if (query == null || query.isEmpty()) return null;
@@ -72,37 +71,56 @@ final class NarrowedCollection extends MemoryCollection {
     for (Index<Integer> index : indexes) {
       if (index.canHandle(query)) return null; // the stock code uses that index itself
     }
-    NavigableSet<Integer> best = null;
-    for (FilterShape.Clause clause : FilterShape.narrowingClauses(query)) {
-      NavigableSet<Integer> found = lookUp(indexes, clause);
-      if (found != null && (best == null || found.size() < best.size())) best = found;
-      if (best != null && best.size() <= 1) break;
-    }
-    return best;
+    return new CandidatePlanner(indexes, getIdField()).candidates(query, count());
   }
 
-  private NavigableSet<Integer> lookUp(List<Index<Integer>> indexes, FilterShape.Clause clause) {
-    NavigableSet<Integer> found = null;
-    for (Index<Integer> index : indexes) {
-      List<IndexKey> keys = index.getKeys();
-      if (!keys.get(0).getKey().equals(clause.field())) continue;
-      if (index.isUnique() && keys.size() == 1) {
-        // A unique index expands arrays one level, enough for equality. $in also looks into
-        // nested arrays, which only the _id index (never an array) can rule out.
-        if (clause.in() && !clause.field().equals(getIdField())) continue;
-        TreeSet<Integer> positions = new TreeSet<>();
-        for (Object value : clause.values()) {
-          for (Integer position : index.getPositions(new Document(clause.field(), value))) {
-            positions.add(position);
-          }
-        }
-        return positions;
-      }
-      if (index instanceof NarrowingIndex && found == null) {
-        found = ((NarrowingIndex) index).positions(clause.values());
+  /**
+   * The server's account of one read, as mongod's explain ("executionStats") gives it: the
+   * documents the matcher examined (the candidates, or every document on the stock path), the
+   * index entries the look-ups walked, and what matched. What the narrowing reads is what a
+   * test of an idle sweep's cost must see grow when the work grows.
+   */
+  synchronized Document explain(Document query) {
+    Document filter = query == null ? new Document() : query;
+    String stage = "COLLSCAN";
+    long keys = 0;
+    long examined;
+    Iterable<Integer> positions = null;
+    Index<Integer> handling = null;
+    for (Index<Integer> index : getIndexes()) {
+      if (!filter.isEmpty() && index.canHandle(filter)) handling = index;
+    }
+    if (handling != null) {
+      List<Integer> found = new java.util.ArrayList<>();
+      for (Integer p : handling.getPositions(filter)) found.add(p);
+      positions = found;
+      examined = found.size();
+      keys = examined;
+      stage = "IXSCAN";
+    } else {
+      CandidatePlanner planner = new CandidatePlanner(getIndexes(), getIdField());
+      NavigableSet<Integer> candidates =
+          filter.isEmpty() ? null : planner.candidates(filter, count());
+      if (candidates != null) {
+        positions = candidates;
+        examined = candidates.size();
+        keys = planner.keysExamined();
+        stage = "IXSCAN";
+      } else {
+        examined = count();
       }
     }
-    return found;
+    long returned =
+        positions == null
+            ? super.queryDocuments(filter, null, 0, 0, 0, null).collectDocuments().size()
+            : matchDocuments(filter, positions, null, 0, 0, 0, null).collectDocuments().size();
+    Document stats = new Document("nReturned", returned);
+    stats.put("totalKeysExamined", keys);
+    stats.put("totalDocsExamined", examined);
+    stats.put("executionStages", new Document("stage", stage).append("nReturned", returned));
+    Document reply = new Document("queryPlanner", new Document("winningPlan", new Document("stage", stage)));
+    reply.put("executionStats", stats);
+    return reply;
   }
 
   /** TESTDB_NARROW_VERIFY: the stock scan must return the same documents, in the same order. */

@@ -400,17 +400,37 @@ public final class DifferentialTest {
     expectNarrowed(true, doc("state", "pending", "marker", doc("$exists", true, "$not", doc("$type", "array"))));
     expectNarrowed(true, doc("state", "pending", "name", new BsonRegularExpression("^a", "i")));
     expectNarrowed(true, doc("_id", 3, "$comment", "guarded"));
+    // What an idle sweep sends: each alternative of an $or narrowed, a compound index's ranges,
+    // the complement of known states, presence of a (dotted) key.
+    expectNarrowed(true, doc("$or", list(doc("_id", 1), doc("_id", 2))));
+    expectNarrowed(true, doc("state", doc("$nin", list("pending", "applied", "done"))));
+    expectNarrowed(true, doc("state", doc("$nin", list("pending", "x")), "name", doc("$exists", true)));
+    expectNarrowed(true, doc("state", doc("$in", list("done", "pending")), "lastModified", doc("$gte", year(2000), "$lt", year(2003))));
+    expectNarrowed(true, doc("state", "pending", "lastModified", doc("$gte", year(2100))));
+    expectNarrowed(true, doc("state", "pending", "lastModified", doc("$lte", year(2001))));
+    expectNarrowed(true, doc("state", doc("$in", list("pending", "done")), "lastModified", doc("$exists", false)));
+    expectNarrowed(true, doc("state", "x", "lastModified", doc("$exists", false)));
+    expectNarrowed(true, doc("state", "pending", "lastModified", year(2150)));
+    expectNarrowed(true, doc("marker", doc("$exists", true, "$ne", list())));
+    expectNarrowed(true, doc("marker", doc("$exists", true)));
+    expectNarrowed(true, doc("sub.a", doc("$exists", true)));
+    expectNarrowed(true, doc("lastModified", doc("$exists", false), "$or", list(
+        doc("state", "pending", "lastModified", doc("$lt", year(2100))),
+        doc("state", doc("$in", list("done")), "lastModified", doc("$gte", year(2001), "$lt", year(2200))),
+        doc("state", doc("$nin", list("pending", "applied", "done"))))));
     // The stock path: an index handles the filter itself, no narrowing clause, or an unsafe
     // clause comes first.
     expectNarrowed(false, doc("_id", 1));
     expectNarrowed(false, doc("_id", doc("$in", list(1, 2))));
     expectNarrowed(false, doc("_id", doc("$gt", 0), "code", doc("$in", list("c1", "c2")), "marker", list(7)));
-    expectNarrowed(false, doc("$or", list(doc("_id", 1), doc("_id", 2))));
     expectNarrowed(false, doc("state", doc("$bogus", 1), "_id", 1)); // error before _id
     expectNarrowed(false, doc("state", doc("$bogus", 1), "_id", 99)); // raised, no candidate
     expectNarrowed(false, doc("amount", doc("$mod", list(0, 0)), "_id", 1)); // raised on numbers
     expectNarrowed(false, doc("$expr", doc("$lt", list("$lastModified", "$$NOW")), "_id", 2));
     expectNarrowed(false, doc("sub.a", 1, "state", doc("$ne", "x")));
+    expectNarrowed(false, doc("$or", list(doc("_id", 1), doc("amount", 5.5))));
+    expectNarrowed(false, doc("state", doc("$nin", list("pending", new BsonRegularExpression("^a", "")))));
+    expectNarrowed(false, doc("marker", doc("$exists", false)));
     expectNarrowed(false, doc("state", null, "marker", doc("$size", 0)));
     expectNarrowed(false, doc("name", doc("$regex", "("), "_id", 3));
     expectNarrowed(false, doc("marker", doc("$elemMatch", doc("$gt", 7)), "_id", 1));

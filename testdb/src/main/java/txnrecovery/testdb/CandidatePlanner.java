@@ -1,0 +1,310 @@
+package txnrecovery.testdb;
+
+import de.bwaldvogel.mongo.backend.Index;
+import de.bwaldvogel.mongo.backend.IndexKey;
+import de.bwaldvogel.mongo.backend.Utils;
+import de.bwaldvogel.mongo.bson.Document;
+import de.bwaldvogel.mongo.bson.ObjectId;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+
+/**
+ * Finds, for a query filter, a superset of the documents it matches from the collection's
+ * indexes, as small as it can: the candidates {@link NarrowedCollection} hands to the stock
+ * matcher. A planner in the small, shaped like mongod's for the filters the daemon sends.
+ *
+ * <p>A filter is a conjunction of clauses, read in the matcher's order up to the first clause
+ * that is not safe ({@link FilterShape}): each safe clause before it may narrow, and the
+ * smallest of what they offer is used. A clause narrows by
+ *
+ * <ul>
+ *   <li>equality, {@code $eq} or {@code $in} of scalars: the positions listed under the values
+ *       (a single-field unique index; else a {@link NarrowingIndex} whose first key it is);
+ *   <li>{@code $nin} of scalars: the positions listed under other values, and those the index
+ *       could not list;
+ *   <li>{@code $exists: true} (with {@code $ne: []}): the positions where the path exists (and
+ *       is not an empty array), from an index whose first key is that path;
+ *   <li>{@code $or}: the union of what each branch narrows to, if every branch narrows;
+ * </ul>
+ *
+ * and a conjunction narrows by a range of a compound index: equality on its first key, then
+ * equality, {@code $exists: false} or a date or ObjectId range on the next keys, as a B-tree
+ * on those keys would read ({@link NarrowingIndex#addRange}).
+ *
+ * <p>Every look-up is capped by the best set found so far, so that a clause that would list
+ * the whole history (a finished state) costs no more than the clause that wins.
+ */
+final class CandidatePlanner {
+  private final List<Index<Integer>> indexes;
+  private final String idField;
+  /** Positions looked at by the look-ups of the last {@link #candidates} call. */
+  private long keysExamined;
+
+  CandidatePlanner(List<Index<Integer>> indexes, String idField) {
+    this.indexes = indexes;
+    this.idField = idField;
+  }
+
+  long keysExamined() {
+    return keysExamined;
+  }
+
+  /** The candidates of {@code filter} in storage order, or null when no index narrows it. */
+  TreeSet<Integer> candidates(Document filter, int collectionSize) {
+    keysExamined = 0;
+    return best(filter, Math.max(collectionSize - 1, 0));
+  }
+
+  /** A look-up: adds what it finds to {@code out}, stopping once {@code out} exceeds cap. */
+  private interface LookUp {
+    void addTo(Set<Integer> out, int cap);
+  }
+
+  /** The smallest candidate set of a conjunction with at most {@code cap} positions, or null. */
+  private TreeSet<Integer> best(Document conjunction, int cap) {
+    Map<String, Object> conditions = new HashMap<>();
+    List<LookUp> estimated = new ArrayList<>();
+    List<Long> estimates = new ArrayList<>();
+    List<LookUp> ranged = new ArrayList<>();
+    List<List<Document>> disjunctions = new ArrayList<>();
+    collect(conjunction, conditions, estimated, estimates, disjunctions);
+    ranged.addAll(compoundRanges(conditions));
+
+    TreeSet<Integer> best = null;
+    int bound = cap;
+    for (LookUp lookUp : ranged) {
+      TreeSet<Integer> found = run(lookUp, bound);
+      if (found != null) {
+        best = found;
+        bound = found.size() - 1;
+      }
+    }
+    for (List<Document> branches : disjunctions) {
+      if (bound < 0) break;
+      TreeSet<Integer> union = new TreeSet<>();
+      boolean narrowed = true;
+      for (Document branch : branches) {
+        TreeSet<Integer> found = best(branch, bound - union.size());
+        if (found == null) {
+          narrowed = false;
+          break;
+        }
+        union.addAll(found);
+        if (union.size() > bound) {
+          narrowed = false;
+          break;
+        }
+      }
+      if (narrowed) {
+        best = union;
+        bound = union.size() - 1;
+      }
+    }
+    // Smallest estimate first; each capped by what is in hand, so that a look-up that would
+    // list the history stops as soon as it cannot win.
+    Integer[] order = new Integer[estimated.size()];
+    for (int i = 0; i < order.length; i++) order[i] = i;
+    Arrays.sort(order, (a, b) -> Long.compare(estimates.get(a), estimates.get(b)));
+    for (int i : order) {
+      TreeSet<Integer> found = run(estimated.get(i), bound);
+      if (found != null) {
+        best = found;
+        bound = found.size() - 1;
+      }
+    }
+    return best;
+  }
+
+  private TreeSet<Integer> run(LookUp lookUp, int cap) {
+    if (cap < 0) return null;
+    TreeSet<Integer> out = new TreeSet<>();
+    lookUp.addTo(out, cap);
+    keysExamined += out.size();
+    return out.size() > cap ? null : out;
+  }
+
+  /**
+   * Reads a conjunction's clauses in the matcher's order up to the first that is not safe:
+   * the field conditions (for compound ranges), the single-clause look-ups with their
+   * estimates, and the disjunctions.
+   */
+  private boolean collect(
+      Document filter,
+      Map<String, Object> conditions,
+      List<LookUp> estimated,
+      List<Long> estimates,
+      List<List<Document>> disjunctions) {
+    for (Map.Entry<String, Object> entry : filter.entrySet()) {
+      String key = entry.getKey();
+      Object value = entry.getValue();
+      if (key.equals("$and") && isListOfDocuments(value)) {
+        for (Object element : (List<?>) value) {
+          if (!collect((Document) element, conditions, estimated, estimates, disjunctions)) {
+            return false;
+          }
+        }
+        continue;
+      }
+      if (!FilterShape.safeClause(key, value)) return false;
+      if (key.equals("$or")) {
+        List<Document> branches = new ArrayList<>();
+        for (Object element : (List<?>) value) branches.add((Document) element);
+        disjunctions.add(branches);
+        continue;
+      }
+      if (key.startsWith("$")) continue;
+      conditions.putIfAbsent(key, value);
+      singleClause(key, value, estimated, estimates);
+    }
+    return true;
+  }
+
+  private void singleClause(String path, Object value, List<LookUp> out, List<Long> estimates) {
+    FilterShape.Clause clause = FilterShape.narrowingClause(path, value);
+    if (clause != null) {
+      for (Index<Integer> index : indexes) {
+        List<IndexKey> keys = index.getKeys();
+        if (!keys.get(0).getKey().equals(path)) continue;
+        if (index.isUnique() && keys.size() == 1) {
+          // A unique index expands arrays one level, enough for equality. $in also looks into
+          // nested arrays, which only the _id index (never an array) can rule out.
+          if (clause.in() && !path.equals(idField)) continue;
+          out.add((found, cap) -> {
+            for (Object v : clause.values()) {
+              for (Integer position : index.getPositions(new Document(path, v))) {
+                found.add(position);
+              }
+            }
+          });
+          estimates.add((long) clause.values().size());
+          return;
+        }
+      }
+      NarrowingIndex index = narrowing(path, true);
+      if (index != null) {
+        out.add((found, cap) -> index.addPositions(clause.values(), found, cap));
+        estimates.add(index.estimate(clause.values()));
+      }
+      return;
+    }
+    if (!(value instanceof Document)) return;
+    Document condition = (Document) value;
+    List<Object> notIn = scalarList(condition.get("$nin"));
+    NarrowingIndex byValue = narrowing(path, true);
+    if (notIn != null && byValue != null) {
+      out.add((found, cap) -> byValue.addNotIn(notIn, found, cap));
+      estimates.add(byValue.estimateNotIn(notIn));
+    }
+    if (condition.containsKey("$exists") && Utils.isTrue(condition.get("$exists"))) {
+      NarrowingIndex index = narrowing(path, false);
+      Object ne = condition.get("$ne");
+      boolean notEmpty = ne instanceof Collection && ((Collection<?>) ne).isEmpty();
+      if (index != null) {
+        out.add((found, cap) -> index.addPresent(notEmpty, found, cap));
+        estimates.add(index.estimatePresent(notEmpty));
+      }
+    }
+  }
+
+  /** An index whose first key is {@code path} (top-level only where values are needed). */
+  private NarrowingIndex narrowing(String path, boolean needsValues) {
+    for (Index<Integer> index : indexes) {
+      if (index instanceof NarrowingIndex n && n.field().equals(path)) {
+        if (!needsValues || !path.contains(".")) return n;
+      }
+    }
+    return null;
+  }
+
+  /** The ranges of compound indexes this conjunction's conditions bound. */
+  private List<LookUp> compoundRanges(Map<String, Object> conditions) {
+    List<LookUp> out = new ArrayList<>();
+    for (Index<Integer> index : indexes) {
+      if (!(index instanceof NarrowingIndex n) || n.restPaths().isEmpty()) continue;
+      FilterShape.Clause first = FilterShape.narrowingClause(n.field(), conditions.get(n.field()));
+      if (first == null) continue;
+      List<String> rest = n.restPaths();
+      Object[] from = new Object[rest.size()];
+      Object[] to = new Object[rest.size()];
+      Arrays.fill(from, NarrowingIndex.LOWEST);
+      Arrays.fill(to, NarrowingIndex.HIGHEST);
+      int bounded = 0;
+      for (int i = 0; i < rest.size(); i++) {
+        Object[] range = bounds(conditions.get(rest.get(i)));
+        if (range == null) break;
+        from[i] = range[0];
+        to[i] = range[1];
+        bounded++;
+        if (range[0] != range[1]) break; // a range: the keys after it are not ordered within
+      }
+      if (bounded == 0) continue;
+      out.add((found, cap) -> n.addRange(first.values(), from, to, found, cap));
+    }
+    return out;
+  }
+
+  /**
+   * The inclusive bounds, in the index's order, of the values a key condition can match: the
+   * same object twice for a single point; null when it does not bound the key.
+   */
+  static Object[] bounds(Object condition) {
+    if (condition == null) return null;
+    if (!(condition instanceof Document)) {
+      return FilterShape.isNarrowingScalar(condition) ? new Object[] {condition, condition} : null;
+    }
+    Document c = (Document) condition;
+    if (c.containsKey("$exists") && !Utils.isTrue(c.get("$exists"))) {
+      return new Object[] {NarrowingIndex.MISSING, NarrowingIndex.MISSING};
+    }
+    if (c.containsKey("$eq") && FilterShape.isNarrowingScalar(c.get("$eq"))) {
+      return new Object[] {c.get("$eq"), c.get("$eq")};
+    }
+    Object low = null;
+    Object high = null;
+    for (String op : List.of("$gt", "$gte")) {
+      if (c.containsKey(op)) low = c.get(op);
+    }
+    for (String op : List.of("$lt", "$lte")) {
+      if (c.containsKey(op)) high = c.get(op);
+    }
+    Object sample = low != null ? low : high;
+    if (sample instanceof Instant) {
+      if (low == null) low = Instant.MIN;
+      if (high == null) high = Instant.MAX;
+      return low instanceof Instant && high instanceof Instant ? new Object[] {low, high} : null;
+    }
+    if (sample instanceof ObjectId) {
+      byte[] max = new byte[12];
+      Arrays.fill(max, (byte) 0xff);
+      if (low == null) low = new ObjectId(new byte[12]);
+      if (high == null) high = new ObjectId(max);
+      return low instanceof ObjectId && high instanceof ObjectId ? new Object[] {low, high} : null;
+    }
+    return null;
+  }
+
+  private static List<Object> scalarList(Object value) {
+    if (!(value instanceof Collection)) return null;
+    List<Object> out = new ArrayList<>();
+    for (Object v : (Collection<?>) value) {
+      if (!FilterShape.isNarrowingScalar(v)) return null;
+      out.add(v);
+    }
+    return out;
+  }
+
+  private static boolean isListOfDocuments(Object value) {
+    if (!(value instanceof List) || ((List<?>) value).isEmpty()) return false;
+    for (Object element : (List<?>) value) {
+      if (!(element instanceof Document)) return false;
+    }
+    return true;
+  }
+}
