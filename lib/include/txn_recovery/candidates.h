@@ -24,10 +24,47 @@ Filter NotYetSeen(const Profile& profile, const RecoveryPaths& paths);
 std::vector<Filter> AgedAlternatives(const WatchSpec& watch, const std::vector<TxnState>& states,
                                      DateTime now, AgeSource clock);
 
+// The BSON types, other than strings and null, a state that is no spelling may hold, by
+// their $type aliases. Not looked for: an array with no element (an array of values is
+// found by its elements); the deprecated symbol, DBPointer, JavaScript-with-scope and
+// undefined types and JavaScript code, which DocumentDB finds only by reading its whole
+// index (symbol) or mongo-java-server refuses as a $type (the others): a $type a server
+// does not know fails the whole query, and with it every sweep.
+inline constexpr const char* kOtherStateTypes[] = {"number",   "bool",    "object", "date",
+                                                   "objectId", "binData", "regex",  "timestamp",
+                                                   "minKey",   "maxKey"};
+
+// Documents whose state is none of the profile's spellings, as alternatives that each read
+// only such documents from the index on the state: the strings below, between and above the
+// known spellings (in the server's binary order), absent, null, and each other type. Not
+// `$nin` of the spellings: mongod reads it as ranges too, but DocumentDB reads its whole
+// ordered index for it (docs/compatibility.md).
+std::vector<Filter> UnknownStates(const Profile& profile);
+
 // The query that selects a sweep's candidates at server time `now`: transactions the
 // decision table acts on, and every document whose state or time cannot be read (so that
 // it is quarantined rather than left stuck in silence), minus quarantined ones and those
-// another application owns.
+// another application owns. What a document must match to be one (a share's sweep
+// fetches its candidates by _id and this); a sweep reads them by CandidateReads.
 Filter CandidateFilter(const WatchSpec& watch, DateTime now);
+
+// The index on the state alone that the read of unknown states names in its hint.
+IndexSpec StateIndex(const Profile& profile);
+
+// One read of a sweep: a filter, and the index the server must read it from (empty: the
+// planner's choice).
+struct CandidateRead {
+  Filter filter;
+  std::vector<std::pair<std::string, int>> hint;
+};
+
+// The candidates of CandidateFilter as the reads a sweep sends, each bounded by an index
+// range: the known states by state and age ({state, time} and the like, RequiredIndexes),
+// then the unknown states on the index on the state alone, named in a hint. Apart because
+// DocumentDB plans a range of states on the ordered {state, time} index, where it walks
+// every finished transaction sorting below the range's end (docs/compatibility.md); on its
+// plain index on the state the same range reads only the documents in it. A document may
+// be in both reads (a state that is an array): the reader sees it twice.
+std::vector<CandidateRead> CandidateReads(const WatchSpec& watch, DateTime now);
 
 }  // namespace txn_recovery

@@ -35,6 +35,15 @@ struct QueryPlan {
   std::int64_t keys_examined = 0;  // index keys read
   std::int64_t docs_examined = 0;  // documents fetched and tested
   std::int64_t returned = 0;
+  // Pages of the database's storage the read touched (PostgreSQL's shared buffers, hit or
+  // read, as DocumentDB reports them), or -1 where the server does not say. The one measure
+  // that grows with an index scan whose keys the server does not count (DocumentDB's bitmap
+  // and RUM scans report 0 keys).
+  std::int64_t blocks = -1;
+  // The pages each index scan stage touched, in the plan's order (DocumentDB: one stage per
+  // alternative of an $or): where a scan walks more of its index than its range, it shows
+  // here even when the other alternatives hide it in the total.
+  std::vector<std::int64_t> scan_blocks;
   bool collection_scan = false;      // some stage read the collection without an index
   std::vector<std::string> indexes;  // the names of the indexes the plan reads
   std::string summary;               // the stages, for a failure message

@@ -41,6 +41,7 @@ struct Predicate {
     kIn,               // path equals one of values
     kNin,              // path equals none of values (also true when the path is absent)
     kLt,               // path < value (same type family only: numbers, dates, strings)
+    kGt,               // path > value (same type family only)
     kGte,              // path >= value (same type family only)
     kLte,              // path <= value (same type family only)
     kExists,           // path is present
@@ -49,6 +50,9 @@ struct Predicate {
     kNotObjectId,      // path is present and is not an ObjectId
     kNonEmptyArray,    // path is an array with at least one element
     kPresentNotArray,  // path is present and is not an array
+    kOfType,           // path holds a value of the BSON type named by value, a string of
+                       // MongoDB's $type aliases ("number": any number); on an array path,
+                       // an element of that type
     // Compared with the server's clock at the moment the server applies the write
     // (MongoDB: $expr with $$NOW), so that the comparison is atomic with the write:
     kServerNowBefore,  // the server's now < value (a date); path unused
@@ -67,6 +71,7 @@ class Filter {
   Filter& In(std::string path, std::vector<Value> vs);
   Filter& Nin(std::string path, std::vector<Value> vs);
   Filter& Lt(std::string path, Value v);
+  Filter& Gt(std::string path, Value v);
   Filter& Gte(std::string path, Value v);
   Filter& Lte(std::string path, Value v);
   Filter& Exists(std::string path);
@@ -75,6 +80,7 @@ class Filter {
   Filter& NotObjectId(std::string path);
   Filter& NonEmptyArray(std::string path);
   Filter& PresentNotArray(std::string path);
+  Filter& OfType(std::string path, std::string type_alias);
   // Only while the server's clock reads before `deadline` when it applies the write: a
   // request that reaches the server late (a stalled daemon) matches nothing.
   Filter& ServerNowBefore(DateTime deadline);
@@ -138,6 +144,10 @@ struct FindOptions {
   // Empty: whole documents. Otherwise only these paths (and _id) are returned, as a
   // MongoDB inclusion projection does: a sweep that selects its share reads ids alone.
   std::vector<std::string> projection;
+  // Empty: the server's planner chooses. Otherwise the keys of the index the server must
+  // read (MongoDB's `hint`); an index with exactly these keys must exist, or the server
+  // refuses the read. Stores without indexes ignore it.
+  std::vector<std::pair<std::string, int>> hint;
 };
 
 // A secondary index: its key paths in order, each 1 (ascending) or -1 (descending).
@@ -149,6 +159,16 @@ struct IndexSpec {
   // plain one is read whole. Not `sparse`: DocumentDB's planner combines a sparse index
   // into a query for "the key is absent" and reads all of it.
   bool only_where_present = false;
+  // The keys are read as one ordered key, so that an equality on the first and a range of
+  // the next is one range of the index ({state: "done", lastModified: {$gte: A, $lt: B}}).
+  // Every compound index of mongod is. DocumentDB keeps one tree per key unless the index is
+  // created with `enableOrderedIndex` (then a range on the second key walks every document
+  // that has it, the whole history): MongoStore asks for it, and reads it back, on a server
+  // that takes it; on one that refuses the option every compound index is ordered.
+  bool ordered = false;
+  // Reads name this index in a hint (FindOptions::hint): only an index with exactly these
+  // keys serves it, not a longer one that starts with them.
+  bool hinted = false;
 
   // "{state: 1, lastModified: 1}", "{recovery.quarantine: 1} where present"
   std::string ToString() const;

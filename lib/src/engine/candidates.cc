@@ -1,5 +1,6 @@
 #include "txn_recovery/candidates.h"
 
+#include <algorithm>
 #include <limits>
 #include <map>
 
@@ -54,19 +55,45 @@ std::vector<Filter> AgedAlternatives(const WatchSpec& watch, const std::vector<T
   return out;
 }
 
-Filter CandidateFilter(const WatchSpec& watch, DateTime now) {
+std::vector<Filter> UnknownStates(const Profile& profile) {
+  const std::string& field = profile.state_field;
+  std::vector<std::string> known;
+  for (const Value& v : profile.states.AllSpellings())
+    if (const std::string* s = v.as_string()) known.push_back(*s);
+  std::sort(known.begin(), known.end());
+  known.erase(std::unique(known.begin(), known.end()), known.end());
+  std::vector<Filter> out;
+  if (known.empty()) {
+    out.push_back(Filter().OfType(field, "string"));
+  } else {
+    out.push_back(Filter().Lt(field, known.front()));
+    for (std::size_t i = 1; i < known.size(); ++i)
+      out.push_back(Filter().Gt(field, known[i - 1]).Lt(field, known[i]));
+    out.push_back(Filter().Gt(field, known.back()));
+  }
+  // No state, or null: two alternatives, since DocumentDB reads {state: null} (which means
+  // both) by walking its index.
+  out.push_back(Filter().NotExists(field));
+  out.push_back(Filter().OfType(field, "null"));
+  for (const char* type : kOtherStateTypes) out.push_back(Filter().OfType(field, type));
+  return out;
+}
+
+namespace {
+
+// The alternatives of the candidate query whose state is a known spelling.
+std::vector<Filter> KnownStateAlternatives(const WatchSpec& watch, DateTime now) {
   const Profile& p = watch.profile;
   const std::vector<TxnState> all(kAllTxnStates.begin(), kAllTxnStates.end());
   std::vector<Filter> alternatives = AgedAlternatives(watch, all, now, AgeSource::kTimeField);
   for (AgeSource clock : {AgeSource::kObjectId, AgeSource::kFirstSeen})
     for (Filter& f : AgedAlternatives(watch, all, now, clock)) alternatives.push_back(std::move(f));
   // Documents that can never match the alternatives above must still be found, or they
-  // would stay stuck without anyone knowing: unknown states and unreadable times. Each of
-  // these alternatives, like those above, is bounded by the state, so that each is a range
-  // of the index RequiredIndexes asks for and none reads the finished history (an idle
-  // sweep's work must not grow with it; docs/state-machine.md, "What a sweep reads").
-  // Unknown states: the complement of the known spellings is a set of ranges of the index.
-  alternatives.push_back(Filter().Nin(p.state_field, p.states.AllSpellings()));
+  // would stay stuck without anyone knowing: unreadable times here, unknown states in a read
+  // of their own (CandidateReads). Each of these alternatives, like those above, is bounded
+  // by the state, so that each is a range of an index RequiredIndexes asks for and none
+  // reads the finished history (an idle sweep's work must not grow with it;
+  // docs/state-machine.md, "What a sweep reads").
   // A transaction in flight whose time cannot be read is quarantined. A finished one is left
   // alone: nothing of it is left to recover, and its late-write window cannot be placed.
   const std::vector<Value> open = p.states.NonTerminalSpellings();
@@ -96,11 +123,37 @@ Filter CandidateFilter(const WatchSpec& watch, DateTime now) {
                            : now.millis + watch.thresholds.max_clock_skew.count() + 1};
   alternatives.push_back(
       Filter().In(p.state_field, p.states.AllSpellings()).Gte(p.time_field, ahead));
+  return alternatives;
+}
+
+// Not quarantined, and the application's own (owner condition), with these alternatives.
+Filter Ours(const WatchSpec& watch, std::vector<Filter> alternatives) {
   Filter f;
   f.NotExists(RecoveryPaths(watch.lease_field).Quarantine())
-      .And(p.owner.Condition())
+      .And(watch.profile.owner.Condition())
       .AnyOf(std::move(alternatives));
   return f;
+}
+
+}  // namespace
+
+IndexSpec StateIndex(const Profile& profile) {
+  IndexSpec spec{{{profile.state_field, 1}}, ""};
+  spec.hinted = true;
+  return spec;
+}
+
+Filter CandidateFilter(const WatchSpec& watch, DateTime now) {
+  std::vector<Filter> alternatives = KnownStateAlternatives(watch, now);
+  for (Filter& f : UnknownStates(watch.profile)) alternatives.push_back(std::move(f));
+  return Ours(watch, std::move(alternatives));
+}
+
+std::vector<CandidateRead> CandidateReads(const WatchSpec& watch, DateTime now) {
+  std::vector<CandidateRead> reads;
+  reads.push_back({Ours(watch, KnownStateAlternatives(watch, now)), {}});
+  reads.push_back({Ours(watch, UnknownStates(watch.profile)), StateIndex(watch.profile).keys});
+  return reads;
 }
 
 }  // namespace txn_recovery

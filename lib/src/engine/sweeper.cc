@@ -55,6 +55,51 @@ class WorkQueue {
   bool closed_ = false;
 };
 
+// The reads of CandidateReads one after the other, each sent when the one before is done.
+// A whole document that an earlier read also matches is skipped (a state that is an array
+// can match two); projected reads (ids only) cannot be matched again, and their reader
+// drops repeats itself (ShareCursor's SeenIds).
+class CandidateCursor final : public Cursor {
+ public:
+  CandidateCursor(Store* store, Namespace ns, std::vector<CandidateRead> reads, FindOptions options)
+      : store_(store), ns_(std::move(ns)), reads_(std::move(reads)), options_(std::move(options)) {}
+
+  Status Next(Document* doc, bool* has_doc) override {
+    while (true) {
+      if (!current_) {
+        if (next_ == reads_.size()) {
+          *has_doc = false;
+          return Status::Ok();
+        }
+        FindOptions o = options_;
+        o.hint = reads_[next_].hint;
+        if (Status s = store_->Find(ns_, reads_[next_].filter, o, &current_); !s.ok()) return s;
+        ++next_;
+      }
+      if (Status s = current_->Next(doc, has_doc); !s.ok()) return s;
+      if (!*has_doc) {
+        current_.reset();
+        continue;
+      }
+      if (!options_.projection.empty() || !ReadBefore(*doc)) return Status::Ok();
+    }
+  }
+
+ private:
+  bool ReadBefore(const Document& doc) const {
+    for (std::size_t k = 0; k + 1 < next_; ++k)
+      if (reads_[k].filter.Matches(doc)) return true;
+    return false;
+  }
+
+  Store* store_;
+  Namespace ns_;
+  std::vector<CandidateRead> reads_;
+  FindOptions options_;
+  std::size_t next_ = 0;
+  std::unique_ptr<Cursor> current_;
+};
+
 }  // namespace
 
 // The state of one sweep of one watch, shared by its reader and its workers.
@@ -76,11 +121,8 @@ class Sweeper::Pass {
     FindOptions find_options;
     find_options.batch_size = s_->options_.batch_size;
     if (s_->options_.share) find_options.projection = {"_id"};
-    std::unique_ptr<Cursor> cursor;
-    if (Status st = s_->store_->Find(watch_.ns, CandidateFilter(watch_, server_start_),
-                                     find_options, &cursor);
-        !st.ok())
-      return st;
+    std::unique_ptr<Cursor> cursor = std::make_unique<CandidateCursor>(
+        s_->store_, watch_.ns, CandidateReads(watch_, server_start_), find_options);
     if (s_->options_.share) cursor = std::make_unique<ShareCursor>(this, std::move(cursor));
     const int workers = std::max(1, s_->options_.workers);
     const std::size_t capacity =

@@ -268,12 +268,16 @@ Status AppendPredicate(bson_t* out, const Predicate& p, const DateTime* daemon_c
       return AppendValue(out, p.path, p.value);
     case Predicate::Op::kNe:
     case Predicate::Op::kLt:
+    case Predicate::Op::kGt:
     case Predicate::Op::kGte:
-    case Predicate::Op::kLte: {
-      const char* op = p.op == Predicate::Op::kNe    ? "$ne"
-                       : p.op == Predicate::Op::kLt  ? "$lt"
-                       : p.op == Predicate::Op::kGte ? "$gte"
-                                                     : "$lte";
+    case Predicate::Op::kLte:
+    case Predicate::Op::kOfType: {
+      const char* op = p.op == Predicate::Op::kNe       ? "$ne"
+                       : p.op == Predicate::Op::kLt     ? "$lt"
+                       : p.op == Predicate::Op::kGt     ? "$gt"
+                       : p.op == Predicate::Op::kGte    ? "$gte"
+                       : p.op == Predicate::Op::kOfType ? "$type"
+                                                        : "$lte";
       bson_append_document_begin(out, k, -1, &cond);
       if (Status s = AppendValue(&cond, op, p.value); !s.ok()) return s;
       bson_append_document_end(out, &cond);

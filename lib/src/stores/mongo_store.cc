@@ -198,6 +198,11 @@ struct MongoStore::Impl {
   bool SwitchToDaemonClock(const std::string& refusal);
 
   std::atomic<MongoOptions::ServerClock> server_clock{MongoOptions::ServerClock::kAuto};
+  // Whether the server takes `enableOrderedIndex` in an index's options (IndexSpec::ordered):
+  // unknown until an index asks for it, then what the server said. A server that refused
+  // it (mongod) orders every compound index.
+  enum class OrderedOption { kUnknown, kTaken, kRefused };
+  std::atomic<OrderedOption> ordered_option{OrderedOption::kUnknown};
 
  private:
   // The last reading plus the monotonic time elapsed since. Never ahead of the server's
@@ -510,6 +515,27 @@ MongoOptions::ServerClock MongoStore::server_clock() const {
   return impl_->server_clock;
 }
 
+namespace {
+
+// A server that has no index for a read's hint: mongod's BadValue "hint provided does not
+// correspond to an existing index" (DocumentDB's words too).
+bool RefusesHint(const bson_error_t& error) {
+  const std::string_view message(error.message);
+  return message.find("hint") != std::string_view::npos &&
+         message.find("index") != std::string_view::npos;
+}
+
+// {hint: {<key>: <dir>, ...}} when the read names an index.
+void AppendHint(bson_t* out, const std::vector<std::pair<std::string, int>>& hint) {
+  if (hint.empty()) return;
+  bson_t keys;
+  bson_append_document_begin(out, "hint", -1, &keys);
+  for (const auto& [path, dir] : hint) bson_append_int32(&keys, path.c_str(), -1, dir);
+  bson_append_document_end(out, &keys);
+}
+
+}  // namespace
+
 Status MongoStore::Find(const Namespace& ns, const Filter& filter, const FindOptions& options,
                         std::unique_ptr<Cursor>* cursor) {
   auto query = mongo::NewBson();
@@ -530,6 +556,7 @@ Status MongoStore::Find(const Namespace& ns, const Filter& filter, const FindOpt
       bson_append_int32(&projection, path.c_str(), -1, 1);
     bson_append_document_end(opts.get(), &projection);
   }
+  AppendHint(opts.get(), options.hint);
   PooledClient client;
   if (Status s = impl_->Client(&client); !s.ok()) return s;
   CollectionPtr coll = GetCollection(client, ns);
@@ -539,18 +566,29 @@ Status MongoStore::Find(const Namespace& ns, const Filter& filter, const FindOpt
   // a refusal then switches to the estimate and the find is sent again.
   std::optional<Document> first;
   bool empty = false;
-  if (filter.UsesServerClock() && impl_->server_clock == MongoOptions::ServerClock::kAuto) {
+  // So does a read that names an index: one that does not exist (created by hand without
+  // it, sweep.manage_indexes off) is read without the hint, as the planner chooses, rather
+  // than failing every sweep; the missing index is warned about at start and by inspect.
+  if ((filter.UsesServerClock() && impl_->server_clock == MongoOptions::ServerClock::kAuto) ||
+      !options.hint.empty()) {
     const bson_t* b = nullptr;
     bson_error_t error;
     if (mongoc_cursor_next(c.get(), &b)) {
       first = mongo::FromBson(b);
     } else if (!mongoc_cursor_error(c.get(), &error)) {
       empty = true;
-    } else if (impl_->SwitchToDaemonClock(error.message)) {
+    } else if (filter.UsesServerClock() && impl_->SwitchToDaemonClock(error.message)) {
       c.reset();
       coll.reset();
       client = PooledClient();  // back to the pool before the retry takes one
       return Find(ns, filter, options, cursor);
+    } else if (!options.hint.empty() && RefusesHint(error)) {
+      c.reset();
+      coll.reset();
+      client = PooledClient();
+      FindOptions unhinted = options;
+      unhinted.hint.clear();
+      return Find(ns, filter, unhinted, cursor);
     }
   }
   auto mc = std::make_unique<MongoCursor>(std::move(client), std::move(coll), std::move(c),
@@ -848,6 +886,10 @@ Status MongoStore::ListIndexes(const Namespace& ns, std::vector<IndexSpec>* inde
         BSON_ITER_HOLDS_DOCUMENT(&partial) && bson_iter_recurse(&partial, &cond) &&
         bson_iter_find(&cond, "$exists"))
       spec.only_where_present = bson_iter_as_bool(&cond);
+    // Listed by a server that orders compound keys only on request (DocumentDB); any other
+    // compound index is ordered, unless this server is known to take the option.
+    spec.ordered = impl_->ordered_option.load() != Impl::OrderedOption::kTaken;
+    if (bson_iter_init_find(&it, b, "enableOrderedIndex")) spec.ordered = bson_iter_as_bool(&it);
     indexes->push_back(std::move(spec));
   }
   bson_error_t error;
@@ -863,12 +905,16 @@ Status MongoStore::ListIndexes(const Namespace& ns, std::vector<IndexSpec>* inde
   return Status::Ok();
 }
 
-Status MongoStore::CreateIndexes(const Namespace& ns, const std::vector<IndexSpec>& indexes) {
-  if (indexes.empty()) return Status::Ok();
-  auto cmd = mongo::NewBson();
-  bson_append_utf8(cmd.get(), "createIndexes", -1, ns.collection.c_str(), -1);
+namespace {
+
+// The createIndexes command for `indexes`; `ordered_option`: ask for the ordered compound key
+// where a spec needs it.
+Status CreateIndexesCommand(const Namespace& ns, const std::vector<IndexSpec>& indexes,
+                            bool ordered_option, bool* asked, bson_t* cmd) {
+  *asked = false;
+  bson_append_utf8(cmd, "createIndexes", -1, ns.collection.c_str(), -1);
   bson_t list;
-  bson_append_array_begin(cmd.get(), "indexes", -1, &list);
+  bson_append_array_begin(cmd, "indexes", -1, &list);
   for (std::size_t i = 0; i < indexes.size(); ++i) {
     const IndexSpec& spec = indexes[i];
     if (spec.keys.empty()) return Status::InvalidArgument("an index needs at least one key");
@@ -892,17 +938,46 @@ Status MongoStore::CreateIndexes(const Namespace& ns, const std::vector<IndexSpe
       bson_append_document_end(&partial, &cond);
       bson_append_document_end(&index, &partial);
     }
+    if (ordered_option && spec.ordered && spec.keys.size() > 1) {
+      bson_append_bool(&index, "enableOrderedIndex", -1, true);
+      *asked = true;
+    }
     bson_append_document_end(&list, &index);
   }
-  bson_append_array_end(cmd.get(), &list);
+  bson_append_array_end(cmd, &list);
+  return Status::Ok();
+}
+
+// A server that does not know an index option: mongod's InvalidIndexSpecificationOption, or
+// an error that names it.
+bool RefusesOrderedOption(const bson_error_t& error) {
+  return error.code == 197 ||
+         std::string_view(error.message).find("enableOrderedIndex") != std::string_view::npos;
+}
+
+}  // namespace
+
+Status MongoStore::CreateIndexes(const Namespace& ns, const std::vector<IndexSpec>& indexes) {
+  if (indexes.empty()) return Status::Ok();
   PooledClient client;
   if (Status s = impl_->Client(&client); !s.ok()) return s;
   mongo::DatabasePtr db(mongoc_client_get_database(client.get(), ns.database.c_str()));
-  Reply reply;
-  bson_error_t error;
-  if (!mongoc_database_write_command_with_opts(db.get(), cmd.get(), nullptr, reply.get(), &error))
-    return mongo::StatusFromBsonError(error, "createIndexes on " + ns.ToString());
-  return Status::Ok();
+  for (;;) {
+    const bool offer = impl_->ordered_option.load() != Impl::OrderedOption::kRefused;
+    auto cmd = mongo::NewBson();
+    bool asked = false;
+    if (Status s = CreateIndexesCommand(ns, indexes, offer, &asked, cmd.get()); !s.ok()) return s;
+    Reply reply;
+    bson_error_t error;
+    if (mongoc_database_write_command_with_opts(db.get(), cmd.get(), nullptr, reply.get(),
+                                                &error)) {
+      if (asked) impl_->ordered_option = Impl::OrderedOption::kTaken;
+      return Status::Ok();
+    }
+    if (!asked || !RefusesOrderedOption(error))
+      return mongo::StatusFromBsonError(error, "createIndexes on " + ns.ToString());
+    impl_->ordered_option = Impl::OrderedOption::kRefused;  // then without it, once
+  }
 }
 
 namespace {
@@ -912,10 +987,22 @@ namespace {
 // DocumentDB's gateway reports 0 keys in its totals and the real count in each index scan
 // stage's "totalKeysExamined". So: the totals of every "executionStats" document, the keys
 // of every index scan stage, whichever is larger; every stage's name and index anywhere.
+// DocumentDB's stages also carry PostgreSQL's buffer counts, each stage's including those of
+// the stages below it (EXPLAIN's BUFFERS): the largest of one stage is the read's.
 struct ExplainReading {
   std::int64_t total_keys = 0;
   std::int64_t stage_keys = 0;
 };
+
+// The pages one explain document (a stage) says it touched, or -1 if it says nothing.
+std::int64_t BlocksOf(const bson_t* doc) {
+  std::int64_t blocks = -1;
+  bson_iter_t it;
+  for (const char* key : {"numBlocksFromCache", "numBlocksFromDisk"})
+    if (bson_iter_init_find(&it, doc, key) && BSON_ITER_HOLDS_NUMBER(&it))
+      blocks = std::max<std::int64_t>(blocks, 0) + bson_iter_as_int64(&it);
+  return blocks;
+}
 
 void ReadExplain(const bson_t* doc, QueryPlan* plan, ExplainReading* reading, bool in_stats,
                  bool in_planner = false) {
@@ -925,7 +1012,12 @@ void ReadExplain(const bson_t* doc, QueryPlan* plan, ExplainReading* reading, bo
   if (!in_planner && bson_iter_init_find(&it, doc, "stage") && BSON_ITER_HOLDS_UTF8(&it)) {
     stage = bson_iter_utf8(&it, nullptr);
     if (stage == "COLLSCAN") plan->collection_scan = true;
+    plan->blocks = std::max(plan->blocks, BlocksOf(doc));
     plan->summary += (plan->summary.empty() ? "" : " ") + stage;
+    if (const std::int64_t blocks = BlocksOf(doc); blocks >= 0) {
+      plan->summary += "[" + std::to_string(blocks) + "]";
+      if (stage == "IXSCAN") plan->scan_blocks.push_back(blocks);
+    }
   }
   if (!bson_iter_init(&it, doc)) return;
   while (bson_iter_next(&it)) {
@@ -1006,6 +1098,7 @@ Status MongoStore::Explain(const ReadQuery& query, QueryPlan* plan) {
         bson_append_int32(&projection, path.c_str(), -1, 1);
       bson_append_document_end(&inner, &projection);
     }
+    AppendHint(&inner, query.options.hint);
   }
   bson_append_document_end(cmd.get(), &inner);
   bson_append_utf8(cmd.get(), "verbosity", -1, "executionStats", -1);
@@ -1019,6 +1112,9 @@ Status MongoStore::Explain(const ReadQuery& query, QueryPlan* plan) {
   ExplainReading reading;
   ReadExplain(reply.get(), plan, &reading, false);
   plan->keys_examined = std::max(reading.total_keys, reading.stage_keys);
+  plan->summary += " keys=" + std::to_string(plan->keys_examined) +
+                   " docs=" + std::to_string(plan->docs_examined);
+  if (plan->blocks >= 0) plan->summary += " blocks=" + std::to_string(plan->blocks);
   return Status::Ok();
 }
 

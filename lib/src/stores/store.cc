@@ -60,6 +60,17 @@ std::optional<bool> LessThanDate(const Value* v, DateTime date) {
   return true;
 }
 
+// MongoDB's $type alias of a value's BSON type.
+std::string_view TypeAlias(const Value& v) {
+  if (v.is_null()) return "null";
+  if (v.is_document()) return "object";
+  const std::string_view name = v.type_name();
+  if (name == "int32") return "int";
+  if (name == "int64") return "long";
+  if (name == "decimal128") return "decimal";
+  return name;
+}
+
 bool PredicateMatches(const Predicate& p, const Document& doc, std::optional<DateTime> now) {
   const Value* field = p.op == Predicate::Op::kServerNowBefore ? nullptr : doc.GetPath(p.path);
   switch (p.op) {
@@ -77,6 +88,11 @@ bool PredicateMatches(const Predicate& p, const Document& doc, std::optional<Dat
       return AnyScalar(field, [&](const Value& v) {
         auto c = CompareSameFamily(v, p.value);  // nullopt (other type family) never matches
         return c.has_value() && *c < 0;
+      });
+    case Predicate::Op::kGt:
+      return AnyScalar(field, [&](const Value& v) {
+        auto c = CompareSameFamily(v, p.value);
+        return c.has_value() && *c > 0;
       });
     case Predicate::Op::kGte:
       return AnyScalar(field, [&](const Value& v) {
@@ -100,6 +116,14 @@ bool PredicateMatches(const Predicate& p, const Document& doc, std::optional<Dat
       return field != nullptr && field->as_array() != nullptr && !field->as_array()->empty();
     case Predicate::Op::kPresentNotArray:
       return field != nullptr && !field->is_array();
+    case Predicate::Op::kOfType: {
+      const std::string wanted = p.value.is_string() ? *p.value.as_string() : std::string();
+      if (field != nullptr && wanted == "array") return field->is_array();
+      return AnyScalar(field, [&](const Value& v) {
+        return wanted == "number" ? v.is_number() || TypeAlias(v) == "decimal"
+                                  : TypeAlias(v) == wanted;
+      });
+    }
     case Predicate::Op::kServerNowBefore:
       return now && p.value.as_datetime() && now->millis < p.value.as_datetime()->millis;
     case Predicate::Op::kBeforeServerNow:
@@ -120,6 +144,8 @@ std::string_view OpName(Predicate::Op op) {
       return "$nin";
     case Predicate::Op::kLt:
       return "$lt";
+    case Predicate::Op::kGt:
+      return "$gt";
     case Predicate::Op::kGte:
       return "$gte";
     case Predicate::Op::kLte:
@@ -136,6 +162,8 @@ std::string_view OpName(Predicate::Op op) {
       return "$nonEmptyArray";
     case Predicate::Op::kPresentNotArray:
       return "$presentNotArray";
+    case Predicate::Op::kOfType:
+      return "$type";
     case Predicate::Op::kServerNowBefore:
       return "$serverNowBefore";
     case Predicate::Op::kBeforeServerNow:
@@ -182,6 +210,14 @@ Filter& Filter::Nin(std::string path, std::vector<Value> vs) {
 }
 Filter& Filter::Lt(std::string path, Value v) {
   all_.push_back(Make(Predicate::Op::kLt, std::move(path), std::move(v)));
+  return *this;
+}
+Filter& Filter::Gt(std::string path, Value v) {
+  all_.push_back(Make(Predicate::Op::kGt, std::move(path), std::move(v)));
+  return *this;
+}
+Filter& Filter::OfType(std::string path, std::string type_alias) {
+  all_.push_back(Make(Predicate::Op::kOfType, std::move(path), Value(std::move(type_alias))));
   return *this;
 }
 Filter& Filter::Gte(std::string path, Value v) {
@@ -437,12 +473,14 @@ std::string IndexSpec::ToString() const {
   std::string out = "{";
   for (std::size_t i = 0; i < keys.size(); ++i)
     out += (i ? ", " : "") + keys[i].first + ": " + std::to_string(keys[i].second);
-  return out + (only_where_present ? "} where present" : "}");
+  out += only_where_present ? "} where present" : "}";
+  return out + (ordered ? " ordered" : "");
 }
 
 bool IndexSpec::ServedBy(const IndexSpec& existing) const {
   if (keys.empty() || existing.keys.size() < keys.size() ||
-      (only_where_present && !existing.only_where_present))
+      (only_where_present && !existing.only_where_present) || (ordered && !existing.ordered) ||
+      (hinted && existing.keys.size() != keys.size()))
     return false;
   return std::equal(keys.begin(), keys.end(), existing.keys.begin());
 }

@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "txn_recovery/candidates.h"
 #include "txn_recovery/recovery_record.h"
 
 namespace txn_recovery {
@@ -10,15 +11,27 @@ std::vector<RequiredIndex> RequiredIndexes(const WatchSpec& watch) {
   const Profile& p = watch.profile;
   const RecoveryPaths paths(watch.lease_field);
   std::vector<RequiredIndex> out;
-  // Every alternative of the candidate query is a range of this index: a state, then a time
-  // range or "no time"; without a time field, the range of what the age is read from
-  // (the _id's time, or the daemon's first sighting) is the third key, so that finished
-  // transactions outside the late-write window are never read.
+  // Every alternative of the candidate query is a range of one of these: a state, then a
+  // range of what its age is read from. Ordered (IndexSpec::ordered), or DocumentDB walks
+  // every transaction older than the cut-off. Without a time field the age comes from the
+  // _id or the daemon's first sighting: an index of its own with that as the second key,
+  // since a range of a third key under "time absent" is no range on DocumentDB (it walks
+  // every entry of the state without a time, the whole history).
   IndexSpec candidates{{{p.state_field, 1}, {p.time_field, 1}}, ""};
-  if (p.missing_time == MissingTime::kObjectIdTime) candidates.keys.emplace_back("_id", 1);
-  if (p.missing_time == MissingTime::kFirstSeen) candidates.keys.emplace_back(paths.FirstSeen(), 1);
+  candidates.ordered = true;
   out.push_back({watch.ns, candidates,
                  "the sweep's candidate query (stale states by age) and inspect's counts"});
+  std::string age_key;
+  if (p.missing_time == MissingTime::kObjectIdTime) age_key = "_id";
+  if (p.missing_time == MissingTime::kFirstSeen) age_key = paths.FirstSeen();
+  if (!age_key.empty()) {
+    IndexSpec by_age{{{p.state_field, 1}, {age_key, 1}}, ""};
+    by_age.ordered = true;
+    out.push_back({watch.ns, by_age,
+                   "the same for transactions without a time field (ages from " + age_key + ")"});
+  }
+  out.push_back({watch.ns, StateIndex(p),
+                 "finding transactions whose state is none of the profile's spellings"});
   out.push_back({watch.ns, IndexSpec{{{paths.Quarantine(), 1}}, "", true},
                  "counting and listing quarantined transactions (only those are in it)"});
   // Every place the profile marks: transfer's and operations' marker arrays (operations: the

@@ -9,7 +9,7 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
-import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -69,23 +69,30 @@ final class CandidatePlanner {
 
   /** The smallest candidate set of a conjunction with at most {@code cap} positions, or null. */
   private TreeSet<Integer> best(Document conjunction, int cap) {
-    Map<String, Object> conditions = new HashMap<>();
+    Map<String, Object> conditions = new LinkedHashMap<>();
     List<LookUp> estimated = new ArrayList<>();
     List<Long> estimates = new ArrayList<>();
     List<LookUp> ranged = new ArrayList<>();
     List<List<Document>> disjunctions = new ArrayList<>();
-    collect(conjunction, conditions, estimated, estimates, disjunctions);
+    collect(conjunction, conditions, disjunctions);
+    for (Map.Entry<String, Object> c : conditions.entrySet()) {
+      singleClause(c.getKey(), c.getValue(), estimated, estimates);
+    }
     ranged.addAll(compoundRanges(conditions));
 
     TreeSet<Integer> best = null;
     int bound = cap;
-    for (LookUp lookUp : ranged) {
-      TreeSet<Integer> found = run(lookUp, bound);
-      if (found != null) {
-        best = found;
-        bound = found.size() - 1;
+    // Ranges cannot be sized without walking them: try them all under a cap that grows
+    // fourfold, so that a range over the history costs no more than the small one beside it.
+    for (int step = 16; best == null && !ranged.isEmpty(); step *= 4) {
+      int limit = Math.min(step, bound);
+      for (LookUp lookUp : ranged) {
+        TreeSet<Integer> found = run(lookUp, best == null ? limit : best.size() - 1);
+        if (found != null) best = found;
       }
+      if (limit == bound) break;
     }
+    if (best != null) bound = best.size() - 1;
     for (List<Document> branches : disjunctions) {
       if (bound < 0) break;
       TreeSet<Integer> union = new TreeSet<>();
@@ -132,23 +139,18 @@ final class CandidatePlanner {
 
   /**
    * Reads a conjunction's clauses in the matcher's order up to the first that is not safe:
-   * the field conditions (for compound ranges), the single-clause look-ups with their
-   * estimates, and the disjunctions.
+   * the conditions on each path (those a path is given twice, as {@code $and} does for a time
+   * range, merged into one: a conjunction, so any of its operators bounds it) and the
+   * disjunctions.
    */
   private boolean collect(
-      Document filter,
-      Map<String, Object> conditions,
-      List<LookUp> estimated,
-      List<Long> estimates,
-      List<List<Document>> disjunctions) {
+      Document filter, Map<String, Object> conditions, List<List<Document>> disjunctions) {
     for (Map.Entry<String, Object> entry : filter.entrySet()) {
       String key = entry.getKey();
       Object value = entry.getValue();
       if (key.equals("$and") && isListOfDocuments(value)) {
         for (Object element : (List<?>) value) {
-          if (!collect((Document) element, conditions, estimated, estimates, disjunctions)) {
-            return false;
-          }
+          if (!collect((Document) element, conditions, disjunctions)) return false;
         }
         continue;
       }
@@ -160,8 +162,24 @@ final class CandidatePlanner {
         continue;
       }
       if (key.startsWith("$")) continue;
-      conditions.putIfAbsent(key, value);
-      singleClause(key, value, estimated, estimates);
+      Object had = conditions.get(key);
+      if (had == null && !conditions.containsKey(key)) {
+        conditions.put(key, value);
+      } else if (isOperators(had) && isOperators(value)) {
+        Document merged = new Document((Document) had);
+        for (Map.Entry<String, Object> op : ((Document) value).entrySet()) {
+          merged.putIfAbsent(op.getKey(), op.getValue());
+        }
+        conditions.put(key, merged);
+      }
+    }
+    return true;
+  }
+
+  private static boolean isOperators(Object condition) {
+    if (!(condition instanceof Document) || ((Document) condition).isEmpty()) return false;
+    for (String k : ((Document) condition).keySet()) {
+      if (!k.startsWith("$")) return false;
     }
     return true;
   }
@@ -194,10 +212,26 @@ final class CandidatePlanner {
       }
       return;
     }
+    NarrowingIndex byValue = narrowing(path, true);
+    if (value == null && byValue != null) {
+      // {f: null}: missing or null, both unlisted (a null inside an array too).
+      out.add((found, cap) -> byValue.addWhere(k -> false, found, cap));
+      estimates.add(byValue.estimateWhere(k -> false));
+      return;
+    }
     if (!(value instanceof Document)) return;
     Document condition = (Document) value;
+    if (byValue != null && condition.containsKey("$exists") && !Utils.isTrue(condition.get("$exists"))) {
+      // Missing: unlisted.
+      out.add((found, cap) -> byValue.addWhere(k -> false, found, cap));
+      estimates.add(byValue.estimateWhere(k -> false));
+    }
     List<Object> notIn = scalarList(condition.get("$nin"));
-    NarrowingIndex byValue = narrowing(path, true);
+    java.util.function.Predicate<Object> listed = valueTest(condition);
+    if (listed != null && byValue != null) {
+      out.add((found, cap) -> byValue.addWhere(listed, found, cap));
+      estimates.add(byValue.estimateWhere(listed));
+    }
     if (notIn != null && byValue != null) {
       out.add((found, cap) -> byValue.addNotIn(notIn, found, cap));
       estimates.add(byValue.estimateNotIn(notIn));
@@ -211,6 +245,47 @@ final class CandidatePlanner {
         estimates.add(index.estimatePresent(notEmpty));
       }
     }
+  }
+
+  /**
+   * For a condition that matches only listed values passing the test (besides null, missing
+   * and non-scalar values, which the index keeps unlisted): a range of strings or of other
+   * same-type values, or {@code $type} of a single non-string type. Null otherwise.
+   */
+  private static java.util.function.Predicate<Object> valueTest(Document condition) {
+    Object type = condition.get("$type");
+    if (type instanceof String t && !Set.of("string", "symbol", "array").contains(t)) {
+      return k -> !(k instanceof String);
+    }
+    Object low = condition.containsKey("$gte") ? condition.get("$gte") : condition.get("$gt");
+    Object high = condition.containsKey("$lte") ? condition.get("$lte") : condition.get("$lt");
+    boolean lowOpen = !condition.containsKey("$gte");
+    boolean highOpen = !condition.containsKey("$lte");
+    if (low == null && high == null) return null;
+    // The families the matcher compares within (type bracketing); others are not narrowed.
+    Class<?> family = null;
+    for (Class<?> c : List.of(String.class, Number.class, Instant.class)) {
+      if ((low == null || c.isInstance(low)) && (high == null || c.isInstance(high))) family = c;
+    }
+    if (family == null) return null;
+    Class<?> kind = family;
+    Object lo = low == null ? null : NarrowingIndex.normalize(low);
+    Object hi = high == null ? null : NarrowingIndex.normalize(high);
+    de.bwaldvogel.mongo.backend.ValueComparator order =
+        de.bwaldvogel.mongo.backend.ValueComparator.ascWithoutListHandling();
+    // Other types never compare (type bracketing).
+    return k -> {
+      if (!kind.isInstance(k)) return false;
+      if (lo != null) {
+        int c = order.compare(k, lo);
+        if (c < 0 || (c == 0 && lowOpen)) return false;
+      }
+      if (hi != null) {
+        int c = order.compare(k, hi);
+        if (c > 0 || (c == 0 && highOpen)) return false;
+      }
+      return true;
+    };
   }
 
   /** An index whose first key is {@code path} (top-level only where values are needed). */

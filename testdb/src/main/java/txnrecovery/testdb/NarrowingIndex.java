@@ -225,6 +225,14 @@ final class NarrowingIndex extends EmptyIndex<Integer> {
     return n;
   }
 
+  long estimateWhere(java.util.function.Predicate<Object> listed) {
+    long n = unlisted.size();
+    for (Map.Entry<Object, TreeSet<Integer>> e : positionsByValue.entrySet()) {
+      if (listed.test(e.getKey())) n += e.getValue().size();
+    }
+    return n;
+  }
+
   long estimatePresent(boolean notEmpty) {
     return notEmpty ? presentNotEmpty.size() : present.size();
   }
@@ -253,6 +261,19 @@ final class NarrowingIndex extends EmptyIndex<Integer> {
     for (Map.Entry<Object, TreeSet<Integer>> e : positionsByValue.entrySet()) {
       if (excluded.contains(e.getKey())) continue;
       if (!addCapped(e.getValue(), out, cap)) return;
+    }
+  }
+
+  /**
+   * The positions listed under a value that passes {@code listed}, and every position the
+   * index could not list (missing, null, documents, arrays of them): a superset of the
+   * matches of a condition that matches only values passing it, or null, missing or
+   * non-scalar ones (a range, {@code $type}, equality to null).
+   */
+  void addWhere(java.util.function.Predicate<Object> listed, Set<Integer> out, int cap) {
+    if (!addCapped(unlisted, out, cap)) return;
+    for (Map.Entry<Object, TreeSet<Integer>> e : positionsByValue.entrySet()) {
+      if (listed.test(e.getKey()) && !addCapped(e.getValue(), out, cap)) return;
     }
   }
 

@@ -413,6 +413,13 @@ public final class DifferentialTest {
     expectNarrowed(true, doc("state", "pending", "lastModified", year(2150)));
     expectNarrowed(true, doc("marker", doc("$exists", true, "$ne", list())));
     expectNarrowed(true, doc("marker", doc("$exists", true)));
+    expectNarrowed(true, doc("state", doc("$gt", "e", "$lt", "f")));
+    expectNarrowed(true, doc("state", doc("$lt", "done")));
+    expectNarrowed(true, doc("state", doc("$gt", "done")));
+    expectNarrowed(true, doc("state", null));
+    expectNarrowed(true, doc("state", doc("$type", "number")));
+    expectNarrowed(true, doc("amount", doc("$gt", 1), "state", doc("$type", "object")));
+    expectNarrowed(true, doc("marker", doc("$gte", 3, "$lt", 9L)));
     expectNarrowed(true, doc("sub.a", doc("$exists", true)));
     expectNarrowed(true, doc("lastModified", doc("$exists", false), "$or", list(
         doc("state", "pending", "lastModified", doc("$lt", year(2100))),
@@ -430,8 +437,11 @@ public final class DifferentialTest {
     expectNarrowed(false, doc("sub.a", 1, "state", doc("$ne", "x")));
     expectNarrowed(false, doc("$or", list(doc("_id", 1), doc("amount", 5.5))));
     expectNarrowed(false, doc("state", doc("$nin", list("pending", new BsonRegularExpression("^a", "")))));
-    expectNarrowed(false, doc("marker", doc("$exists", false)));
-    expectNarrowed(false, doc("state", null, "marker", doc("$size", 0)));
+    expectNarrowed(true, doc("state", doc("$exists", false)));
+    expectNarrowed(true, doc("state", doc("$type", "null")));
+    expectNarrowed(false, doc("state", doc("$type", "array")));
+    expectNarrowed(false, doc("state", doc("$type", "string")));
+    expectNarrowed(true, doc("state", null, "marker", doc("$size", 0)));
     expectNarrowed(false, doc("name", doc("$regex", "("), "_id", 3));
     expectNarrowed(false, doc("marker", doc("$elemMatch", doc("$gt", 7)), "_id", 1));
 
