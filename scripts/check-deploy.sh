@@ -254,7 +254,7 @@ for r in rules:
 if problems:
     print("\n".join(problems))
     sys.exit(1)
-print(f"alerts.yml: {len(rules)} alerts, each fires and stays quiet in a test and has a runbook section")
+print(f"alerts.yml: {sum(1 for r in rules if r.get('alert'))} alerts, each fires and stays quiet in a test and has a runbook section")
 PY
 
 echo "== grafana dashboard"
