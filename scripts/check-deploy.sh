@@ -133,6 +133,10 @@ elif helm="$("$root/scripts/helm.sh" 2>"$work/helm.log")"; then
   "$helm" template recovery "$chart" --namespace bank --set serviceMonitor.enabled=true \
     --set prometheusRule.enabled=true --set-string config.daemon.interval=30s \
     --set runbookBaseUrl=https://runbooks.example/txn-recoveryd.md \
+    --set fullnameOverride=txn-recoveryd --set 'imagePullSecrets[0].name=regcred' \
+    --set 'env[0].name=TXN_RECOVERYD_LOG_LEVEL' --set 'env[0].value=debug' \
+    --set-json 'extraContainers=[{"name":"tunnel","image":"registry.example/tunnel:1","volumeMounts":[{"name":"tunnel-certs","mountPath":"/certs","readOnly":true}]}]' \
+    --set-json 'extraVolumes=[{"name":"tunnel-certs","secret":{"secretName":"tunnel-certs"}}]' \
     >"$work/everything.yaml" || status=1
   mkdir -p "$work/rendered"
   "$venv/bin/python" - "$root" "$work" <<'PY' || status=1
@@ -146,10 +150,27 @@ for name, docs in (("default", default), ("everything", everything)):
         yaml.safe_dump_all(docs, f)
 problems = []
 kinds = lambda docs: sorted(d["kind"] for d in docs)
-if kinds(default) != ["ConfigMap", "Deployment", "PodDisruptionBudget", "Service"]:
+if kinds(default) != ["ConfigMap", "Deployment", "Pod", "PodDisruptionBudget", "Service"]:
     problems.append(f"default render: {kinds(default)}")
 def one(docs, kind):
     return next(d for d in docs if d["kind"] == kind)
+# `helm test`: a hook pod that asks the Service for /metrics.
+test_pod = one(default, "Pod")
+if test_pod["metadata"].get("annotations", {}).get("helm.sh/hook") != "test" or \
+        {"name": "SERVICE", "value": one(default, "Service")["metadata"]["name"]} not in test_pod["spec"]["containers"][0]["env"]:
+    problems.append("the helm test pod is not a test hook asking the release's Service")
+# fullnameOverride, imagePullSecrets, extra env, extra containers and volumes.
+deployment = one(everything, "Deployment")
+pod_spec = deployment["spec"]["template"]["spec"]
+if deployment["metadata"]["name"] != "txn-recoveryd" or one(everything, "Service")["metadata"]["name"] != "txn-recoveryd":
+    problems.append("fullnameOverride does not name the Deployment and the Service")
+if pod_spec.get("imagePullSecrets") != [{"name": "regcred"}]:
+    problems.append("imagePullSecrets is not in the pod spec")
+if [c["name"] for c in pod_spec["containers"]] != ["txn-recoveryd", "tunnel"] or \
+        {"name": "TXN_RECOVERYD_LOG_LEVEL", "value": "debug"} not in pod_spec["containers"][0].get("env", []):
+    problems.append("env or extraContainers did not reach the pod spec")
+if "tunnel-certs" not in [v["name"] for v in pod_spec["volumes"]]:
+    problems.append("extraVolumes did not reach the pod spec")
 # A changed configuration changes the pods' checksum, so that an upgrade rolls them.
 checksum = lambda docs: one(docs, "Deployment")["spec"]["template"]["metadata"]["annotations"]["checksum/config"]
 if checksum(default) == checksum(everything):
