@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks that what a release says about itself is said once (CTest `release_metadata`).
+"""Checks that what a release says about itself is said alike (CTest `release_metadata`).
 
 The maintainer identity is spelled in packaging/maintainer. scripts/package.sh puts it into
 the .deb's control file; the files that cannot read it (the Helm chart's Chart.yaml, the
@@ -7,6 +7,13 @@ container image's MAINTAINER build argument, the Debian changelog's sign-off and
 copyright file's Upstream-Contact) repeat it, and this script fails when one of them
 differs. The license is Apache-2.0: LICENSE holds its text, and the Debian copyright file,
 the image's labels and the chart say so.
+
+The version is spelled in CMakeLists.txt (project(... VERSION X.Y.Z)), which --version,
+txn_recoveryd_build_info and the .deb's Version come from. The files that cannot read it
+repeat it, and this script fails when one differs: the Debian changelog's latest entry,
+the man page's header, the Containerfile's VERSION build argument, Chart.yaml's
+appVersion, the image tag of deploy/kubernetes/ and of the chart README's sidecar snippet,
+and CHANGELOG.md's latest release.
 
 Usage: scripts/check-release-metadata.py   (python3 only, no build needed)
 """
@@ -60,6 +67,25 @@ def main():
     if 'org.opencontainers.image.licenses="Apache-2.0"' not in containerfile:
         problems.append("packaging/Containerfile: no org.opencontainers.image.licenses=Apache-2.0 label")
 
+    project = re.search(r"^project\(txn-recoveryd VERSION (\d+\.\d+\.\d+)\b", read("CMakeLists.txt"), re.M)
+    if not project:
+        print("CMakeLists.txt: no project(txn-recoveryd VERSION X.Y.Z)")
+        return 1
+    version = project.group(1)
+    spelled = {
+        "packaging/changelog": re.search(r"\Atxn-recoveryd \(([^)]*)\)", read("packaging/changelog")),
+        "packaging/txn-recoveryd.8": re.search(r'^\.TH .* "txn-recoveryd ([^"]*)"', read("packaging/txn-recoveryd.8"), re.M),
+        "packaging/Containerfile": re.search(r"^ARG VERSION=(\S*)$", containerfile, re.M),
+        "deploy/helm/txn-recoveryd/Chart.yaml": re.search(r'^appVersion: "([^"]*)"$', chart, re.M),
+        "CHANGELOG.md": re.search(r"^## \[(\d[^\]]*)\]", read("CHANGELOG.md"), re.M),
+    }
+    for rel in ("deploy/kubernetes/deployment.yaml", "deploy/kubernetes/sidecar.yaml",
+                "deploy/helm/txn-recoveryd/README.md"):
+        spelled[rel] = re.search(r"image: \S*/txn-recoveryd:(\S+)", read(rel))
+    for rel, found in spelled.items():
+        if not found or found.group(1) != version:
+            problems.append(f"{rel}: version {found.group(1) if found else 'not found'}, CMakeLists.txt says {version}")
+
     license_text = read("LICENSE")
     if "Apache License\n                           Version 2.0, January 2004" not in license_text \
             or "END OF TERMS AND CONDITIONS" not in license_text:
@@ -68,7 +94,7 @@ def main():
     for p in problems:
         print(p)
     if not problems:
-        print(f"release metadata: maintainer {maintainer!r} everywhere, license Apache-2.0")
+        print(f"release metadata: version {version} and maintainer {maintainer!r} everywhere, license Apache-2.0")
     return 1 if problems else 0
 
 
