@@ -83,10 +83,17 @@ depends="${shlibs#shlibs:Depends=}"
 # postinst creates the user with adduser where systemd-sysusers is missing.
 depends="$depends, adduser"
 
+# The maintainer identity is spelled once, in packaging/maintainer (the Helm chart, the
+# container image, the Debian changelog and copyright repeat it; scripts/check-release-metadata.py
+# fails when they part).
+maintainer="$(head -n1 "$root/packaging/maintainer")"
+[[ "$maintainer" =~ ^[^\<\>]+\ \<[^\<\>@\ ]+@[^\<\>\ ]+\>$ ]] ||
+  fail "packaging/maintainer is not 'Name <address>': $maintainer"
+
 mkdir -p "$stage/DEBIAN"
 size_kib="$(du -s -k --apparent-size --exclude=DEBIAN "$stage" | cut -f1)"
 sed -e "s|@VERSION@|$version|" -e "s|@ARCH@|$arch|" -e "s|@INSTALLED_SIZE@|$size_kib|" \
-  -e "s|@DEPENDS@|$depends|" "$root/packaging/deb/control.in" >"$stage/DEBIAN/control"
+  -e "s|@DEPENDS@|$depends|" -e "s|@MAINTAINER@|$maintainer|" "$root/packaging/deb/control.in" >"$stage/DEBIAN/control"
 install -m 0644 "$root/packaging/deb/conffiles" "$stage/DEBIAN/conffiles"
 for script in postinst prerm postrm; do
   install -m 0755 "$root/packaging/deb/$script" "$stage/DEBIAN/$script"
@@ -111,6 +118,7 @@ if ((do_check)); then
   [[ "$(field Package)" == txn-recoveryd ]] || fail "Package: $(field Package)"
   [[ "$(field Version)" == "$version" ]] || fail "Version: $(field Version)"
   [[ "$(field Architecture)" == "$arch" ]] || fail "Architecture: $(field Architecture)"
+  [[ "$(field Maintainer)" == "$maintainer" ]] || fail "Maintainer: $(field Maintainer)"
   dep_names=" $(field Depends | tr ',' '\n' | sed 's/^ *//; s/ .*//' | tr '\n' ' ')"
   for dep in libc6 libstdc++6 libmongoc-1.0-0 libbson-1.0-0 libsystemd0 \
     adduser; do

@@ -1,5 +1,6 @@
+{{/* The name of every object of the release: fullnameOverride, or the release's name. */}}
 {{- define "txn-recoveryd.name" -}}
-{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- default .Release.Name .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
 {{- define "txn-recoveryd.selectorLabels" -}}
@@ -14,6 +15,34 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 
+{{/*
+Whole numbers written as integers, in place, through maps and lists at any depth. A values
+file reaches the templates with every number as a float64, and toToml writes 8 as "8.0",
+which the daemon refuses for an integer key ("sweep.workers: must be an integer", exit 78).
+A whole float becomes an int64; any other number stays as it is (daemon.jitter = 0.2). The
+only key of the configuration that takes a fraction accepts an integer too. Takes a map.
+*/}}
+{{- define "txn-recoveryd.wholeNumbers" -}}
+{{- $map := . -}}
+{{- range $key, $value := $map -}}
+{{- if kindIs "float64" $value -}}
+{{- if eq $value (float64 (int64 $value)) -}}
+{{- $_ := set $map $key (int64 $value) -}}
+{{- end -}}
+{{- else if kindIs "map" $value -}}
+{{- include "txn-recoveryd.wholeNumbers" $value -}}
+{{- else if kindIs "slice" $value -}}
+{{- $items := list -}}
+{{- range $item := $value -}}
+{{- $holder := dict "item" $item -}}
+{{- include "txn-recoveryd.wholeNumbers" $holder -}}
+{{- $items = append $items $holder.item -}}
+{{- end -}}
+{{- $_ := set $map $key $items -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
 {{/* The configuration file: the values' config with the keys the chart decides. */}}
 {{- define "txn-recoveryd.config" -}}
 {{- $config := deepCopy .Values.config -}}
@@ -26,5 +55,6 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- $log := get $config "log" | default dict -}}
 {{- $_ := set $log "format" "json" -}}
 {{- $_ := set $config "log" $log -}}
+{{- include "txn-recoveryd.wholeNumbers" $config -}}
 {{- toToml $config -}}
 {{- end -}}
