@@ -195,6 +195,11 @@ run_pass() {
       # Never empty: the ctest fixture would then start the embedded server instead.
       [[ -n "$docdb_uri" ]] || { echo "== documentdb: no URI" >&2; return 1; }
       export TXN_RECOVERY_TEST_URI="$docdb_uri"
+      # The same server over TLS, for tests/tls_test.cc (its URI names the CA; the other
+      # engines have no TLS, and those tests skip there).
+      TXN_RECOVERY_TEST_TLS_URI="$(cat "$docdb_state/testdb-tls.uri")"
+      export TXN_RECOVERY_TEST_TLS_URI TXN_RECOVERY_TEST_TLS_CA="$docdb_state/tls/ca.pem"
+      export TXN_RECOVERY_TEST_TLS_CLIENT_CERT="$docdb_state/tls/client.pem"
     fi
     if ctest --test-dir "$build_dir" --output-on-failure -j"$(nproc)" --timeout 600 "$@" \
       ${ctest_args[@]+"${ctest_args[@]}"}; then
@@ -238,7 +243,8 @@ for engine in "${engines[@]}"; do
         continue
       fi
       run_pass documentdb -L '^database$' || status=1
-      unset TXN_RECOVERY_TEST_URI
+      unset TXN_RECOVERY_TEST_URI TXN_RECOVERY_TEST_TLS_URI TXN_RECOVERY_TEST_TLS_CA \
+        TXN_RECOVERY_TEST_TLS_CLIENT_CERT
       stop_documentdb
       ;;
   esac
