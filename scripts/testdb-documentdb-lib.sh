@@ -414,7 +414,9 @@ hot_standby = on
 wal_keep_size = '256MB'
 wal_receiver_timeout = '5s'
 wal_retrieve_retry_interval = '500ms'"
-    if [[ "$replication" == sync ]]; then
+    # Not while a new pair's primary is made (sync_standby=off): there is no standby yet,
+    # and every commit would wait for one.
+    if [[ "$replication" == sync && "${sync_standby:-on}" == on ]]; then
       replicated+="
 synchronous_standby_names = '*'"
     fi

@@ -226,9 +226,11 @@ if [[ "$replication" == none ]]; then
 else
   # A new pair: n1 the primary, n2 its copy. An existing one: the recorded primary, then
   # the other node as its standby.
+  sync_standby=on
   if [[ ! -f "$state_dir/initialized" ]]; then
     rm -rf "$state_dir/n1" "$state_dir/n2"
     echo n1 >"$state_dir/primary"
+    sync_standby=off # until the standby streams (write_postgres_config)
   fi
   echo "$replication" >"$state_dir/replicated"
   primary="$(cat "$state_dir/primary")"
@@ -237,12 +239,18 @@ else
   start_first_node
   point_gateway_at "$primary"
   use_node "$state_dir/$standby"
+  sync_standby=on # the standby's own settings, for the day it is promoted
   if ! postgres_alive; then
     [[ -f "$pgdata/PG_VERSION" ]] || clone_node "$standby" "$primary"
     start_postgres "$state_dir/$primary/sock"
   fi
   use_node "$state_dir/$primary"
   wait_streaming
+  if [[ ! -f "$state_dir/streamed" ]]; then
+    write_postgres_config
+    step "reload $primary" "$state_dir/pg_ctl.log" as_svc "$pg_bin/pg_ctl" -D "$pgdata" -s reload
+    touch "$state_dir/streamed"
+  fi
 fi
 
 # The service user may not be able to reach the build cache (a home directory of mode
