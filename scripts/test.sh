@@ -246,6 +246,16 @@ for engine in "${engines[@]}"; do
       unset TXN_RECOVERY_TEST_URI TXN_RECOVERY_TEST_TLS_URI TXN_RECOVERY_TEST_TLS_CA \
         TXN_RECOVERY_TEST_TLS_CLIENT_CERT
       stop_documentdb
+      # Through failovers: a replicated pair (--sync: no acknowledged write may be lost),
+      # five failovers under the workers and daemons of a chaos round, the same invariants.
+      # Only in a whole run (not with ctest arguments picking tests), and not under the
+      # sanitizers (the daemons' code is the same; the round is about the database).
+      if ((${#ctest_args[@]} == 0)) && [[ -z "$sanitize" ]]; then
+        echo "== chaos round through 5 failovers of a replicated DocumentDB (--sync)"
+        TXN_RECOVERY_CHAOS_NO_BUILD=1 BUILD_DIR="$build_dir" "$root/scripts/chaos.sh" --failover \
+          --sync --failovers 5 --failover-every 3s --profile transfer --seed 1 \
+          --quiesce-timeout 90s || status=1
+      fi
       ;;
   esac
 done
