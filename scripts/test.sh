@@ -195,6 +195,11 @@ run_pass() {
       # Never empty: the ctest fixture would then start the embedded server instead.
       [[ -n "$docdb_uri" ]] || { echo "== documentdb: no URI" >&2; return 1; }
       export TXN_RECOVERY_TEST_URI="$docdb_uri"
+      # The same server over TLS, for tests/tls_test.cc (its URI names the CA; the other
+      # engines have no TLS, and those tests skip there).
+      TXN_RECOVERY_TEST_TLS_URI="$(cat "$docdb_state/testdb-tls.uri")"
+      export TXN_RECOVERY_TEST_TLS_URI TXN_RECOVERY_TEST_TLS_CA="$docdb_state/tls/ca.pem"
+      export TXN_RECOVERY_TEST_TLS_CLIENT_CERT="$docdb_state/tls/client.pem"
     fi
     if ctest --test-dir "$build_dir" --output-on-failure -j"$(nproc)" --timeout 600 "$@" \
       ${ctest_args[@]+"${ctest_args[@]}"}; then
@@ -238,8 +243,19 @@ for engine in "${engines[@]}"; do
         continue
       fi
       run_pass documentdb -L '^database$' || status=1
-      unset TXN_RECOVERY_TEST_URI
+      unset TXN_RECOVERY_TEST_URI TXN_RECOVERY_TEST_TLS_URI TXN_RECOVERY_TEST_TLS_CA \
+        TXN_RECOVERY_TEST_TLS_CLIENT_CERT
       stop_documentdb
+      # Through failovers: a replicated pair (--sync: no acknowledged write may be lost),
+      # five failovers under the workers and daemons of a chaos round, the same invariants.
+      # Only in a whole run (not with ctest arguments picking tests), and not under the
+      # sanitizers (the daemons' code is the same; the round is about the database).
+      if ((${#ctest_args[@]} == 0)) && [[ -z "$sanitize" ]]; then
+        echo "== chaos round through 5 failovers of a replicated DocumentDB (--sync)"
+        TXN_RECOVERY_CHAOS_NO_BUILD=1 BUILD_DIR="$build_dir" "$root/scripts/chaos.sh" --failover \
+          --sync --failovers 5 --failover-every 3s --profile transfer --seed 1 \
+          --quiesce-timeout 90s || status=1
+      fi
       ;;
   esac
 done

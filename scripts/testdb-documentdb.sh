@@ -4,14 +4,24 @@
 # speaks the MongoDB wire protocol. Called by scripts/testdb-start.sh and
 # scripts/testdb-stop.sh with `--engine documentdb`; usable directly:
 #
-#   scripts/testdb-documentdb.sh start [--port N] [--state-dir DIR]
+#   scripts/testdb-documentdb.sh start [--port N] [--tls-port N] [--state-dir DIR]
+#                                      [--replicated [--sync|--async]]
 #   scripts/testdb-documentdb.sh start --build-only
 #   scripts/testdb-documentdb.sh stop [--state-dir DIR]
 #   scripts/testdb-documentdb.sh status [--state-dir DIR]   (prints the URI; exit 3 if not running)
 #
-#   --port N         gateway port on 127.0.0.1; 0 (the default) picks a free one
-#   --state-dir DIR  PostgreSQL's data directory, sockets, logs, the TLS certificate, the
-#                    password and testdb.uri (default: .cache/documentdb/run at the repo root)
+#   --port N         the gateway's port on 127.0.0.1 (plain TCP); 0 (the default) picks a
+#                    free one
+#   --tls-port N     the TLS gateway's port (TLS required); 0 (the default) picks a free one
+#   --state-dir DIR  PostgreSQL's data directory, sockets, logs, the TLS CA and certificate,
+#                    the password and the URIs (default: .cache/documentdb/run at the repo root)
+#   --replicated     two PostgreSQL nodes: a primary and a streaming-replication standby
+#                    (made with pg_basebackup), the gateways in front of the primary;
+#                    scripts/testdb-failover.sh kills the primary and promotes the standby
+#   --sync           (with --replicated, the default) a commit waits for the standby
+#                    (synchronous_standby_names = '*'): a failover loses no acknowledged write
+#   --async          (with --replicated) it does not: a failover loses what the standby had
+#                    not received
 #   --build-only     install what is missing and build (fills the cache), then exit
 #
 # `start` installs the Debian packages it needs (only those missing; as root or through
@@ -24,554 +34,89 @@
 # PostgreSQL's major version, libbson's version and the recipe number below), with the
 # gateway's cargo target directory and downloaded tarballs beside it; installs the extension files into
 # PostgreSQL's lib and share directories when they differ, then runs PostgreSQL (Unix socket
-# in the state dir only, no TCP) and the gateway (127.0.0.1 only, SCRAM-SHA-256, TLS
-# offered but not enforced) as an unprivileged user: the caller, or when the caller is
-# root the system user txnrecovery-testdb (created if missing). It prints the URI and
-# writes it to STATE_DIR/testdb.uri (0600). Idempotent: with both servers alive it prints
-# the URI again and starts nothing. Any failure exits non-zero naming the step and its log.
+# in the state dir only, no TCP) and two gateways (127.0.0.1 only, SCRAM-SHA-256): one
+# speaking plain TCP, one requiring TLS with a certificate for 127.0.0.1 and localhost
+# signed by a CA made for the state dir (STATE_DIR/tls/ca.pem), as an unprivileged user: the
+# caller, or when the caller is root the system user txnrecovery-testdb (created if
+# missing). It prints the plain URI and writes it to STATE_DIR/testdb.uri (0600), and the
+# TLS one (`tls=true&tlsCAFile=STATE_DIR/tls/ca.pem`) to STATE_DIR/testdb-tls.uri (0600).
+# Idempotent: with every server alive it prints the URI again and starts nothing. Any
+# failure exits non-zero naming the step and its log.
 #
 # Environment: TESTDB_START_TIMEOUT (seconds to wait for each server, default 120),
 # TXN_RECOVERY_VENDOR_DIR, TXN_RECOVERY_CACHE_DIR (see above).
 set -euo pipefail
 shopt -s inherit_errexit # die() in $(...) must end the script too
 
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(dirname "$here")"
-# What is built is shared by every checkout (a fresh clone finds it warm); what runs is the
-# checkout's own (state dir).
-cache="${TXN_RECOVERY_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/txn-recoveryd}/documentdb"
-
-# Pinned sources: name, tarball, upstream commit, sha256 of the vendored `git archive`
-# tarball, and sha256 of its contents (every file's path below the top directory and
-# sha256, sorted), which also verifies GitHub's own archive of the same commit (its
-# compression and top directory differ, its files do not).
-pg_major=15
-svc_user=txnrecovery-testdb
-db_user=txnrecovery
-recipe=1 # bump when the build commands change: the cache key includes it
-sources=(
-  "documentdb documentdb-b2e220c4.tar.gz microsoft/documentdb b2e220c47d85ec6fed1651f03968da2317f71c10 e8a540f4520263ceb0726b7a86ec9ac11b26322776993cc0f14dbfefddb2378c 60bf6ebf2844cf9aca09b7f143070c37602627f2695117f5f392d084f9b2c6cc"
-  "pg_cron pg_cron-1.6.3.tar.gz citusdata/pg_cron 9d0576c64edd90fb3d8ac30763296a8106315638 105b669241ea200f0e9a5ffbc2c4e8c33b0dfaba2b13e06cdb4621382b7995d5 a6b22de15c274bc02f367525aef8d218467968e827a2d1d79a35f4bac6071f17"
-  "pgvector pgvector-0.8.0.tar.gz pgvector/pgvector 2627c5ff775ae6d7aef0c430121ccf857842d2f2 f735d37c1f8a32a0c46f29db63860bdc1ed06a423d4280767afbd38f1fe58778 f0af6d267dcdc82ff2b5a39f0be85c90ea549f6ab0c4d96d8a5c03bd2e525fac"
-)
-apt_packages=(
-  build-essential pkg-config curl ca-certificates openssl python3 util-linux
-  "postgresql-$pg_major" "postgresql-server-dev-$pg_major" "postgresql-$pg_major-postgis-3"
-  "postgresql-$pg_major-rum" libbson-dev libintelrdfpmath-dev libpcre2-dev libkrb5-dev
-  libssl-dev
-)
-rust_min=1.75
+me=testdb-documentdb
+# shellcheck source=scripts/testdb-documentdb-lib.sh
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/testdb-documentdb-lib.sh"
 
 action="${1:-}"
 [[ "$action" == start || "$action" == stop || "$action" == status ]] || {
-  echo "usage: $(basename "$0") start [--port N] [--state-dir DIR] [--build-only] | stop|status [--state-dir DIR]" >&2
+  echo "usage: $(basename "$0") start [--port N] [--tls-port N] [--state-dir DIR] [--replicated [--sync|--async]] [--build-only] | stop|status [--state-dir DIR]" >&2
   exit 64
 }
 shift
 port=0
+tls_port=0
 state_dir="$root/.cache/documentdb/run"
 build_only=0
+replication=none
+want_replication=""
 timeout_s="${TESTDB_START_TIMEOUT:-120}"
 while (($# > 0)); do
   case "$1" in
-    --port) (($# >= 2)) || { echo "testdb-documentdb: --port needs a value" >&2; exit 64; }; port="$2"; shift 2 ;;
-    --state-dir) (($# >= 2)) || { echo "testdb-documentdb: --state-dir needs a value" >&2; exit 64; }; state_dir="$2"; shift 2 ;;
+    --port) (($# >= 2)) || { echo "$me: --port needs a value" >&2; exit 64; }; port="$2"; shift 2 ;;
+    --tls-port) (($# >= 2)) || { echo "$me: --tls-port needs a value" >&2; exit 64; }; tls_port="$2"; shift 2 ;;
+    --state-dir) (($# >= 2)) || { echo "$me: --state-dir needs a value" >&2; exit 64; }; state_dir="$2"; shift 2 ;;
     --build-only) build_only=1; shift ;;
+    --replicated) [[ -n "$want_replication" ]] || want_replication=sync; shift ;;
+    --sync | --async)
+      [[ " $* " == *" --replicated "* || -n "$want_replication" ]] ||
+        { echo "$me: $1 goes with --replicated" >&2; exit 64; }
+      want_replication="${1#--}"
+      shift
+      ;;
     --owner-pid)
-      echo "testdb-documentdb: --owner-pid is not supported by the documentdb engine; stop it with scripts/testdb-stop.sh --engine documentdb" >&2
+      echo "$me: --owner-pid is not supported by the documentdb engine; stop it with scripts/testdb-stop.sh --engine documentdb" >&2
       exit 64
       ;;
-    *) echo "testdb-documentdb: unknown argument: $1" >&2; exit 64 ;;
+    *) echo "$me: unknown argument: $1" >&2; exit 64 ;;
   esac
 done
-if [[ ! "$port" =~ ^[0-9]+$ ]] || ((port > 65535)); then
-  echo "testdb-documentdb: bad --port: $port" >&2
-  exit 64
-fi
-[[ "$timeout_s" =~ ^[1-9][0-9]*$ ]] || { echo "testdb-documentdb: bad TESTDB_START_TIMEOUT: $timeout_s" >&2; exit 64; }
-
-die() {
-  echo "testdb-documentdb: $*" >&2
-  exit 1
-}
-note() { echo "testdb-documentdb: $*" >&2; }
-
-# The last lines of a log file, joined into one line.
-tail_of() {
-  local text=""
-  if [[ -s "$1" ]]; then
-    text="$(tail -n 8 "$1" | sed -e '/^[[:space:]]*$/d' | paste -s -d '|' - | sed -e 's/|/ | /g')"
+for p in "$port" "$tls_port"; do
+  if [[ ! "$p" =~ ^[0-9]+$ ]] || ((p > 65535)); then
+    echo "$me: bad port: $p" >&2
+    exit 64
   fi
-  echo "${text:-(empty)}"
-}
-
-# Runs "$@" with output to log $1 (after shifting), dying with the step's name on failure.
-#   step NAME LOG CMD...
-step() {
-  local name="$1" log="$2"
-  shift 2
-  if ! "$@" >>"$log" 2>&1; then
-    die "step '$name' failed (log $log): $(tail_of "$log")"
-  fi
-}
-
-as_root=()
-need_root() { # sets as_root, or dies naming what needed root
-  if ((EUID == 0)); then
-    as_root=()
-  elif command -v sudo >/dev/null 2>&1; then
-    as_root=(sudo)
-  else
-    die "step '$1': needs root and there is no sudo; $2"
-  fi
-}
-
-pg_bin="/usr/lib/postgresql/$pg_major/bin"
-pg_config="$pg_bin/pg_config"
-
-# ---------------------------------------------------------------------------------------
-# Build
-# ---------------------------------------------------------------------------------------
-
-ensure_packages() {
-  local pkg status missing=()
-  for pkg in "${apt_packages[@]}"; do
-    status="$(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null || true)"
-    [[ "$status" == installed ]] || missing+=("$pkg")
-  done
-  ((${#missing[@]} > 0)) || return 0
-  need_root apt "install these packages: ${missing[*]}"
-  note "installing ${missing[*]} (log $cache/logs/apt.log)"
-  export DEBIAN_FRONTEND=noninteractive
-  step apt "$cache/logs/apt.log" "${as_root[@]}" apt-get update -q
-  step apt "$cache/logs/apt.log" "${as_root[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
-}
-
-ensure_rust() {
-  local version
-  command -v cargo >/dev/null 2>&1 ||
-    die "step 'rust': cargo not found; the gateway needs Rust >= $rust_min (rustup.rs; Debian 12's rustc is too old)"
-  version="$(rustc --version 2>/dev/null | awk '{print $2}')"
-  [[ -n "$version" ]] || die "step 'rust': rustc --version printed nothing"
-  if [[ "$(printf '%s\n%s\n' "$rust_min" "$version" | sort -V | head -n 1)" != "$rust_min" ]]; then
-    die "step 'rust': rustc $version is older than $rust_min, which the gateway needs"
-  fi
-}
-
-# sha256 of a tarball's contents: each regular file's path below the top directory and its
-# sha256, sorted. The same for `git archive` and GitHub's archive of one commit.
-content_sha256() {
-  local dir
-  dir="$(mktemp -d)"
-  tar -xzf "$1" -C "$dir" --strip-components=1 || { rm -rf "$dir"; return 1; }
-  (cd "$dir" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum) | sha256sum | cut -d' ' -f1
-  rm -rf "$dir"
-}
-
-vendor_dir() {
-  if [[ -n "${TXN_RECOVERY_VENDOR_DIR:-}" ]]; then
-    [[ -d "$TXN_RECOVERY_VENDOR_DIR" ]] || die "step 'sources': TXN_RECOVERY_VENDOR_DIR=$TXN_RECOVERY_VENDOR_DIR is not a directory"
-    echo "$TXN_RECOVERY_VENDOR_DIR"
-  elif [[ -d "$root/../shared/vendor" ]]; then
-    (cd "$root/../shared/vendor" && pwd)
-  fi
-}
-
-# Prints the path of a verified tarball for one entry of $sources.
-fetch_source() {
-  local name="$1" file="$2" repo="$3" commit="$4" sha="$5" content="$6" vendor path actual
-  vendor="$(vendor_dir)"
-  if [[ -n "$vendor" && -f "$vendor/$file" ]]; then
-    path="$vendor/$file"
-  else
-    path="$cache/downloads/$file"
-    if [[ ! -f "$path" ]]; then
-      mkdir -p "$cache/downloads"
-      local url="https://github.com/$repo/archive/$commit.tar.gz"
-      note "downloading $name from $url"
-      curl -fsSL --retry 3 -o "$path.tmp" "$url" >>"$cache/logs/download.log" 2>&1 ||
-        die "step 'sources': cannot download $url (log $cache/logs/download.log); set TXN_RECOVERY_VENDOR_DIR to a directory holding $file"
-      mv "$path.tmp" "$path"
-    fi
-  fi
-  actual="$(sha256sum <"$path" | cut -d' ' -f1)"
-  if [[ "$actual" != "$sha" ]]; then
-    actual="$(content_sha256 "$path")" || die "step 'sources': $path is not a gzip tarball"
-    [[ "$actual" == "$content" ]] ||
-      die "step 'sources': $path fails verification (sha256 is neither $sha nor, of its contents, $content)"
-  fi
-  echo "$path"
-}
-
-extract() { # tarball dir
-  rm -rf "$2"
-  mkdir -p "$2"
-  tar -xzf "$1" -C "$2" --strip-components=1
-}
-
-build_all() {
-  local key="$1" out="$2" build="$cache/build" log="$cache/logs/build.log" stage multiarch
-  local -A tarball
-  local entry fields
-  for entry in "${sources[@]}"; do
-    read -r -a fields <<<"$entry"
-    tarball[${fields[0]}]="$(fetch_source "${fields[@]}")"
-  done
-  : >"$log"
-  rm -rf "$out.tmp"
-  stage="$out.tmp/stage"
-  mkdir -p "$stage" "$out.tmp/bin" "$build"
-  note "building pg_cron, pgvector, the DocumentDB extensions and gateway (log $log)"
-
-  extract "${tarball[pg_cron]}" "$build/pg_cron"
-  step "build pg_cron" "$log" make -C "$build/pg_cron" -j2 PG_CONFIG="$pg_config" with_llvm=no
-  step "build pg_cron" "$log" make -C "$build/pg_cron" install PG_CONFIG="$pg_config" with_llvm=no DESTDIR="$stage"
-
-  extract "${tarball[pgvector]}" "$build/pgvector"
-  step "build pgvector" "$log" make -C "$build/pgvector" -j2 PG_CONFIG="$pg_config" with_llvm=no OPTFLAGS=""
-  step "build pgvector" "$log" make -C "$build/pgvector" install PG_CONFIG="$pg_config" with_llvm=no DESTDIR="$stage"
-
-  # DocumentDB looks the Intel decimal library up as `pkg-config intelmathlib`; Debian
-  # ships it (call by value, no global rounding or flags: libbidgcc000) without a .pc file.
-  multiarch="$(gcc -print-multiarch)"
-  [[ -f "/usr/lib/$multiarch/libbidgcc000.a" ]] || die "step 'build documentdb': /usr/lib/$multiarch/libbidgcc000.a missing (package libintelrdfpmath-dev)"
-  mkdir -p "$build/pkgconfig"
-  cat >"$build/pkgconfig/intelmathlib.pc" <<EOF
-Name: intelmathlib
-Description: Intel Decimal Floating-Point Math Library (Debian's libbidgcc000)
-Version: 2.0u2
-Cflags:
-Libs: /usr/lib/$multiarch/libbidgcc000.a
-EOF
-  extract "${tarball[documentdb]}" "$build/documentdb"
-  # libbson 1.23 has no BSON_SUBTYPE_SENSITIVE (0x08, added in 1.24).
-  local docdb_make=(make -C "$build/documentdb" PG_CONFIG="$pg_config" with_llvm=no
-    "COPT=-DBSON_SUBTYPE_SENSITIVE=0x08 -Wno-error=switch")
-  PKG_CONFIG_PATH="$build/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}" \
-    step "build documentdb extensions" "$log" "${docdb_make[@]}" -j2 install-no-distributed DESTDIR="$stage"
-
-  (
-    cd "$build/documentdb/pg_documentdb_gw"
-    CARGO_TARGET_DIR="$cache/cargo-target" step "build gateway" "$log" cargo build --release --locked -j 2
-  )
-  cp "$cache/cargo-target/release/documentdb_gateway" "$out.tmp/bin/documentdb_gateway"
-  chmod 0755 "$out.tmp/bin/documentdb_gateway"
-  (cd "$stage" && find . -type f | LC_ALL=C sort) >"$out.tmp/files"
-  grep -q "/lib/pg_documentdb.so$" "$out.tmp/files" || die "step 'build documentdb extensions': no pg_documentdb.so was installed (log $log)"
-  rm -rf "$out"
-  mv "$out.tmp" "$out"
-  rm -rf "$build"
-}
-
-# Copies the staged extension files into PostgreSQL's directories where they differ.
-install_extension_files() {
-  local out="$1" file differ=()
-  while IFS= read -r file; do
-    file="${file#.}"
-    cmp -s "$out/stage$file" "$file" || differ+=("$file")
-  done <"$out/files"
-  ((${#differ[@]} > 0)) || return 0
-  need_root "install extension files" "copy $out/stage/* into / (${#differ[@]} files)"
-  note "installing ${#differ[@]} extension files into PostgreSQL's directories"
-  for file in "${differ[@]}"; do
-    step "install extension files" "$cache/logs/install.log" "${as_root[@]}" install -D -m 0644 "$out/stage$file" "$file"
-  done
-}
-
-# Makes sure everything is built and installed; prints the artefact directory.
-ensure_built() {
-  local key_input key out entry fields bson_version other
-  mkdir -p "$cache/logs"
-  exec 8>"$cache/build.lock"
-  flock 8
-  ensure_packages
-  [[ -x "$pg_config" ]] || die "step 'postgresql': $pg_config missing (package postgresql-server-dev-$pg_major)"
-  bson_version="$(pkg-config --modversion libbson-static-1.0 2>/dev/null)" ||
-    die "step 'libbson': pkg-config knows no libbson-static-1.0 (package libbson-dev)"
-  key_input="recipe $recipe; postgresql $("$pg_config" --version | awk '{print $2}' | cut -d. -f1); libbson $bson_version"
-  for entry in "${sources[@]}"; do
-    read -r -a fields <<<"$entry"
-    key_input+="; ${fields[1]} ${fields[4]}"
-  done
-  key="$(echo "$key_input" | sha256sum | cut -c1-16)"
-  out="$cache/artefacts/$key"
-  if [[ ! -f "$out/files" || ! -x "$out/bin/documentdb_gateway" ]]; then
-    ensure_rust
-    build_all "$key" "$out"
-    echo "$key_input" >"$out/key"
-  fi
-  # The cache is shared by every checkout, and two branches may want two keys at once:
-  # only artefacts no start has used for 30 days are stale.
-  touch "$out/used"
-  for other in "$cache/artefacts"/*; do
-    [[ -d "$other" && "$other" != "$out" ]] || continue
-    if [[ ! -f "$other/used" || -n "$(find "$other/used" -mtime +30)" ]]; then rm -rf "$other"; fi
-  done
-  install_extension_files "$out"
-  exec 8>&-
-  echo "$out"
-}
-
-# ---------------------------------------------------------------------------------------
-# Run
-# ---------------------------------------------------------------------------------------
-
-# Runs "$@" as the unprivileged service user (as is when we are not root).
-as_svc() {
-  if ((EUID == 0)); then
-    setpriv --reuid="$svc_user" --regid="$svc_user" --init-groups \
-      env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/ LANG=C.UTF-8 "$@"
-  else
-    "$@"
-  fi
-}
-
-ensure_svc_user() {
-  if ((EUID != 0)); then
-    svc_user="$(id -un)"
-    return 0
-  fi
-  getent passwd "$svc_user" >/dev/null ||
-    step "create user $svc_user" "$cache/logs/useradd.log" \
-      useradd --system --user-group --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin "$svc_user"
-}
-
-pid_running() {
-  local stat
-  stat="$(cat "/proc/$1/stat" 2>/dev/null)" || return 1
-  stat="${stat##*) }"
-  [[ "${stat:0:1}" != Z && "${stat:0:1}" != X ]]
-}
-
-port_open() {
-  # shellcheck disable=SC2016 # $1 is expanded by the inner bash
-  timeout 3 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1"' _ "$1" 2>/dev/null
-}
-
-# A port nobody listens on (the gateway's bind is the real test: start retries on a race).
-free_port() {
-  local p i
-  for ((i = 0; i < 50; i++)); do
-    p=$((20000 + RANDOM % 40000))
-    port_open "$p" || { echo "$p"; return 0; }
-  done
-  die "step 'pick port': no free port found"
-}
-
-postmaster_running() { # the postmaster recorded in the data dir runs
-  local pid
-  [[ -f "$pgdata/postmaster.pid" ]] || return 1
-  pid="$(head -n 1 "$pgdata/postmaster.pid")"
-  [[ "$pid" =~ ^[0-9]+$ ]] && pid_running "$pid"
-}
-
-postgres_alive() { # the postmaster recorded in the data dir runs and answers
-  postmaster_running || return 1
-  as_svc "$pg_bin/pg_isready" -q -h "$sock" -p "$pg_port" -d postgres
-}
-
-gateway_pid() { # prints the live gateway's pid
-  local pid
-  pid="$(cat "$state_dir/gateway.pid" 2>/dev/null || true)"
-  [[ "$pid" =~ ^[0-9]+$ ]] && pid_running "$pid" &&
-    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "documentdb_gateway $state_dir/gateway.json" &&
-    echo "$pid"
-}
-
-psql_svc() { # psql as the superuser, SQL on stdin
-  as_svc "$pg_bin/psql" -X -q -v ON_ERROR_STOP=1 -h "$sock" -p "$pg_port" -d postgres "$@"
-}
-
-init_cluster() {
-  local log="$state_dir/postgres-init.log"
-  note "creating a PostgreSQL $pg_major cluster in $pgdata"
-  rm -rf "$pgdata"
-  : >"$log"
-  step initdb "$log" as_svc "$pg_bin/initdb" -D "$pgdata" -A trust -E UTF8 --locale=C.UTF-8 --no-instructions
-  echo "include = 'txnrecovery.conf'" | as_svc tee -a "$pgdata/postgresql.conf" >/dev/null
-  printf 'local all all trust\n' | as_svc tee "$pgdata/pg_hba.conf" >/dev/null
-}
-
-# SCRAM-SHA-256 verifier of the password in file $1, with a 28-byte salt (libmongoc 1.23
-# rejects PostgreSQL's own 16-byte salts). The password is read from the file, never argv.
-scram_verifier() {
-  python3 - "$1" <<'EOF'
-import base64, hashlib, hmac, os, sys
-password = open(sys.argv[1], "rb").read().strip()
-salt, iterations = os.urandom(28), 4096
-salted = hashlib.pbkdf2_hmac("sha256", password, salt, iterations)
-client_key = hmac.new(salted, b"Client Key", hashlib.sha256).digest()
-stored_key = hashlib.sha256(client_key).digest()
-server_key = hmac.new(salted, b"Server Key", hashlib.sha256).digest()
-b64 = lambda b: base64.b64encode(b).decode()
-print(f"SCRAM-SHA-256${iterations}:{b64(salt)}${b64(stored_key)}:{b64(server_key)}")
-EOF
-}
-
-setup_database() {
-  local log="$state_dir/postgres-init.log" verifier
-  note "creating the documentdb extension and the role $db_user"
-  step "create extension documentdb" "$log" psql_svc -c "CREATE EXTENSION IF NOT EXISTS documentdb CASCADE"
-  verifier="$(scram_verifier "$state_dir/password")" || die "step 'scram verifier': python3 failed"
-  # The verifier goes through stdin, not argv.
-  step "create role $db_user" "$log" psql_svc <<EOF
-DO \$\$ BEGIN
-  IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '$db_user') THEN
-    CREATE ROLE $db_user WITH LOGIN INHERIT CREATEROLE IN ROLE documentdb_admin_role;
-  END IF;
-END \$\$;
-ALTER ROLE $db_user PASSWORD '$verifier';
-EOF
-  touch "$state_dir/initialized"
-}
-
-# Closes every descriptor above 2 (our locks, and whatever pipes the caller leaked to us).
-close_extra_fds() {
-  local fd n
-  for fd in "/proc/$BASHPID/fd/"*; do
-    n="${fd##*/}"
-    if ((n > 2)); then exec {n}>&-; fi
-  done
-}
-
-# The server's settings, rewritten at every start (postgresql.conf includes the file), so
-# that a state dir made by an older version of this script gets today's.
-write_postgres_config() {
-  # Unix socket in the private state dir only (no TCP): trust there (pg_hba.conf) is safe,
-  # since only the service user can reach it. Mongo clients authenticate at the gateway
-  # (SCRAM). DocumentDB's own loopback connections (background jobs, some updates) and
-  # pg_cron's use the same socket.
-  as_svc tee "$pgdata/txnrecovery.conf.tmp" >/dev/null <<EOF
-# txn-recoveryd test database: written by scripts/testdb-documentdb.sh at every start
-listen_addresses = ''
-unix_socket_directories = '$sock'
-port = $pg_port
-shared_preload_libraries = 'pg_cron, pg_documentdb_core, pg_documentdb'
-cron.database_name = 'postgres'
-cron.host = '$sock'
-cron.use_background_workers = on
-max_worker_processes = 32
-documentdb.enableBackgroundWorker = true
-documentdb.enableBackgroundWorkerJobs = true
-documentdb.localhost_connection_string = 'host=$sock'
-max_connections = 300
-synchronous_commit = off
-ssl = off
-log_min_messages = warning
-EOF
-  as_svc mv "$pgdata/txnrecovery.conf.tmp" "$pgdata/txnrecovery.conf"
-}
-
-start_postgres() {
-  local log="$state_dir/postgres.log" deadline
-  postgres_alive && return 0
-  if postmaster_running; then
-    # Running but not answering: starting, or recovering after a backend crashed (it then
-    # restarts every backend by itself). Wait for it rather than start a second one.
-    note "waiting for the running PostgreSQL to accept connections (log $log)"
-    deadline=$((SECONDS + timeout_s))
-    until postgres_alive; do
-      ((SECONDS < deadline)) || die "step 'start postgres': running but not answering on $sock within ${timeout_s}s (log $log): $(tail_of "$log")"
-      sleep 0.5
-    done
-    return 0
-  fi
-  write_postgres_config
-  as_svc mkdir -p -m 0700 "$sock"
-  note "starting PostgreSQL (log $log)"
-  # Detached like the gateway (below): postgres must inherit none of our descriptors, the
-  # state lock above all.
-  (
-    cd /
-    close_extra_fds
-    exec setsid -w "${svc_prefix[@]}" "$pg_bin/pg_ctl" -D "$pgdata" -l "$log" -w -t "$timeout_s" -s start
-  ) </dev/null >>"$state_dir/pg_ctl.log" 2>&1 ||
-    die "step 'start postgres' failed (log $log): $(tail_of "$log")"
-  postgres_alive || die "step 'start postgres': started but not answering on $sock (log $log): $(tail_of "$log")"
-}
-
-write_gateway_config() {
-  as_svc tee "$state_dir/gateway.json" >/dev/null <<EOF
-{
-  "NodeHostName": "localhost",
-  "BlockedRolePrefixes": ["documentdb", "citus", "pg", "internal_role"],
-  "UseLocalHost": true,
-  "GatewayListenPort": $1,
-  "PostgresSystemUser": "$svc_user",
-  "PostgresHostName": "$sock",
-  "PostgresPort": $pg_port,
-  "PostgresDatabase": "postgres",
-  "EnforceSslTcp": false,
-  "CertificateOptions": {
-    "CertType": "pem_file",
-    "FilePath": "$state_dir/cert.pem",
-    "KeyFilePath": "$state_dir/key.pem"
-  }
-}
-EOF
-}
-
-start_gateway() {
-  local want="$1" gw="$2" p attempt pid log="$state_dir/gateway.log" deadline
-  for attempt in 1 2 3; do
-    p="$want"
-    ((p != 0)) || p="$(free_port)"
-    port_open "$p" && die "step 'start gateway': port $p on 127.0.0.1 is in use"
-    write_gateway_config "$p"
-    : >"$log"
-    chown "$svc_user:" "$log" 2>/dev/null || true
-    # Own session, cwd /, no inherited descriptors beyond the standard ones, output to
-    # the log: a caller reading our output until EOF (ctest) must not wait for it.
-    (
-      cd /
-      close_extra_fds
-      exec setsid "${svc_prefix[@]}" "$gw" "$state_dir/gateway.json"
-    ) </dev/null >>"$log" 2>&1 &
-    pid=$!
-    echo "$pid" >"$state_dir/gateway.pid"
-    deadline=$((SECONDS + timeout_s))
-    while ! port_open "$p"; do
-      if ! pid_running "$pid"; then
-        if grep -q "Address already in use" "$log" && ((want == 0)); then
-          continue 2
-        fi
-        die "step 'start gateway': the gateway exited before listening on $p (log $log): $(tail_of "$log")"
-      fi
-      ((SECONDS < deadline)) || {
-        kill -INT "$pid" 2>/dev/null || true
-        die "step 'start gateway': not listening on $p within ${timeout_s}s (log $log): $(tail_of "$log")"
-      }
-      sleep 0.2
-    done
-    gw_port="$p"
-    return 0
-  done
-  die "step 'start gateway': could not bind a free port in 3 attempts (log $log)"
-}
+done
+[[ "$timeout_s" =~ ^[1-9][0-9]*$ ]] || { echo "$me: bad TESTDB_START_TIMEOUT: $timeout_s" >&2; exit 64; }
 
 stop_all() {
-  local pid i
-  if pid="$(gateway_pid)"; then
-    kill -INT "$pid" 2>/dev/null || true # the gateway shuts down cleanly on SIGINT
-    for ((i = 0; i < 100; i++)); do pid_running "$pid" || break; sleep 0.1; done
-    if pid_running "$pid"; then
-      note "gateway pid $pid ignored SIGINT for 10 s; sending SIGKILL"
-      kill -KILL "$pid" 2>/dev/null || true
-    fi
-    echo "testdb-documentdb: stopped gateway pid $pid"
+  local node
+  stop_gateway gateway
+  stop_gateway gateway-tls
+  if [[ -f "$state_dir/replicated" ]]; then
+    for node in n1 n2; do
+      use_node "$state_dir/$node"
+      stop_postgres
+    done
+  else
+    use_node "$state_dir"
+    stop_postgres
   fi
-  rm -f "$state_dir/gateway.pid"
-  if [[ -f "$pgdata/postmaster.pid" ]]; then
-    if as_svc "$pg_bin/pg_ctl" -D "$pgdata" -m fast -w -t 60 -s stop >>"$state_dir/pg_ctl.log" 2>&1; then
-      echo "testdb-documentdb: stopped postgres"
-    elif [[ -f "$pgdata/postmaster.pid" ]]; then
-      die "step 'stop postgres' failed (log $state_dir/pg_ctl.log): $(tail_of "$state_dir/pg_ctl.log")"
-    fi
-  fi
-  rm -f "$state_dir/testdb.uri"
+  rm -f "$state_dir/testdb.uri" "$state_dir/testdb-tls.uri"
 }
 
-# ---------------------------------------------------------------------------------------
+# The node the gateways are in front of (the state dir itself, without --replicated).
+use_primary() {
+  if [[ -f "$state_dir/replicated" ]]; then
+    use_node "$state_dir/$(cat "$state_dir/primary" 2>/dev/null || echo n1)"
+  else
+    use_node "$state_dir"
+  fi
+}
 
 if [[ "$action" == start ]]; then
   artefacts="$(ensure_built)"
@@ -579,100 +124,133 @@ if [[ "$action" == start ]]; then
 fi
 
 if [[ "$action" != start && ! -d "$state_dir" ]]; then
-  echo "testdb-documentdb: nothing running (no $state_dir)"
+  echo "$me: nothing running (no $state_dir)"
   [[ "$action" == stop ]] && exit 0
   exit 3
 fi
-mkdir -p "$state_dir"
-state_dir="$(cd "$state_dir" && pwd)"
-pgdata="$state_dir/pgdata"
-sock="$state_dir/sock"
-pg_port=5432 # names the socket file only: PostgreSQL listens on no TCP port
-(("${#sock}" + 20 < 107)) || die "step 'state dir': $sock is too long for a Unix socket path"
-mkdir -p "$cache/logs"
 if [[ "$action" == status ]]; then
+  state_dir="$(cd "$state_dir" && pwd)"
   ((EUID == 0)) || svc_user="$(id -un)"
   if ((EUID == 0)) && ! getent passwd "$svc_user" >/dev/null; then
-    echo "testdb-documentdb: not running (no user $svc_user)"
+    echo "$me: not running (no user $svc_user)"
     exit 3
   fi
   svc_prefix=()
-  uri_port="$(sed -n 's/.*@127\.0\.0\.1:\([0-9]*\)\/.*/\1/p' "$state_dir/testdb.uri" 2>/dev/null || true)"
-  if [[ "$uri_port" =~ ^[0-9]+$ ]] && gateway_pid >/dev/null && postgres_alive && port_open "$uri_port"; then
+  use_primary
+  p="$(uri_port "$state_dir/testdb.uri")"
+  if [[ "$p" =~ ^[0-9]+$ ]] && gateway_pid gateway >/dev/null && gateway_pid gateway-tls >/dev/null &&
+    postgres_alive && port_open "$p"; then
     cat "$state_dir/testdb.uri"
     exit 0
   fi
-  echo "testdb-documentdb: not running"
+  echo "$me: not running"
   exit 3
 fi
-ensure_svc_user
-svc_prefix=()
-if ((EUID == 0)); then
-  svc_prefix=(setpriv --reuid="$svc_user" --regid="$svc_user" --init-groups env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/ LANG=C.UTF-8)
-  chown "$svc_user:" "$state_dir"
-  # The service user must be able to reach the state dir.
-  setpriv --reuid="$svc_user" --regid="$svc_user" --init-groups test -x "$state_dir" ||
-    die "step 'state dir': user $svc_user cannot enter $state_dir (a parent directory is not searchable)"
-fi
-chmod 0700 "$state_dir"
-
-exec 9>"$state_dir/testdb.lock"
-flock 9
+enter_state_dir
 
 if [[ "$action" == stop ]]; then
   stop_all
   exit 0
 fi
 
-uri_of() {
-  echo "mongodb://$db_user:$(cat "$state_dir/password")@127.0.0.1:$1/?authSource=admin&authMechanism=SCRAM-SHA-256"
+# One node or two, as the state dir was made: to change, stop and use another state dir.
+if [[ -f "$state_dir/replicated" ]]; then
+  replication="$(cat "$state_dir/replicated")"
+  [[ -z "$want_replication" || "$want_replication" == "$replication" ]] ||
+    die "step 'state dir': $state_dir holds a --replicated --$replication pair, not --$want_replication; use another --state-dir"
+elif [[ -n "$want_replication" ]]; then
+  [[ ! -d "$state_dir/pgdata" ]] ||
+    die "step 'state dir': $state_dir holds a single node; use another --state-dir for --replicated"
+  replication="$want_replication"
+else
+  [[ ! -d "$state_dir/n1" ]] ||
+    die "step 'state dir': $state_dir holds a --replicated pair whose mode is unknown; remove it"
+fi
+
+uri_of() { # PORT [OPTIONS]
+  echo "mongodb://$db_user:$(cat "$state_dir/password")@127.0.0.1:$1/?authSource=admin&authMechanism=SCRAM-SHA-256${2:+&$2}"
 }
+tls_options="tls=true&tlsCAFile=$state_dir/tls/ca.pem"
 
 # Already running?
-if [[ -f "$state_dir/testdb.uri" ]] && gw="$(gateway_pid)" && postgres_alive; then
-  old_port="$(sed -n 's/.*@127\.0\.0\.1:\([0-9]*\)\/.*/\1/p' "$state_dir/testdb.uri")"
-  if [[ "$old_port" =~ ^[0-9]+$ ]] && port_open "$old_port" && ((port == 0 || port == old_port)); then
+use_primary
+if [[ -f "$state_dir/testdb.uri" && -f "$state_dir/testdb-tls.uri" ]] && gw="$(gateway_pid gateway)" &&
+  gateway_pid gateway-tls >/dev/null && postgres_alive; then
+  old_port="$(uri_port "$state_dir/testdb.uri")"
+  old_tls_port="$(uri_port "$state_dir/testdb-tls.uri")"
+  if [[ "$old_port" =~ ^[0-9]+$ && "$old_tls_port" =~ ^[0-9]+$ ]] && port_open "$old_port" &&
+    port_open "$old_tls_port" && ((port == 0 || port == old_port)) &&
+    ((tls_port == 0 || tls_port == old_tls_port)); then
     cat "$state_dir/testdb.uri"
     exit 0
   fi
   if port_open "$port"; then
     die "step 'start gateway': port $port on 127.0.0.1 is in use (the running gateway, pid $gw, is left alone)"
   fi
-  note "replacing the running gateway (pid $gw): it does not listen on the port asked for"
+  note "replacing the running gateways: they do not listen on the ports asked for"
 fi
-if gw="$(gateway_pid)"; then
-  kill -INT "$gw" 2>/dev/null || true
-  for ((i = 0; i < 100; i++)); do pid_running "$gw" || break; sleep 0.1; done
-  pid_running "$gw" && kill -KILL "$gw" 2>/dev/null
-fi
-rm -f "$state_dir/testdb.uri" "$state_dir/gateway.pid"
+stop_gateway gateway >/dev/null
+stop_gateway gateway-tls >/dev/null
+rm -f "$state_dir/testdb.uri" "$state_dir/testdb-tls.uri"
 
-# Secrets and certificate, once per state dir.
+# Secrets and certificates, once per state dir.
 if [[ ! -s "$state_dir/password" ]]; then
   (umask 077 && openssl rand -hex 24 >"$state_dir/password.tmp") || die "step 'password': openssl rand failed"
   mv "$state_dir/password.tmp" "$state_dir/password"
 fi
-if [[ ! -s "$state_dir/cert.pem" || ! -s "$state_dir/key.pem" ]]; then
-  (umask 077 && openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj /CN=localhost \
-    -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" \
-    -keyout "$state_dir/key.pem" -out "$state_dir/cert.pem") >"$state_dir/openssl.log" 2>&1 ||
-    die "step 'tls certificate' failed (log $state_dir/openssl.log): $(tail_of "$state_dir/openssl.log")"
-fi
+make_certificates
+rm -f "$state_dir/cert.pem" "$state_dir/key.pem" # the self-signed pair of older versions
 if ((EUID == 0)); then
   chown -R "$svc_user:" "$state_dir"
 fi
-chmod 0600 "$state_dir/password" "$state_dir/key.pem"
+chmod 0600 "$state_dir/password" "$state_dir/tls/server.key"
 
-if [[ ! -f "$state_dir/initialized" || ! -f "$pgdata/PG_VERSION" ]]; then
-  if [[ -f "$pgdata/postmaster.pid" ]]; then
-    as_svc "$pg_bin/pg_ctl" -D "$pgdata" -m immediate -s stop >/dev/null 2>&1 || true
+# A new cluster (the primary's, with --replicated), or the one there started again.
+start_first_node() {
+  if [[ ! -f "$state_dir/initialized" || ! -f "$pgdata/PG_VERSION" ]]; then
+    if [[ -f "$pgdata/postmaster.pid" ]]; then
+      as_svc "$pg_bin/pg_ctl" -D "$pgdata" -m immediate -s stop >/dev/null 2>&1 || true
+    fi
+    rm -f "$state_dir/initialized"
+    [[ "$replication" == none ]] || as_svc mkdir -p "$node_dir"
+    init_cluster
+    start_postgres
+    setup_database
+  else
+    start_postgres
   fi
-  rm -f "$state_dir/initialized"
-  init_cluster
-  start_postgres
-  setup_database
+}
+
+if [[ "$replication" == none ]]; then
+  start_first_node
 else
-  start_postgres
+  # A new pair: n1 the primary, n2 its copy. An existing one: the recorded primary, then
+  # the other node as its standby.
+  sync_standby=on
+  if [[ ! -f "$state_dir/initialized" ]]; then
+    rm -rf "$state_dir/n1" "$state_dir/n2"
+    echo n1 >"$state_dir/primary"
+    sync_standby=off # until the standby streams (write_postgres_config)
+  fi
+  echo "$replication" >"$state_dir/replicated"
+  primary="$(cat "$state_dir/primary")"
+  standby="$(other_node "$primary")"
+  use_node "$state_dir/$primary"
+  start_first_node
+  point_gateway_at "$primary"
+  use_node "$state_dir/$standby"
+  sync_standby=on # the standby's own settings, for the day it is promoted
+  if ! postgres_alive; then
+    [[ -f "$pgdata/PG_VERSION" ]] || clone_node "$standby" "$primary"
+    start_postgres "$state_dir/$primary/sock"
+  fi
+  use_node "$state_dir/$primary"
+  wait_streaming
+  if [[ ! -f "$state_dir/streamed" ]]; then
+    write_postgres_config
+    step "reload $primary" "$state_dir/pg_ctl.log" as_svc "$pg_bin/pg_ctl" -D "$pgdata" -s reload
+    touch "$state_dir/streamed"
+  fi
 fi
 
 # The service user may not be able to reach the build cache (a home directory of mode
@@ -682,7 +260,10 @@ if ! cmp -s "$artefacts/bin/documentdb_gateway" "$state_dir/documentdb_gateway";
   mv -f "$state_dir/documentdb_gateway.tmp" "$state_dir/documentdb_gateway"
 fi
 gw_port=""
-start_gateway "$port" "$state_dir/documentdb_gateway"
+start_gateway gateway-tls "$tls_port" true
+(umask 077 && uri_of "$gw_port" "$tls_options" >"$state_dir/testdb-tls.uri.tmp")
+mv "$state_dir/testdb-tls.uri.tmp" "$state_dir/testdb-tls.uri"
+start_gateway gateway "$port" false
 uri="$(uri_of "$gw_port")"
 (umask 077 && echo "$uri" >"$state_dir/testdb.uri.tmp")
 mv "$state_dir/testdb.uri.tmp" "$state_dir/testdb.uri"

@@ -5,9 +5,12 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <atomic>
 #include <chrono>
+#include <regex>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "support/bank.h"
 #include "support/daemon_process.h"
@@ -367,6 +370,111 @@ TEST_F(ForgedWire, PerTransactionWarningsDuringAnOutageAreRateLimited) {
   EXPECT_LE(failure_lines, 4u) << "60 transactions failing in every sweep are logged once a "
                                   "minute per watch and action, not once each\n"
                                << log;
+}
+
+// What DocumentDB's gateway answers while its PostgreSQL restarts after a crash or is still
+// recovering (a failover's new primary): PostgreSQL's words, even under the code of a refused
+// login. The handshake is the gateway's own and still answered.
+WireProxy::Rule ServerInRecovery() {
+  return [](WireProxy::Reply* r) {
+    if (r->command != "hello" && r->command != "isMaster" && r->command != "ismaster")
+      r->body = BsonWriter()
+                    .Double("ok", 0)
+                    .String("errmsg", "FATAL: the database system is in recovery mode")
+                    .Int32("code", 18)
+                    .String("codeName", "AuthenticationFailed")
+                    .Finish();
+    return Verdict{};
+  };
+}
+
+// The value of an unlabelled metric in a /metrics page ("" when absent).
+std::string MetricValue(const std::string& page, const std::string& name) {
+  std::smatch m;
+  if (!std::regex_search(page, m, std::regex("\n" + name + " (\\S+)"))) return "";
+  return m[1];
+}
+
+TEST_F(ForgedWire, WhileTheServerRecoversARunningDaemonReportsAnOutageThenCarriesOn) {
+  Bank bank(backend_->store(), backend_->database());
+  bank.Open(2);
+  Snapshot before = bank.Take();
+  Value id = bank.Transfer("A0", "A1", 100, 3);
+  bank.Age(id, std::chrono::minutes(2));
+  proxy_->SetRule(ServerInRecovery());
+  std::string config = ProxiedConfig(
+      "[daemon]\ninterval = \"300ms\"\nbackoff_max = \"500ms\"\n"
+      "[http]\nlisten = \"127.0.0.1:0\"\n");
+  auto daemon =
+      StartTxnRecoveryd({"run", "--config", config}, {{"TXN_RECOVERYD_LOG_FORMAT", "text"}});
+  int port = HealthPort(*daemon);
+  ASSERT_GT(port, 0) << daemon->Stderr();
+  EXPECT_TRUE(Eventually(
+      [&] { return HttpGet(port, "/readyz").body.find("unreachable") != std::string::npos; },
+      seconds(20)))
+      << HttpGet(port, "/readyz").body << daemon->Stderr();
+  EXPECT_EQ(HttpGet(port, "/readyz").status, 503);
+  EXPECT_EQ(MetricValue(HttpGet(port, "/metrics").body, "txn_recoveryd_database_up"), "0");
+  EXPECT_EQ(bank.State(id), "pending");
+
+  proxy_->SetRule([](WireProxy::Reply*) { return Verdict{}; });  // recovered
+  EXPECT_TRUE(Eventually([&] { return bank.State(id) == "done"; }, seconds(20)))
+      << daemon->Stderr();
+  EXPECT_TRUE(Eventually([&] { return HttpGet(port, "/readyz").status == 200; }, seconds(10)));
+  EXPECT_EQ(MetricValue(HttpGet(port, "/metrics").body, "txn_recoveryd_database_up"), "1");
+  daemon->Signal(SIGTERM);
+  EXPECT_EQ(daemon->Wait(seconds(15)), 0);
+  std::string log = daemon->Stderr();
+  EXPECT_NE(log.find("database unreachable"), std::string::npos) << log;
+  EXPECT_NE(log.find("in recovery mode"), std::string::npos) << log;
+  EXPECT_EQ(log.find("authentication failed"), std::string::npos) << log;
+  for (const auto& v : bank.Violations(before)) ADD_FAILURE() << v;
+}
+
+TEST_F(ForgedWire, ASweepWhileTheServerRecoversExits69NotRefusedCredentials) {
+  proxy_->SetRule(ServerInRecovery());
+  std::string out;
+  EXPECT_EQ(Sweep(ProxiedConfig(), &out), 69) << out;
+  EXPECT_NE(out.find("in recovery mode"), std::string::npos) << out;
+  EXPECT_EQ(out.find("authentication failed"), std::string::npos) << out;
+}
+
+// A failover in the middle of a write: the server applied it, the connection broke before
+// the reply. The sweep reports the transaction not finished (exit 1) for the database
+// being unreachable, not for anything the transaction did; the next one finds the write
+// done and carries on from there, applying nothing twice.
+TEST_F(ForgedWire, AWriteWhoseReplyNeverCameIsAnOutageAndTheNextSweepCarriesOn) {
+  Bank bank(backend_->store(), backend_->database());
+  bank.Open(2);
+  Snapshot before = bank.Take();
+  Value id = bank.Transfer("A0", "A1", 100, 3);
+  bank.Age(id, std::chrono::minutes(2));
+  std::atomic<int> closed{0};
+  proxy_->SetRule([&closed](WireProxy::Reply* r) {
+    if (r->command != "update" && r->command != "findAndModify") return Verdict{};
+    ++closed;
+    return Verdict{Fate::kClose};
+  });
+  const std::string config = ProxiedConfig("lease = \"15s\"\n");
+  std::string out;
+  EXPECT_EQ(Sweep(config, &out), 1) << out;
+  EXPECT_GE(closed.load(), 1);
+  EXPECT_NE(out.find("failed  (Unavailable: "), std::string::npos) << out;
+  EXPECT_NE(out.find("transactions failing: database unreachable"), std::string::npos) << out;
+  EXPECT_EQ(out.find("authentication failed"), std::string::npos) << out;
+  EXPECT_EQ(out.find("quarantined 1"), std::string::npos) << out;
+  EXPECT_NE(bank.State(id), "done") << "no reply came back: the sweep cannot have finished it";
+
+  // The next sweeps: the first one's claim may have landed too, unanswered, and the lease
+  // (the shortest there is, 15 s) then keeps the transfer from them until it expires.
+  proxy_->SetRule([](WireProxy::Reply*) { return Verdict{}; });
+  for (int attempt = 0; attempt < 10 && bank.State(id) != "done"; ++attempt) {
+    if (attempt > 0) std::this_thread::sleep_for(seconds(3));
+    std::optional<int> rc = Sweep(config, &out);
+    EXPECT_TRUE(rc == 0 || out.find("busy 1") != std::string::npos) << out;
+  }
+  EXPECT_EQ(bank.State(id), "done") << out;
+  for (const auto& v : bank.Violations(before)) ADD_FAILURE() << v;
 }
 
 // Two hosts of a fleet; host A was deployed with a role that may not update the accounts

@@ -6,6 +6,12 @@
 // checker, and a summary table. Every random choice comes from --seed (printed), so a run
 // can be replayed with the same choices; timing still varies from run to run.
 //
+// Failover mode (--failovers N --failover-state-dir DIR): against the replicated DocumentDB
+// engine of DIR (scripts/testdb-start.sh --engine documentdb --replicated), the only fault
+// is a failover of its database every --failover-every (scripts/testdb-failover.sh: the
+// primary SIGKILLed, the standby promoted, the old primary rejoined), N times; the same
+// invariants are checked at the end.
+//
 // Exit status: 0 when no invariant was violated, 1 otherwise, 2 when the run could not be
 // set up.
 #include <signal.h>
@@ -21,6 +27,7 @@
 #include <map>
 #include <optional>
 #include <random>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -62,6 +69,11 @@ struct Options {
   std::string worker_binary = CHAOS_WORKER_BINARY;
   bool keep = false;
   bool verbose = false;
+  // Failover mode: failovers instead of the other faults.
+  int failovers = 0;
+  std::string failover_state_dir;
+  milliseconds failover_every{std::chrono::seconds(5)};
+  std::string failover_script = TXN_RECOVERY_FAILOVER_SCRIPT;
 };
 
 int Usage(const char* why) {
@@ -70,6 +82,7 @@ int Usage(const char* why) {
                "  [--workers 3] [--daemons 1-3] [--participants 16] [--hot 2]\n"
                "  [--step-delay-ms 5] [--quiesce-timeout 120s] [--uri URI] [--keep] [-v]\n"
                "  [--daemon-binary PATH] [--worker-binary PATH]\n"
+               "  [--failovers N --failover-state-dir DIR [--failover-every 5s]]\n"
                "The database is --uri, else TXN_RECOVERY_TEST_URI, else the embedded test\n"
                "server the CTest fixture started (TXN_RECOVERY_TESTDB_URI_FILE).\n";
   return 2;
@@ -97,13 +110,19 @@ bool ParseArgs(int argc, char** argv, Options* o, std::string* error) {
       } else if (a == "--seed") {
         o->seed = std::stoull(v);
         o->seed_given = true;
-      } else if (a == "--duration" || a == "--quiesce-timeout") {
+      } else if (a == "--duration" || a == "--quiesce-timeout" || a == "--failover-every") {
         milliseconds d;
         if (Status s = txn_recoveryd::ParseDuration(v, &d); !s.ok()) {
           *error = a + ": " + s.message();
           return false;
         }
-        (a == "--duration" ? o->duration : o->quiesce_timeout) = d;
+        (a == "--duration"          ? o->duration
+         : a == "--quiesce-timeout" ? o->quiesce_timeout
+                                    : o->failover_every) = d;
+      } else if (a == "--failovers") {
+        o->failovers = std::stoi(v);
+      } else if (a == "--failover-state-dir") {
+        o->failover_state_dir = v;
       } else if (a == "--workers") {
         o->workers = std::stoi(v);
       } else if (a == "--daemons") {
@@ -134,6 +153,10 @@ bool ParseArgs(int argc, char** argv, Options* o, std::string* error) {
     *error =
         "out of range: --workers >= 1, --daemons 1-3, --participants >= 3, 1 <= --hot <= "
         "--participants";
+    return false;
+  }
+  if (o->failovers < 0 || (o->failovers > 0) != !o->failover_state_dir.empty()) {
+    *error = "--failovers N (N >= 1) and --failover-state-dir DIR go together";
     return false;
   }
   return true;
@@ -224,10 +247,14 @@ class Run {
   int Go() {
     if (int rc = SetUp(); rc != 0) return rc;
     std::cout << "chaos: profile " << o_.profile << ", seed " << o_.seed << ", "
-              << txn_recoveryd::FormatDuration(o_.duration) << " of faults, " << o_.workers
-              << " workers, " << daemons_.size() << " daemon(s), database " << database_
-              << std::endl;
-    RunFaults();
+              << (o_.failovers ? std::to_string(o_.failovers) + " failovers"
+                               : txn_recoveryd::FormatDuration(o_.duration) + " of faults")
+              << ", " << o_.workers << " workers, " << daemons_.size() << " daemon(s), database "
+              << database_ << std::endl;
+    if (o_.failovers)
+      RunFailovers();
+    else
+      RunFaults();
     if (g_interrupted) {
       std::cerr << "txn-recovery-chaos: interrupted; stopping every process" << std::endl;
       TearDown();
@@ -536,6 +563,45 @@ class Run {
     }
   }
 
+  // Waits `d`, tending the processes.
+  void Pause(milliseconds d) {
+    auto until = Clock::now() + d;
+    while (Clock::now() < until && !g_interrupted) {
+      Tend();
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+  }
+
+  // Failover mode: the workers and daemons run through --failovers failovers of the
+  // database, one every --failover-every after the previous one ended. A failover that
+  // fails ends the round (a violation: the database was not given back).
+  void RunFailovers() {
+    start_ = Clock::now();
+    for (int i = 0; i < o_.failovers && !g_interrupted; ++i) {
+      Pause(o_.failover_every);
+      Subprocess p({o_.failover_script, "--state-dir", o_.failover_state_dir});
+      auto deadline = Clock::now() + std::chrono::minutes(5);
+      while (p.Running() && Clock::now() < deadline && !g_interrupted) {
+        Tend();
+        std::this_thread::sleep_for(milliseconds(50));
+      }
+      std::optional<int> rc = p.Wait(milliseconds(0));
+      if (!rc || *rc != 0) {
+        violations_.push_back("failover " + std::to_string(i + 1) + " did not complete (status " +
+                              (rc ? std::to_string(*rc) : "still running after 5 min") +
+                              "): " + Tail(p.Stderr()));
+        return;
+      }
+      std::string line = p.Stdout();
+      while (!line.empty() && line.back() == '\n') line.pop_back();
+      std::cout << "  t+" << Elapsed() << "s " << line << std::endl;
+      std::smatch m;
+      if (std::regex_search(line, m, std::regex(R"(unavailable (\d+\.\d+) s)")))
+        unavailable_s_.push_back(std::stod(m[1]));
+    }
+    Pause(o_.failover_every);  // the workers and daemons after the last failover, then quiescence
+  }
+
   std::string Elapsed() const {
     std::ostringstream os;
     os << std::fixed << std::setprecision(1)
@@ -640,6 +706,15 @@ class Run {
     row("transactions", transactions_);
     for (const auto& [s, n] : by_state_) row("  " + s, n);
     row("  quarantined", quarantined_);
+    if (o_.failovers) {
+      row("failovers (" + o_.failover_state_dir + ")", unavailable_s_.size());
+      std::vector<double> u = unavailable_s_;
+      std::sort(u.begin(), u.end());
+      std::ostringstream os;
+      os << std::fixed << std::setprecision(2);
+      if (!u.empty()) os << u.front() << " / " << u[u.size() / 2] << " / " << u.back() << " s";
+      row("  unavailable min / median / max", os.str());
+    }
     std::int64_t total_faults = 0;
     for (const auto& [f, n] : faults_) total_faults += n;
     row("faults injected", total_faults);
@@ -667,8 +742,9 @@ class Run {
     std::cout << "| " << std::left << std::setw(static_cast<int>(w))
               << "seed " + std::to_string(o_.seed) + ", profile " + o_.profile << " | "
               << std::setw(24)
-              << txn_recoveryd::FormatDuration(o_.duration) + ", " +
-                     std::to_string(daemons_.size()) + " daemon(s)"
+              << (o_.failovers ? std::to_string(o_.failovers) + " failovers"
+                               : txn_recoveryd::FormatDuration(o_.duration)) +
+                     ", " + std::to_string(daemons_.size()) + " daemon(s)"
               << " |\n"
               << rule << "\n";
     for (const auto& [k, v] : rows)
@@ -676,9 +752,14 @@ class Run {
                 << std::setw(24) << v << " |\n";
     std::cout << rule << "\n";
     for (const auto& v : violations_) std::cout << "VIOLATION: " << v << "\n";
-    std::cout << "replay: txn-recovery-chaos --profile " << o_.profile << " --seed " << o_.seed
-              << " --duration " << txn_recoveryd::FormatDuration(o_.duration) << " --workers "
-              << o_.workers << " --daemons " << daemons_.size() << std::endl;
+    std::cout << "replay: txn-recovery-chaos --profile " << o_.profile << " --seed " << o_.seed;
+    if (o_.failovers)
+      std::cout << " --failovers " << o_.failovers << " --failover-every "
+                << txn_recoveryd::FormatDuration(o_.failover_every) << " --failover-state-dir "
+                << o_.failover_state_dir;
+    else
+      std::cout << " --duration " << txn_recoveryd::FormatDuration(o_.duration);
+    std::cout << " --workers " << o_.workers << " --daemons " << daemons_.size() << std::endl;
   }
 
   void TearDown() {
@@ -724,6 +805,7 @@ class Run {
   std::int64_t late_writes_undone_ = 0;
   std::int64_t daemon_failures_ = 0;
   double quiesce_seconds_ = 0;
+  std::vector<double> unavailable_s_;  // of each failover, as its script measured it
   std::vector<std::string> violations_;
 };
 
