@@ -820,6 +820,7 @@ struct ServerWork {
   int reads = 0;
   int collection_scans = 0;
   std::int64_t keys_examined = 0, docs_examined = 0, returned = 0;
+  std::int64_t blocks = -1;  // PostgreSQL's pages touched (DocumentDB), -1 where not said
   double replay_seconds = 0, slowest_seconds = 0;
   std::string costliest;  // the read that examined the most (or took longest), and its plan
   nlohmann::json each = nlohmann::json::array();  // every read with its figures and plan
@@ -831,6 +832,7 @@ struct ServerWork {
     keys_examined += w.keys_examined;
     docs_examined += w.docs_examined;
     returned += w.returned;
+    if (w.blocks >= 0) blocks = std::max<std::int64_t>(blocks, 0) + w.blocks;
     replay_seconds += w.replay_seconds;
     for (const auto& r : w.each) each.push_back(r);
     if (w.slowest_seconds >= slowest_seconds || costliest.empty()) {
@@ -875,9 +877,11 @@ ServerWork ExamineSweep(MongoStore* store, const std::string& config_path, const
       w.keys_examined += plan.keys_examined;
       w.docs_examined += plan.docs_examined;
       w.returned += plan.returned;
+      if (plan.blocks >= 0) w.blocks = std::max<std::int64_t>(w.blocks, 0) + plan.blocks;
       w.each.push_back({{"read", q.ToString()},
                         {"keys_examined", plan.keys_examined},
                         {"docs_examined", plan.docs_examined},
+                        {"blocks", plan.blocks},
                         {"returned", plan.returned},
                         {"collection_scan", plan.collection_scan},
                         {"plan", plan.summary}});
@@ -1301,6 +1305,7 @@ int Main(const Options& o) {
     if (work.explained) {
       note += "; explain: " + std::to_string(work.reads) + " reads, " +
               std::to_string(work.collection_scans) + " collection scans";
+      if (work.blocks >= 0) note += ", " + std::to_string(work.blocks) + " pages";
     } else {
       std::string slowest = work.costliest.substr(0, 100);
       if (slowest.size() < work.costliest.size()) slowest += "...";
@@ -1334,6 +1339,7 @@ int Main(const Options& o) {
       j["server_work"]["collection_scans"] = work.collection_scans;
       j["server_work"]["keys_examined"] = work.keys_examined;
       j["server_work"]["docs_examined"] = work.docs_examined;
+      if (work.blocks >= 0) j["server_work"]["pages"] = work.blocks;
     } else {
       j["server_work"]["replay_seconds"] = work.replay_seconds;
       j["server_work"]["slowest_seconds"] = work.slowest_seconds;
@@ -1400,7 +1406,7 @@ int Main(const Options& o) {
     auto ratio = [](double a, double b) { return b > 0 ? Fmt("%.1fx", a / b) : "-"; };
     Table t("Idle sweep cost, largest vs smallest N (target: within 1.5x)",
             {"N", "wall", "daemon CPU", "server CPU", "round trips", "docs returned",
-             "keys examined", "docs examined"});
+             "keys examined", "docs examined", "pages"});
     auto examined = [&](auto field) {
       return hi.work.explained && lo.work.explained
                  ? ratio(static_cast<double>(hi.work.*field), static_cast<double>(lo.work.*field))
@@ -1415,7 +1421,8 @@ int Main(const Options& o) {
                    static_cast<double>(lo.median.round_trips)),
              ratio(static_cast<double>(hi.median.documents_read),
                    static_cast<double>(lo.median.documents_read)),
-             examined(&ServerWork::keys_examined), examined(&ServerWork::docs_examined)});
+             examined(&ServerWork::keys_examined), examined(&ServerWork::docs_examined),
+             hi.work.blocks >= 0 && lo.work.blocks >= 0 ? examined(&ServerWork::blocks) : "-"});
   }
   if (!o.fleet.empty()) {
     Table t(

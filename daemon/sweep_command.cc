@@ -120,6 +120,9 @@ struct WatchRun {
   // Some transaction failed because the database refused the daemon's credentials or a
   // privilege: the deployment's to fix, reported as such (exit 77).
   bool unauthenticated = false;
+  // Some transaction failed because the database went away under it (a failover, a write
+  // whose reply never came): an outage, reported as such (exit 69) and retried.
+  bool unreachable = false;
   bool scanned = false;                      // the orphan scan ran
   std::optional<txn_recovery::Share> share;  // --share
   txn_recovery::OrphanSummary orphans;
@@ -227,6 +230,8 @@ void SweepOne(txn_recovery::Sweeper& sweeper, const txn_recovery::WatchSpec& wat
   auto on_txn = [&](const TxnReport& r) {
     LogTransaction(r);
     if (r.result.status.IsUnauthenticated()) run->unauthenticated = true;
+    if (r.result.outcome == Outcome::kFailed && r.result.status.IsUnavailable())
+      run->unreachable = true;
     if (!list) return;
     if (json != nullptr) {
       json->Transaction(TransactionJson(r));
@@ -284,6 +289,7 @@ void Judge(const WatchRun& run, bool dry_run, Verdict* v) {
     if (run.status.IsUnauthenticated()) v->unauthenticated = true;
   }
   if (run.unauthenticated) v->unauthenticated = true;
+  if (run.unreachable) v->unreachable = true;
   if (s.failed > 0 || s.quarantined_total > 0) v->incomplete = true;
   // A dry run that would quarantine something reports it as the real sweep would.
   if (dry_run && (s.quarantined > 0 || s.counts.count(Action::kQuarantine))) v->incomplete = true;

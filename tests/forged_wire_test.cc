@@ -440,9 +440,9 @@ TEST_F(ForgedWire, ASweepWhileTheServerRecoversExits69NotRefusedCredentials) {
 }
 
 // A failover in the middle of a write: the server applied it, the connection broke before
-// the reply. The sweep reports the transaction not finished (exit 1) for the database
-// being unreachable, not for anything the transaction did; the next one finds the write
-// done and carries on from there, applying nothing twice.
+// the reply. The sweep reports an outage (exit 69), the transaction not finished for the
+// database being unreachable, not for anything it did; the next one finds the write done
+// and carries on from there, applying nothing twice.
 TEST_F(ForgedWire, AWriteWhoseReplyNeverCameIsAnOutageAndTheNextSweepCarriesOn) {
   Bank bank(backend_->store(), backend_->database());
   bank.Open(2);
@@ -457,7 +457,7 @@ TEST_F(ForgedWire, AWriteWhoseReplyNeverCameIsAnOutageAndTheNextSweepCarriesOn) 
   });
   const std::string config = ProxiedConfig("lease = \"15s\"\n");
   std::string out;
-  EXPECT_EQ(Sweep(config, &out), 1) << out;
+  EXPECT_EQ(Sweep(config, &out), 69) << out;
   EXPECT_GE(closed.load(), 1);
   EXPECT_NE(out.find("failed  (Unavailable: "), std::string::npos) << out;
   EXPECT_NE(out.find("transactions failing: database unreachable"), std::string::npos) << out;

@@ -49,6 +49,19 @@ TEST(ErrorStatus, ALoginRefusedWhileTheServerRecoversIsAnOutageNotRefusedCredent
   }
 }
 
+// DocumentDB during a failover: a write that reached the standby waits, then gives up.
+TEST(ErrorStatus, AWriteRefusedWhileANewPrimaryIsAwaitedIsAnOutage) {
+  EXPECT_TRUE(
+      mongo::StatusFromBsonError(Error(MONGOC_ERROR_SERVER, 262,
+                                       "Timed out while waiting for a new primary to be elected"),
+                                 "update")
+          .IsUnavailable());
+  EXPECT_FALSE(mongo::StatusFromBsonError(
+                   Error(MONGOC_ERROR_SERVER, 262, "operation exceeded time limit"), "find")
+                   .IsUnavailable())
+      << "a read over its own time limit is that read's answer";
+}
+
 TEST(ErrorStatus, AnElectionIsAnOutageAndARefusedRequestIsTheServersAnswer) {
   EXPECT_TRUE(mongo::StatusFromBsonError(Error(MONGOC_ERROR_SERVER, 10107, "not primary"), "update")
                   .IsUnavailable());

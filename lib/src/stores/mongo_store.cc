@@ -76,6 +76,12 @@ Status StatusFromBsonError(const bson_error_t& error, std::string_view what) {
         case 13435:
         case 13436:
           return Status::Unavailable(msg);
+        // ExceededTimeLimit: DocumentDB's gateway answers a write that reached a standby
+        // (a failover under way) with it, "waiting for a new primary to be elected".
+        case 262:
+          if (std::string_view(error.message).find("primary") != std::string_view::npos)
+            return Status::Unavailable(msg);
+          return Status::ServerError(msg);
         default:
           return Status::ServerError(msg);
       }
