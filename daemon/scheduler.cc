@@ -208,6 +208,10 @@ class Daemon {
   std::mt19937_64 rng_;
   Config config_;
   std::unique_ptr<txn_recovery::MongoStore> store_;
+  // What sweeps learned of the collections, for the next ones (kept across reloads: it
+  // describes the data, not the configuration).
+  std::shared_ptr<txn_recovery::SweepMemory> sweep_memory_ =
+      std::make_shared<txn_recovery::SweepMemory>();
   bool indexes_checked_ = false;  // PrepareIndexes ran for the current configuration
   std::unique_ptr<HealthServer> http_;
   std::string owner_ = txn_recovery::MakeOwnerId();
@@ -632,6 +636,7 @@ Daemon::SweepOutcome Daemon::SweepAll() {
   so.lease.duration = config_.sweep.lease_duration;
   so.max_failures = config_.sweep.max_failures;
   so.stop = &stop_;
+  so.memory = sweep_memory_;
   Heartbeat();
   // Reports arrive from the sweeper's workers, never concurrently; the watchdog and /livez
   // are fed from here so that a sweep of a million transactions is not mistaken for a hang.

@@ -29,7 +29,18 @@ TEST(CandidateQuery, EveryAlternativeIsBoundedByTheState) {
   for (const char* missing_time : {"quarantine", "object_id", "first_seen"}) {
     SCOPED_TRACE(missing_time);
     const WatchSpec w = Watch(missing_time);
-    for (const CandidateRead& read : CandidateReads(w, kNow)) {
+    std::vector<CandidateRead> reads = CandidateReads(w, kNow, true);
+    for (CandidateRead& r : CandidateReads(w, kNow, false)) reads.push_back(std::move(r));
+    reads.push_back(FinishedTimesProbe(w));
+    for (const CandidateRead& read : reads) {
+      // The probe is one range, no $or.
+      if (read.filter.any_of().empty()) {
+        bool bounded = false;
+        for (const Predicate& p : read.filter.all())
+          bounded = bounded || (p.path == w.profile.state_field && p.op == Predicate::Op::kIn);
+        EXPECT_TRUE(bounded) << read.filter.ToString();
+        continue;
+      }
       ASSERT_FALSE(read.filter.any_of().empty());
       for (const Filter& alternative : read.filter.any_of()) {
         bool bounded = false;
@@ -46,7 +57,7 @@ TEST(CandidateQuery, EveryAlternativeIsBoundedByTheState) {
 
 TEST(CandidateQuery, TheReadsFindWhatTheQueryFindsAndUnknownStatesOnTheIndexOnTheState) {
   const WatchSpec w = Watch("quarantine");
-  const std::vector<CandidateRead> reads = CandidateReads(w, kNow);
+  const std::vector<CandidateRead> reads = CandidateReads(w, kNow, true);
   ASSERT_EQ(reads.size(), 2u);
   EXPECT_TRUE(reads[0].hint.empty()) << "the planner picks among the ordered indexes";
   EXPECT_EQ(reads[1].hint, StateIndex(w.profile).keys);
@@ -97,6 +108,28 @@ TEST(CandidateQuery, AFinishedTransactionIsReadInsideItsLateWriteWindowOrAheadOf
   EXPECT_TRUE(
       f.Matches(done_at(DateTime{kNow.millis + std::chrono::milliseconds(hours(1)).count()})))
       << "ahead of the clock by more than max_clock_skew: reported";
+}
+
+TEST(CandidateQuery, TheNotYetSeenAreReadOnTheIndexWhoseSecondKeyTheHistoryCarries) {
+  // Where finished transactions carry a time, "no time" is the few not seen yet; where they
+  // do not, every one of them lacks it, and "no stamp" is the few.
+  const WatchSpec w = Watch("first_seen");
+  const std::vector<CandidateRead> with_times = CandidateReads(w, kNow, true);
+  const std::vector<CandidateRead> without = CandidateReads(w, kNow, false);
+  ASSERT_EQ(with_times.size(), 3u);
+  ASSERT_EQ(without.size(), 3u);
+  EXPECT_EQ(with_times[2].hint, AgeIndex(w, AgeSource::kTimeField).keys);
+  EXPECT_EQ(without[2].hint, AgeIndex(w, AgeSource::kFirstSeen).keys);
+  const Document unseen{{"_id", 1}, {"state", "done"}};
+  EXPECT_TRUE(with_times[2].filter.Matches(unseen));
+  EXPECT_TRUE(without[2].filter.Matches(unseen));
+  const CandidateRead probe = FinishedTimesProbe(w);
+  EXPECT_TRUE(
+      probe.filter.Matches(Document{{"_id", 2}, {"state", "done"}, {"lastModified", kNow}}));
+  EXPECT_FALSE(probe.filter.Matches(Document{{"_id", 3}, {"state", "done"}}));
+  EXPECT_FALSE(
+      probe.filter.Matches(Document{{"_id", 4}, {"state", "pending"}, {"lastModified", kNow}}))
+      << "the history is the finished ones";
 }
 
 TEST(CandidateQuery, WithoutATimeFieldAFinishedTransactionIsStampedOnceThenAgedFromTheStamp) {

@@ -58,13 +58,25 @@ struct CandidateRead {
   std::vector<std::pair<std::string, int>> hint;
 };
 
+// The ordered index {state, <what ages are read from>} (RequiredIndexes), as reads name it.
+IndexSpec AgeIndex(const WatchSpec& watch, AgeSource clock);
+
+// The read that tells whether the finished transactions carry a time (one document at most,
+// a range of AgeIndex(kTimeField)): where they do, "no time" is the few not yet seen;
+// where they do not, "no stamp" is. CandidateReads needs the answer with missing_time =
+// "first_seen".
+CandidateRead FinishedTimesProbe(const WatchSpec& watch);
+
 // The candidates of CandidateFilter as the reads a sweep sends, each bounded by an index
-// range: the known states by state and age ({state, time} and the like, RequiredIndexes),
-// then the unknown states on the index on the state alone, named in a hint. Apart because
-// DocumentDB plans a range of states on the ordered {state, time} index, where it walks
-// every finished transaction sorting below the range's end (docs/compatibility.md); on its
-// plain index on the state the same range reads only the documents in it. A document may
-// be in both reads (a state that is an array): the reader sees it twice.
-std::vector<CandidateRead> CandidateReads(const WatchSpec& watch, DateTime now);
+// range: the known states by state and age (the planner chooses among the AgeIndex
+// indexes), then the unknown states on the index on the state alone, named in a hint
+// (DocumentDB plans a range of states on the ordered {state, time} index, where it walks
+// every finished transaction sorting below the range's end; on its plain index on the
+// state the same range reads only the documents in it; docs/compatibility.md), then with
+// missing_time = "first_seen" those not seen yet, on the AgeIndex whose second key the
+// finished transactions carry (`finished_carry_times`, FinishedTimesProbe). A document may
+// be in two reads (a state that is an array): the reader sees it twice.
+std::vector<CandidateRead> CandidateReads(const WatchSpec& watch, DateTime now,
+                                          bool finished_carry_times);
 
 }  // namespace txn_recovery

@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -23,6 +25,22 @@
 #include "txn_recovery/watch.h"
 
 namespace txn_recovery {
+
+// What a sweep learned of a watch's collection that later sweeps of the same process can
+// reuse. Thread-safe. Today: whether its finished transactions carry a time
+// (FinishedTimesProbe), which decides the index the not-yet-seen are read on. The answer
+// costs the server a walk of the finished history on DocumentDB, where a probe cannot stop
+// at its first match: a daemon asks once, not every sweep. A stale answer costs time only,
+// never a transaction: the read finds the same documents on either index.
+class SweepMemory {
+ public:
+  std::optional<bool> FinishedCarryTimes(const Namespace& ns) const;
+  void SetFinishedCarryTimes(const Namespace& ns, bool carry);
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, bool> finished_carry_times_;
+};
 
 struct SweepOptions {
   bool dry_run =
@@ -47,6 +65,9 @@ struct SweepOptions {
   // a share the sweep reads the candidates' _ids alone, then fetches and drives those in
   // the share, `bulk_size` at a time. Efficiency, never permission: each is still claimed.
   std::optional<Share> share;
+  // Kept by the caller across sweeps (a `run` daemon); null (a one-shot sweep): nothing is
+  // asked, and the finished transactions are taken to carry a time.
+  std::shared_ptr<SweepMemory> memory;
 };
 
 struct TxnReport {

@@ -102,10 +102,8 @@ std::vector<Filter> KnownStateAlternatives(const WatchSpec& watch, DateTime now)
     alternatives.push_back(
         Filter().In(p.state_field, open).NotExists(p.time_field).NotObjectId("_id"));
   } else if (p.missing_time == MissingTime::kFirstSeen) {
-    // Not seen yet: the sweep stamps it, finished ones too (their late-write window starts
-    // at the stamp). A stamp that is not a date: quarantined.
-    alternatives.push_back(
-        NotYetSeen(p, RecoveryPaths(watch.lease_field)).In(p.state_field, p.states.AllSpellings()));
+    // Not seen yet: a read of its own (NotYetSeenRead). A stamp that is not a date:
+    // quarantined.
     alternatives.push_back(Filter()
                                .In(p.state_field, open)
                                .NotExists(p.time_field)
@@ -143,16 +141,57 @@ IndexSpec StateIndex(const Profile& profile) {
   return spec;
 }
 
+IndexSpec AgeIndex(const WatchSpec& watch, AgeSource clock) {
+  const Profile& p = watch.profile;
+  IndexSpec spec{{{p.state_field, 1}}, ""};
+  if (clock == AgeSource::kTimeField) spec.keys.emplace_back(p.time_field, 1);
+  if (clock == AgeSource::kObjectId) spec.keys.emplace_back("_id", 1);
+  if (clock == AgeSource::kFirstSeen)
+    spec.keys.emplace_back(RecoveryPaths(watch.lease_field).FirstSeen(), 1);
+  spec.ordered = true;
+  spec.hinted = true;
+  return spec;
+}
+
+CandidateRead FinishedTimesProbe(const WatchSpec& watch) {
+  const Profile& p = watch.profile;
+  return {Filter().In(p.state_field, p.states.TerminalSpellings()).OfType(p.time_field, "date"),
+          AgeIndex(watch, AgeSource::kTimeField).keys};
+}
+
+namespace {
+
+// Transactions seen by no sweep yet (missing_time = "first_seen"), finished ones too: the
+// sweep stamps them (a finished one's late-write window starts at the stamp). Read on the
+// index whose second key the finished transactions carry, where "that key absent" is the
+// few not yet seen: the time, where they have one; else the stamp. On the other, that
+// point is the whole history (DocumentDB reads it; mongod would too).
+CandidateRead NotYetSeenRead(const WatchSpec& watch, bool finished_carry_times) {
+  const Profile& p = watch.profile;
+  return {
+      Ours(watch, {NotYetSeen(p, RecoveryPaths(watch.lease_field))
+                       .In(p.state_field, p.states.AllSpellings())}),
+      AgeIndex(watch, finished_carry_times ? AgeSource::kTimeField : AgeSource::kFirstSeen).keys};
+}
+
+}  // namespace
+
 Filter CandidateFilter(const WatchSpec& watch, DateTime now) {
   std::vector<Filter> alternatives = KnownStateAlternatives(watch, now);
   for (Filter& f : UnknownStates(watch.profile)) alternatives.push_back(std::move(f));
+  if (watch.profile.missing_time == MissingTime::kFirstSeen)
+    alternatives.push_back(NotYetSeen(watch.profile, RecoveryPaths(watch.lease_field))
+                               .In(watch.profile.state_field, watch.profile.states.AllSpellings()));
   return Ours(watch, std::move(alternatives));
 }
 
-std::vector<CandidateRead> CandidateReads(const WatchSpec& watch, DateTime now) {
+std::vector<CandidateRead> CandidateReads(const WatchSpec& watch, DateTime now,
+                                          bool finished_carry_times) {
   std::vector<CandidateRead> reads;
   reads.push_back({Ours(watch, KnownStateAlternatives(watch, now)), {}});
   reads.push_back({Ours(watch, UnknownStates(watch.profile)), StateIndex(watch.profile).keys});
+  if (watch.profile.missing_time == MissingTime::kFirstSeen)
+    reads.push_back(NotYetSeenRead(watch, finished_carry_times));
   return reads;
 }
 

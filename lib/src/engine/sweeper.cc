@@ -102,6 +102,18 @@ class CandidateCursor final : public Cursor {
 
 }  // namespace
 
+std::optional<bool> SweepMemory::FinishedCarryTimes(const Namespace& ns) const {
+  std::lock_guard lock(mu_);
+  auto it = finished_carry_times_.find(ns.ToString());
+  if (it == finished_carry_times_.end()) return std::nullopt;
+  return it->second;
+}
+
+void SweepMemory::SetFinishedCarryTimes(const Namespace& ns, bool carry) {
+  std::lock_guard lock(mu_);
+  finished_carry_times_[ns.ToString()] = carry;
+}
+
 // The state of one sweep of one watch, shared by its reader and its workers.
 class Sweeper::Pass {
  public:
@@ -121,8 +133,16 @@ class Sweeper::Pass {
     FindOptions find_options;
     find_options.batch_size = s_->options_.batch_size;
     if (s_->options_.share) find_options.projection = {"_id"};
+    // Without a memory (a one-shot sweep) the probe is not sent: it is the walk the daemon
+    // asks once; the finished transactions are taken to carry times, as most applications
+    // write them (SweepMemory).
+    bool finished_carry_times = true;
+    if (watch_.profile.missing_time == MissingTime::kFirstSeen && s_->options_.memory) {
+      if (Status st = FinishedCarryTimes(&finished_carry_times); !st.ok()) return st;
+    }
     std::unique_ptr<Cursor> cursor = std::make_unique<CandidateCursor>(
-        s_->store_, watch_.ns, CandidateReads(watch_, server_start_), find_options);
+        s_->store_, watch_.ns, CandidateReads(watch_, server_start_, finished_carry_times),
+        find_options);
     if (s_->options_.share) cursor = std::make_unique<ShareCursor>(this, std::move(cursor));
     const int workers = std::max(1, s_->options_.workers);
     const std::size_t capacity =
@@ -165,6 +185,26 @@ class Sweeper::Pass {
     queue.Close();
     for (auto& t : threads) t.join();
     return status;
+  }
+
+  // FinishedTimesProbe: one document at most, its _id alone; asked once per memory.
+  Status FinishedCarryTimes(bool* carry) {
+    const std::shared_ptr<SweepMemory>& memory = s_->options_.memory;
+    if (std::optional<bool> known = memory->FinishedCarryTimes(watch_.ns)) {
+      *carry = *known;
+      return Status::Ok();
+    }
+    const CandidateRead probe = FinishedTimesProbe(watch_);
+    FindOptions o;
+    o.limit = 1;
+    o.projection = {"_id"};
+    o.hint = probe.hint;
+    std::unique_ptr<Cursor> cursor;
+    if (Status s = s_->store_->Find(watch_.ns, probe.filter, o, &cursor); !s.ok()) return s;
+    Document d;
+    if (Status s = cursor->Next(&d, carry); !s.ok()) return s;
+    memory->SetFinishedCarryTimes(watch_.ns, *carry);
+    return Status::Ok();
   }
 
   // With a share: the candidates' ids (a projected read) are filtered by the share, and

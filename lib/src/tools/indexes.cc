@@ -17,19 +17,15 @@ std::vector<RequiredIndex> RequiredIndexes(const WatchSpec& watch) {
   // _id or the daemon's first sighting: an index of its own with that as the second key,
   // since a range of a third key under "time absent" is no range on DocumentDB (it walks
   // every entry of the state without a time, the whole history).
-  IndexSpec candidates{{{p.state_field, 1}, {p.time_field, 1}}, ""};
-  candidates.ordered = true;
-  out.push_back({watch.ns, candidates,
+  out.push_back({watch.ns, AgeIndex(watch, AgeSource::kTimeField),
                  "the sweep's candidate query (stale states by age) and inspect's counts"});
-  std::string age_key;
-  if (p.missing_time == MissingTime::kObjectIdTime) age_key = "_id";
-  if (p.missing_time == MissingTime::kFirstSeen) age_key = paths.FirstSeen();
-  if (!age_key.empty()) {
-    IndexSpec by_age{{{p.state_field, 1}, {age_key, 1}}, ""};
-    by_age.ordered = true;
-    out.push_back({watch.ns, by_age,
-                   "the same for transactions without a time field (ages from " + age_key + ")"});
-  }
+  if (p.missing_time == MissingTime::kObjectIdTime)
+    out.push_back({watch.ns, AgeIndex(watch, AgeSource::kObjectId),
+                   "the same for transactions without a time field (ages from the _id)"});
+  if (p.missing_time == MissingTime::kFirstSeen)
+    out.push_back({watch.ns, AgeIndex(watch, AgeSource::kFirstSeen),
+                   "the same for transactions without a time field (ages from the first "
+                   "sighting)"});
   out.push_back({watch.ns, StateIndex(p),
                  "finding transactions whose state is none of the profile's spellings"});
   out.push_back({watch.ns, IndexSpec{{{paths.Quarantine(), 1}}, "", true},

@@ -341,6 +341,9 @@ final class CandidatePlanner {
     if (c.containsKey("$eq") && FilterShape.isNarrowingScalar(c.get("$eq"))) {
       return new Object[] {c.get("$eq"), c.get("$eq")};
     }
+    if ("date".equals(c.get("$type")) && c.size() == 1) {
+      return new Object[] {Instant.MIN, Instant.MAX};
+    }
     Object low = null;
     Object high = null;
     for (String op : List.of("$gt", "$gte")) {

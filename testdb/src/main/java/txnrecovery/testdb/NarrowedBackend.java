@@ -1,6 +1,8 @@
 package txnrecovery.testdb;
 
 import de.bwaldvogel.mongo.MongoCollection;
+import de.bwaldvogel.mongo.MongoDatabase;
+import de.bwaldvogel.mongo.backend.aggregation.Aggregation;
 import de.bwaldvogel.mongo.backend.CollectionOptions;
 import de.bwaldvogel.mongo.backend.CursorRegistry;
 import de.bwaldvogel.mongo.backend.Index;
@@ -14,6 +16,7 @@ import de.bwaldvogel.mongo.exception.ErrorCode;
 import de.bwaldvogel.mongo.exception.MongoServerError;
 import io.netty.channel.Channel;
 import java.util.List;
+import java.util.Map;
 
 /**
  * mongo-java-server's in-memory backend whose collections narrow the documents a query scans
@@ -33,6 +36,41 @@ public final class NarrowedBackend extends MemoryBackend {
   }
 
   /**
+   * An aggregation that starts with a {@code $match} of safe clauses ({@link FilterShape}): its
+   * documents selected as a find selects them (narrowed), the rest of the pipeline run over
+   * them as the stock server runs it. The stock server feeds every aggregation the whole
+   * collection and matches in the pipeline: a driver's count (an aggregation) read every
+   * document. Null for any other aggregation (the stock path): a first stage that is no such
+   * {@code $match}, a change stream, one that writes ({@code $out}, {@code $merge}).
+   */
+  private Document narrowedAggregate(String databaseName, Document query) {
+    List<Document> pipeline = Aggregation.parse(query.get("pipeline"));
+    if (pipeline.isEmpty() || pipeline.get(0).size() != 1) return null;
+    if (!(pipeline.get(0).get("$match") instanceof Document filter)) return null;
+    for (Map.Entry<String, Object> clause : filter.entrySet()) {
+      if (!FilterShape.safeClause(clause.getKey(), clause.getValue())) return null;
+    }
+    if (!(query.get("aggregate") instanceof String collectionName)) return null;
+    MongoDatabase database = resolveDatabase(databaseName);
+    if (!(database.resolveCollection(collectionName, false) instanceof NarrowedCollection collection)) {
+      return null;
+    }
+    Aggregation rest =
+        Aggregation.fromPipeline(
+            pipeline.subList(1, pipeline.size()), this::resolveDatabase, database, collection, oplog);
+    rest.validate(query);
+    if (rest.isModifying()) return null;
+    List<Document> result = rest.runStages(collection.matching(filter).stream());
+    // As the stock server answers: every result in the first batch, no cursor left open.
+    Document cursor = new Document("id", 0L);
+    cursor.put("ns", databaseName + "." + collectionName);
+    cursor.put("firstBatch", result);
+    Document reply = new Document("cursor", cursor);
+    Utils.markOkay(reply);
+    return reply;
+  }
+
+  /**
    * Answers {@code explain} of a find, or of an aggregation whose first stage is a {@code
    * $match} (what a driver's count sends), with the work the narrowed scan does for its filter
    * ({@link NarrowedCollection#explain}); the stock server answers no explain at all. Every
@@ -41,6 +79,10 @@ public final class NarrowedBackend extends MemoryBackend {
   @Override
   public Document handleCommand(
       Channel channel, String databaseName, String command, Document query) {
+    if (command.equalsIgnoreCase("aggregate")) {
+      Document narrowed = narrowedAggregate(databaseName, query);
+      return narrowed != null ? narrowed : super.handleCommand(channel, databaseName, command, query);
+    }
     if (!command.equalsIgnoreCase("explain")) {
       return super.handleCommand(channel, databaseName, command, query);
     }

@@ -74,6 +74,11 @@ final class NarrowedCollection extends MemoryCollection {
     return new CandidatePlanner(indexes, getIdField()).candidates(query, count());
   }
 
+  /** The documents matching {@code filter}, as a find selects them (narrowed where it can). */
+  synchronized List<Document> matching(Document filter) {
+    return queryDocuments(filter, null, 0, 0, 0, null).collectDocuments();
+  }
+
   /**
    * The server's account of one read, as mongod's explain ("executionStats") gives it: the
    * documents the matcher examined (the candidates, or every document on the stock path), the

@@ -439,6 +439,9 @@ public final class DifferentialTest {
     expectNarrowed(false, doc("state", doc("$nin", list("pending", new BsonRegularExpression("^a", "")))));
     expectNarrowed(true, doc("state", doc("$exists", false)));
     expectNarrowed(true, doc("state", doc("$type", "null")));
+    expectNarrowed(true, doc("state", doc("$in", list("pending", "applied")), "lastModified", doc("$type", "date")));
+    both("aggregate", doc("aggregate", "txns", "pipeline", list(doc("$match", doc("state", doc("$nin", list("x")))), doc("$group", doc("_id", 1, "n", doc("$sum", 1)))), "cursor", doc()));
+    both("aggregate", doc("aggregate", "txns", "pipeline", list(doc("$match", doc("lastModified", doc("$exists", false))), doc("$count", "n")), "cursor", doc()));
     expectNarrowed(false, doc("state", doc("$type", "array")));
     expectNarrowed(false, doc("state", doc("$type", "string")));
     expectNarrowed(true, doc("state", null, "marker", doc("$size", 0)));
