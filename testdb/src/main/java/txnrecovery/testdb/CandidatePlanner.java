@@ -148,7 +148,7 @@ final class CandidatePlanner {
     for (Map.Entry<String, Object> entry : filter.entrySet()) {
       String key = entry.getKey();
       Object value = entry.getValue();
-      if (key.equals("$and") && isListOfDocuments(value)) {
+      if (key.equals("$and") && FilterShape.isNonEmptyListOfDocuments(value)) {
         for (Object element : (List<?>) value) {
           if (!collect((Document) element, conditions, disjunctions)) return false;
         }
@@ -376,13 +376,5 @@ final class CandidatePlanner {
       out.add(v);
     }
     return out;
-  }
-
-  private static boolean isListOfDocuments(Object value) {
-    if (!(value instanceof List) || ((List<?>) value).isEmpty()) return false;
-    for (Object element : (List<?>) value) {
-      if (!(element instanceof Document)) return false;
-    }
-    return true;
   }
 }

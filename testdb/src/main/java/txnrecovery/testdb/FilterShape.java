@@ -197,7 +197,7 @@ final class FilterShape {
     }
   }
 
-  private static boolean isNonEmptyListOfDocuments(Object value) {
+  static boolean isNonEmptyListOfDocuments(Object value) {
     if (!(value instanceof List) || ((List<?>) value).isEmpty()) return false;
     for (Object element : (List<?>) value) {
       if (!(element instanceof Document)) return false;
