@@ -49,6 +49,16 @@ TEST(ErrorStatus, ALoginRefusedWhileTheServerRecoversIsAnOutageNotRefusedCredent
   }
 }
 
+// DocumentDB during a failover, its PostgreSQL killed and the standby not yet promoted: the
+// gateway answers any command so (found by the chaos round's failovers).
+TEST(ErrorStatus, AGatewayThatCannotReachItsDatabaseIsAnOutage) {
+  EXPECT_TRUE(mongo::StatusFromBsonError(
+                  Error(MONGOC_ERROR_SERVER, 1,
+                        "error connecting to server: Connection refused (os error 111)"),
+                  "count")
+                  .IsUnavailable());
+}
+
 // DocumentDB during a failover: a write that reached the standby waits, then gives up.
 TEST(ErrorStatus, AWriteRefusedWhileANewPrimaryIsAwaitedIsAnOutage) {
   EXPECT_TRUE(

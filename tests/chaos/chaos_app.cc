@@ -1,5 +1,8 @@
 #include "chaos_app.h"
 
+#include <chrono>
+#include <thread>
+
 #include "support/bank.h"
 #include "support/scenario.h"
 
@@ -18,6 +21,7 @@ using testing::AppStep;
 using testing::Bank;
 
 std::int64_t OpenTransactions(Store* store, const Namespace& txns, const Profile& p);
+std::int64_t CountThroughOutages(Store* store, const Namespace& ns, const Filter& filter);
 
 // The MongoDB manual transfer (and the one without a time field) between accounts
 // "A0".."A<n-1>".
@@ -87,13 +91,25 @@ class TransferApp final : public ChaosApp {
   testing::Snapshot before_;
 };
 
+// A count that waits out an outage (a failover round kills the primary under it) for up
+// to a minute, then fails like any other.
+std::int64_t CountThroughOutages(Store* store, const Namespace& ns, const Filter& filter) {
+  std::int64_t n = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  Status s = store->Count(ns, filter, &n);
+  while (s.IsUnavailable() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    s = store->Count(ns, filter, &n);
+  }
+  testing::Must(s);
+  return n;
+}
+
 // Non-terminal transactions that are not quarantined.
 std::int64_t OpenTransactions(Store* store, const Namespace& txns, const Profile& p) {
-  std::int64_t n = 0;
   Filter open;
   open.In(p.state_field, p.states.NonTerminalSpellings()).NotExists("recovery.quarantine");
-  testing::Must(store->Count(txns, open, &n));
-  return n;
+  return CountThroughOutages(store, txns, open);
 }
 
 #ifdef TXN_RECOVERY_CHAOS_ALL_PROFILES
@@ -228,10 +244,8 @@ class TaggedInsertChaosApp final : public ChaosApp {
   std::int64_t InFlight() override {
     std::int64_t n = OpenTransactions(store_, app_.txns(), app_.profile());
     for (const auto& c : app_.collections()) {
-      std::int64_t tagged = 0;
-      testing::Must(store_->Count(
-          app_.Collection(c), Filter().Exists(app_.profile().tagged_insert()->tag_field), &tagged));
-      n += tagged;
+      n += CountThroughOutages(store_, app_.Collection(c),
+                               Filter().Exists(app_.profile().tagged_insert()->tag_field));
     }
     return n;
   }

@@ -22,11 +22,13 @@ namespace {
 // reach its database (restarting, in crash recovery, shutting down). Taken for refused
 // credentials, it would make `sweep` exit 77 and `run` say "authentication failed" until
 // the operator looked, for an outage that ends by itself.
+// So are its words when PostgreSQL is gone altogether (killed in a failover, before the
+// standby is promoted): code 1, "error connecting to server: Connection refused".
 bool ServerNotReady(std::string_view message) {
   for (std::string_view says :
        {"the database system is in recovery mode", "the database system is starting up",
         "the database system is shutting down", "the database system is not yet accepting",
-        "the database system is not accepting connections"})
+        "the database system is not accepting connections", "error connecting to server"})
     if (message.find(says) != std::string_view::npos) return true;
   return false;
 }
