@@ -50,6 +50,23 @@ class ForgedWire : public ::testing::Test {
     return ConfigFile(proxy_->Uri(server_uri_), extra);
   }
 
+  // A `run` daemon on `config`, its logs as text and its health endpoint on a free port
+  // (`port`: 0 when it never listened); sweeping every 300 ms, backing off 500 ms at most.
+  static constexpr const char* kRunQuickly =
+      "[daemon]\ninterval = \"300ms\"\nbackoff_max = \"500ms\"\n"
+      "[http]\nlisten = \"127.0.0.1:0\"\n";
+  std::unique_ptr<Subprocess> Run(const std::string& config, int* port) {
+    auto daemon =
+        StartTxnRecoveryd({"run", "--config", config}, {{"TXN_RECOVERYD_LOG_FORMAT", "text"}});
+    *port = HealthPort(*daemon);
+    return daemon;
+  }
+  // Whether /readyz comes to say `says` within 20 s.
+  static bool ReadinessComesToSay(int port, const std::string& says) {
+    return Eventually([&] { return HttpGet(port, "/readyz").body.find(says) != std::string::npos; },
+                      seconds(20));
+  }
+
   // `txn-recoveryd sweep -v` to its end: the exit code (nullopt if it did not end within
   // `limit`, -N if it died of signal N).
   std::optional<int> Sweep(const std::string& config, std::string* output,
@@ -290,18 +307,12 @@ TEST_F(ForgedWire, ARefusedLoginIsAuthenticationFailedNotAnUnreachableDatabase) 
 
 TEST_F(ForgedWire, ARunningDaemonSaysAuthenticationFailedInItsLogAndReadiness) {
   proxy_->SetRule(RefuseEveryLogin());
-  std::string config = ConfigFile(WithCredentials(proxy_->Uri(server_uri_), "app:wrong-pw-4711"),
-                                  "[daemon]\ninterval = \"300ms\"\nbackoff_max = \"500ms\"\n"
-                                  "[http]\nlisten = \"127.0.0.1:0\"\n");
+  int port = 0;
   auto daemon =
-      StartTxnRecoveryd({"run", "--config", config}, {{"TXN_RECOVERYD_LOG_FORMAT", "text"}});
-  int port = HealthPort(*daemon);
+      Run(ConfigFile(WithCredentials(proxy_->Uri(server_uri_), "app:wrong-pw-4711"), kRunQuickly),
+          &port);
   ASSERT_GT(port, 0) << daemon->Stderr();
-  EXPECT_TRUE(Eventually(
-      [&] {
-        return HttpGet(port, "/readyz").body.find("authentication failed") != std::string::npos;
-      },
-      seconds(20)))
+  EXPECT_TRUE(ReadinessComesToSay(port, "authentication failed"))
       << HttpGet(port, "/readyz").body << daemon->Stderr();
   EXPECT_EQ(HttpGet(port, "/readyz").status, 503);
   EXPECT_EQ(HttpGet(port, "/livez").status, 200) << "a refused login is no reason to restart";
@@ -402,16 +413,10 @@ TEST_F(ForgedWire, WhileTheServerRecoversARunningDaemonReportsAnOutageThenCarrie
   Value id = bank.Transfer("A0", "A1", 100, 3);
   bank.Age(id, std::chrono::minutes(2));
   proxy_->SetRule(ServerInRecovery());
-  std::string config = ProxiedConfig(
-      "[daemon]\ninterval = \"300ms\"\nbackoff_max = \"500ms\"\n"
-      "[http]\nlisten = \"127.0.0.1:0\"\n");
-  auto daemon =
-      StartTxnRecoveryd({"run", "--config", config}, {{"TXN_RECOVERYD_LOG_FORMAT", "text"}});
-  int port = HealthPort(*daemon);
+  int port = 0;
+  auto daemon = Run(ProxiedConfig(kRunQuickly), &port);
   ASSERT_GT(port, 0) << daemon->Stderr();
-  EXPECT_TRUE(Eventually(
-      [&] { return HttpGet(port, "/readyz").body.find("unreachable") != std::string::npos; },
-      seconds(20)))
+  EXPECT_TRUE(ReadinessComesToSay(port, "unreachable"))
       << HttpGet(port, "/readyz").body << daemon->Stderr();
   EXPECT_EQ(HttpGet(port, "/readyz").status, 503);
   EXPECT_EQ(MetricValue(HttpGet(port, "/metrics").body, "txn_recoveryd_database_up"), "0");
