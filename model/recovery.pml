@@ -34,7 +34,13 @@
  *   rejects; with BEFORE_TAKEOVER), NO_RESUME,
  *   FLEET (the daemons divide the transactions by their views of the membership, docs/
  *   fleet.md; with ND=2), BUG_SHARE_AS_PERMISSION (with FLEET, a seeded bug: a daemon
- *   drives what its share holds without claiming the lease).
+ *   drives what its share holds without claiming the lease),
+ *   BEFORE_FINISH_READ (finish sends both of its requests, unread: the protocol before the
+ *   finish read its participants), BUG_UNTRACE_BEFORE_DONE (seeded bug: the traces of a
+ *   finish removed before the transaction is done), BUG_FINISH_STALE_READ (seeded bug: the
+ *   read that picks a finish's request taken before the claim, and the pull trusting it),
+ *   NO_UNTRACE (traces are never removed: what the money properties rest on without the
+ *   lease-deadline rule, finding 8).
  * Findings, and what each configuration shows: model/README.md.
  */
 
@@ -205,6 +211,9 @@ byte drv[NTX]; /* ghost: the daemon (d + 1) that last began an action on txn t *
 /* Something for a late-write check to find (a check that finds nothing writes nothing). */
 #ifdef TAGGED
 #define LEFTOVER(t) (GRP(t, 0) == 1 || GRP(t, NG - 1) == 1)
+#elif defined(FIX_FINISH_TRACE)
+/* a marker, or the trace of a finish: the late-write check removes what it finds of both */
+#define LEFTOVER(t) (MK(t, 0) || MK(t, 1) || FIN(t, 0) || FIN(t, 1))
 #else
 #define LEFTOVER(t) (MK(t, 0) || MK(t, 1))
 #endif
@@ -638,6 +647,30 @@ inline w_undo(s) {
     a = 0
   }
 }
+/* The finish reads its participants first (one read, after the claim: under the lease)
+ * and sends only the request the read calls for: the pull with its trace where the read
+ * saw the marker and no trace, the undo of a duplicate where it saw both, nothing where
+ * the marker is gone. Under the lease no other daemon's finish can leave a trace, and the
+ * application never writes one, so no trace the read missed can appear before the pull
+ * but this daemon's own; each request still carries its conditions, checked by the server
+ * as it writes. A marker pushed after the read (a stalled application's late apply after
+ * an earlier finish's pull) is left to the late-write check, as one pushed after done. */
+#define RD_MK(s) ((rd >> (2 * (s))) & 1)
+#define RD_FIN(s) ((rd >> (2 * (s) + 1)) & 1)
+#define READ_PARTICIPANTS \
+  rd = MK(t, ACC(t, 0)) + 2 * FIN(t, ACC(t, 0)) + 4 * MK(t, ACC(t, 1)) + 8 * FIN(t, ACC(t, 1))
+#if defined(BEFORE_FINISH_READ)
+#define SEND_PULL(s) (1)
+#define SEND_DUP(s) (1)
+#else
+#define SEND_PULL(s) (RD_MK(s) && !RD_FIN(s))
+#define SEND_DUP(s) (RD_MK(s) && RD_FIN(s))
+#endif
+#ifdef BUG_FINISH_STALE_READ
+#define PULL_GUARD(a) (1) /* the pull trusts the read: no "trace absent" in its filter */
+#else
+#define PULL_GUARD(a) (!FIN(t, a))
+#endif
 /* finish: {key, marker = t} -> $pull marker */
 inline w_finish(s) {
   LOCAL_CHECK();
@@ -645,11 +678,11 @@ inline w_finish(s) {
     a = ACC(t, s);
     if
 #ifdef FIX_FINISH_TRACE
-    /* {key, marker = t} -> $pull marker, $addToSet finished t; a marker next to our own
-     * "finished" is a late duplicate: undo it instead */
-    :: FENCE && MK(t, a) && !FIN(t, a) ->
+    /* {key, marker = t, finished != t} -> $pull marker, $push finished t; a marker next to
+     * a trace is a late duplicate: {key, marker = t, finished = t} -> undo it */
+    :: FENCE && SEND_PULL(s) && MK(t, a) && PULL_GUARD(a) ->
       DEADLINE_OK; DRIVER_OK; LOG_ACC(a, DMAJ); MK(t, a) = 0; FIN(t, a) = 1
-    :: FENCE && MK(t, a) && FIN(t, a) ->
+    :: FENCE && SEND_DUP(s) && MK(t, a) && FIN(t, a) ->
       DEADLINE_OK; DRIVER_OK; LOG_ACC(a, DMAJ); bal[a] = bal[a] - DELTA(s); MK(t, a) = 0;
       NET(t, s)--
 #else
@@ -660,6 +693,25 @@ inline w_finish(s) {
     MAJ_ACK(DMAJ); printf("MSC: daemon %d: finish (pull) step %d of txn %d\n", me, s, t);
     a = 0
   }
+}
+/* Once the transaction is done, the traces of its finish serve no more (no finish can
+ * follow): {key, finished = t} -> $pull finished t, without a lease (the engine sends one
+ * updateMany per collection for a whole batch; the late-write check and the orphan scan
+ * remove what is left). -DBUG_UNTRACE_BEFORE_DONE removes them before done. */
+inline untrace(s) {
+#if defined(FIX_FINISH_TRACE) && !defined(NO_UNTRACE)
+  atomic {
+    a = ACC(t, s);
+    if
+    :: FIN(t, a) -> LOG_ACC(a, DMAJ); FIN(t, a) = 0
+    :: else -> skip
+    fi;
+    MAJ_ACK(DMAJ); printf("MSC: daemon %d: removes the trace of txn %d on account %d\n", me, t, a);
+    a = 0
+  }
+#else
+  skip
+#endif
 }
 /* tagged sets: finish = updateMany({tx: t}) untag+validate; undo = deleteMany({tx: t}) */
 inline finish_tagged(g) {
@@ -688,11 +740,15 @@ inline read_txn() {
     unk = (st[t] == S_DONE && outc[t] == O_NONE);
     act = DECIDE(rs, ra);
     FRESH(t, me) = 1;
+#if defined(BUG_FINISH_STALE_READ) && defined(FIX_FINISH_TRACE)
+    if :: act == A_FINISH -> READ_PARTICIPANTS :: else -> skip fi;
+#endif
     printf("MSC: daemon %d: reads txn %d state %d age %d: action %d\n", me, t, rs, ra, act)
 }
 
 proctype daemon(byte me) {
   byte t, rs, ra, raw, act, a;
+  byte rd; /* the finish's read of the participants: RD_MK, RD_FIN */
   bool ok, cannot, unk;
 #ifdef FIX_UNDO_OWN
   byte mine; /* the steps this run applied itself */
@@ -761,6 +817,12 @@ l_resume: /* transfer only: a started tagged insert is never resumed */
 #ifdef TAGGED
   goto fail;
 #else
+#if defined(FIX_FINISH_TRACE) && !defined(BEFORE_FINISH_READ)
+  /* The apply reads the participants (under the lease), and its finish goes by that read:
+   * nothing but this daemon can leave a trace meanwhile, and every marker is there once
+   * the applies are done. */
+  atomic { READ_PARTICIPANTS; printf("MSC: daemon %d: reads the participants of txn %d: %d\n", me, t, rd) }
+#endif
 #ifdef FIX_RESUMING
   /* pending -> resuming before any apply: the application's own pending -> applied
    * then fails and it stops, so that it cannot pull a marker (finding 1) while one of
@@ -772,6 +834,7 @@ l_resume: /* transfer only: a started tagged insert is never resumed */
 #endif
   w_apply(0);
   w_apply(1);
+  rd = rd | 5; /* both markers there: applied now, or before */
 #ifdef FIX_UNDO_OWN
   /* Rejected fix of finding 1: if the transaction is no longer ours and pending, take
    * back (marker-guarded, under the lease) what this run applied. */
@@ -812,10 +875,28 @@ l_finish:
   finish_tagged(0);
   finish_tagged(1);
 #else
+#if defined(FIX_FINISH_TRACE) && !defined(BEFORE_FINISH_READ)
+  if
+  :: act == A_RESUME -> skip /* read by the apply */
+#ifdef BUG_FINISH_STALE_READ
+  :: act == A_FINISH -> skip /* read with the transaction, before the claim */
+#endif
+  :: else ->
+    atomic { READ_PARTICIPANTS; printf("MSC: daemon %d: reads the participants of txn %d: %d\n", me, t, rd) }
+  fi;
+#endif
   w_finish(0);
   w_finish(1);
 #endif
+#ifdef BUG_UNTRACE_BEFORE_DONE
+  untrace(0);
+  untrace(1);
+#endif
   transition(S_DONE);
+#if !defined(TAGGED) && !defined(BUG_UNTRACE_BEFORE_DONE)
+  untrace(0);
+  untrace(1);
+#endif
   goto idle;
 
 l_late: /* late-write check / orphan scan: no lease; every write guarded by the marker */
@@ -856,6 +937,9 @@ l_late: /* late-write check / orphan scan: no lease; every write guarded by the 
     }
   :: else -> break
   od;
+  /* and the traces a finish left, once the late writes are undone */
+  untrace(0);
+  untrace(1);
 #endif
   goto idle;
 
@@ -873,7 +957,7 @@ idle:
 #ifdef FLEET
     vw[me] = 0;
 #endif
-    t = 0; rs = 0; ra = 0; raw = 0; act = 0; a = 0; ok = 0; cannot = 0; unk = 0;
+    t = 0; rs = 0; ra = 0; raw = 0; act = 0; a = 0; ok = 0; cannot = 0; unk = 0; rd = 0;
 #ifdef FIX_UNDO_OWN
     mine = 0;
 #endif

@@ -46,8 +46,9 @@ configs=(
   "tagged-inserts-unconditional-finishing|violation:one-way|-DTAGGED -DUNCOND_FINISHING"
   "lease-fence-only|clean|-DNO_LOCAL_CHECK"
   "lease-local-check-only|violation:deadline|-DNO_FENCE"
-  "lease-local-check-only-money|clean|-DNO_FENCE -DNO_DEADLINE_ASSERT"
-  "lease-none-money|clean|-DNO_FENCE -DNO_LOCAL_CHECK -DNO_DEADLINE_ASSERT"
+  "lease-local-check-only-money|violation:money|-DNO_FENCE -DNO_DEADLINE_ASSERT"
+  "lease-none-money|violation:money|-DNO_FENCE -DNO_LOCAL_CHECK -DNO_DEADLINE_ASSERT"
+  "lease-none-money-traces-kept|clean|-DNO_FENCE -DNO_LOCAL_CHECK -DNO_DEADLINE_ASSERT -DNO_UNTRACE"
   "seeded-a-no-deadline-check|violation:deadline|-DNO_FENCE -DNO_LOCAL_CHECK"
   "seeded-a-no-deadline-check-tagged-inserts|violation:deadline|-DTAGGED -DNO_FENCE -DNO_LOCAL_CHECK"
   "seeded-b-rollback-applied|violation:one-way|-DBUG_ROLLBACK_APPLIED"
@@ -62,6 +63,9 @@ configs=(
   "fleet-manual-transfer|clean|-DFLEET"
   "fleet-tagged-inserts|clean|-DFLEET -DTAGGED"
   "seeded-c-fleet-share-as-permission|violation:exclusive|-DFLEET -DBUG_SHARE_AS_PERMISSION"
+  "manual-transfer-finish-unread|clean|-DBEFORE_FINISH_READ"
+  "seeded-d-untrace-before-done|violation:money|-DBUG_UNTRACE_BEFORE_DONE"
+  "seeded-e-finish-read-before-claim|violation:money|-DBUG_FINISH_STALE_READ"
 )
 
 if ((list)); then
@@ -106,7 +110,7 @@ if [[ -n "$trail" ]]; then
   rm -rf "$dir" && mkdir -p "$dir" && cd "$dir"
   # shellcheck disable=SC2086
   spin $flags -a "$model" >spin.txt
-  gcc -O1 -DSAFETY -DBFS -DMEMLIM=3000 -w -o pan pan.c
+  gcc -O1 -DSAFETY -DBFS -DCOLLAPSE -DMEMLIM=3000 -w -o pan pan.c
   ./pan -E -n >pan.txt 2>&1 || true
   if ! grep -q 'assertion violated' pan.txt; then
     echo "model-check: $trail: no violation"
@@ -135,7 +139,7 @@ check_one() { # name expected flags
       echo "spin failed" >result
       exit 0
     fi
-    if ! gcc -O1 -DSAFETY -DMEMLIM=2048 -w -o pan pan.c >gcc.txt 2>&1; then
+    if ! gcc -O1 -DSAFETY -DCOLLAPSE -DMEMLIM=2048 -w -o pan pan.c >gcc.txt 2>&1; then
       echo "gcc failed" >result
       exit 0
     fi
