@@ -222,7 +222,8 @@ TEST_P(OneEngine, TheRehearsalOfEachKilledTransferIsWhatItsExecutionSends) {
                  std::string(ActionName(plan.actions[i])));
     std::vector<std::string> rehearsed;
     for (const PlannedWrite& w : machine.Rehearse(plan.txns[i], plan.actions[i]))
-      if (w.update) rehearsed.push_back(WriteLog::Masked(w.ns, w.filter, *w.update));
+      if (w.update)
+        rehearsed.push_back((w.many ? "many " : "") + WriteLog::Masked(w.ns, w.filter, *w.update));
     ASSERT_TRUE(log.writes().empty()) << "a rehearsal writes nothing";
     const ExecuteResult r = machine.Execute(plan.txns[i], plan.actions[i]);
     EXPECT_EQ(r.outcome, Outcome::kResolved) << r.detail;
@@ -915,8 +916,8 @@ TEST_P(LiveApplication, TracesLeftByADaemonStoppedAfterDoneAreRemoved) {
     const int writes = t.DaemonWrites();
     StalledTransfer u(GetParam());
     FaultStore dying(u.backend->store());
-    // The last four writes are the clean-up (two exclusive requests per account).
-    dying.CrashAfterWrites(writes - 4);
+    // The last three writes are the clean-up (three updates of both accounts at once).
+    dying.CrashAfterWrites(writes - 3);
     (void)MachineFor(&dying, u.backend->clock(), u.watch, "daemon-1")
         .Execute(u.plan.txns.front(), u.plan.actions.front());
     ASSERT_EQ(u.bank->State(u.id), "done");

@@ -110,7 +110,7 @@ class Filter {
 };
 
 struct UpdateOp {
-  enum class Kind { kSet, kUnset, kInc, kPush, kPull, kCurrentDate };
+  enum class Kind { kSet, kUnset, kInc, kPush, kPull, kPullAll, kCurrentDate };
   Kind kind;
   std::string path;
   Value value;  // unused for kUnset and kCurrentDate
@@ -123,7 +123,9 @@ class Update {
   Update& Inc(std::string path, Value amount);
   Update& Push(std::string path, Value v);
   Update& Pull(std::string path, Value v);  // removes every element equal to v
-  Update& CurrentDate(std::string path);    // the server's current time
+  // Removes every element equal to one of `values` ($pullAll): one update for many.
+  Update& PullAll(std::string path, Array values);
+  Update& CurrentDate(std::string path);  // the server's current time
 
   const std::vector<UpdateOp>& ops() const noexcept { return ops_; }
   bool empty() const noexcept { return ops_.empty(); }

@@ -41,6 +41,15 @@ enum class Phase {
   kToCancelled
 };
 
+// How a step is finished, decided from a read of its participant made under the lease
+// (requests::Finish): no other daemon can leave a trace meanwhile, and the application
+// never does, so the read says which of the two requests can match.
+enum class FinishAs {
+  kNothing,        // the marker is gone (or the participant is): nothing to pull
+  kPull,           // the marker and no trace: pull it, leaving the trace
+  kUndoDuplicate,  // the marker next to a trace: a late duplicate, undone
+};
+
 std::vector<Phase> ProgramOf(Action a) {
   switch (a) {
     case Action::kCancel:
@@ -91,6 +100,13 @@ const Predicate* TargetKey(const ParticipantStep& step) {
 
 bool HasMarker(const Document& doc, const ParticipantStep& step, const Value& txn_id) {
   return Filter().Eq(step.marker_field, txn_id).Matches(doc);
+}
+
+// A key other than _id may name two documents: a guard would then let a change be applied
+// (or finished) once on each. Nothing is guessed: the transaction is set aside.
+Status TwoDocuments(const ParticipantStep& step, std::size_t n) {
+  return Status::Malformed(step.describe + ": " + std::to_string(n) + " documents in " +
+                           step.ns.ToString() + " match " + step.target.ToString());
 }
 
 // What a participant read may say besides "missing" and "marker present": that the step
@@ -192,6 +208,10 @@ class StateMachine::Batch {
     std::chrono::steady_clock::time_point deadline{};
     std::string cannot_apply;  // why a resume turns into a rollback
     Status malformed;          // a participant that does not fit: quarantine the transaction
+    // How each step (by its index in txn->steps) is finished: decided by the apply's read
+    // on a resume, by the finish's own read otherwise; empty until read.
+    std::vector<FinishAs> finish_as;
+    bool traced = false;  // a finish of it left, or found, a trace on a participant
   };
 
   // One write on behalf of `item`, for its participant `step` (null for the transaction
@@ -396,11 +416,29 @@ class StateMachine::Batch {
     return WithMarker(docs, step, id) != nullptr;
   }
 
-  // Whether a finish left its trace of transaction `id` on one of `docs`.
+  // Whether a finish left its trace of transaction `id` on `doc`, or on one of `docs`.
+  bool HasTrace(const Document& doc, const Value& id) const {
+    return Filter().Eq(paths_.Finished(), id).Matches(doc);
+  }
   bool HasTrace(const Found& docs, const Value& id) const {
-    for (const Document& d : docs)
-      if (Filter().Eq(paths_.Finished(), id).Matches(d)) return true;
-    return false;
+    return std::any_of(docs.begin(), docs.end(),
+                       [&](const Document& d) { return HasTrace(d, id); });
+  }
+  bool HasEmptied(const Found& docs) const {
+    const Filter emptied = Filter().Eq(paths_.field(), requests::Emptied());
+    return std::any_of(docs.begin(), docs.end(),
+                       [&](const Document& d) { return emptied.Matches(d); });
+  }
+
+  // Records how `it`'s `step` is to be finished, `doc` being its participant as read.
+  void DecideFinish(Item* it, const ParticipantStep* step, const Document& doc, bool applying) {
+    const std::vector<ParticipantStep>& all = it->txn->steps;
+    if (it->finish_as.empty()) it->finish_as.assign(all.size(), FinishAs::kNothing);
+    const bool trace = HasTrace(doc, it->txn->id);
+    it->traced = it->traced || trace;
+    if (applying || HasMarker(doc, *step, it->txn->id))
+      it->finish_as[static_cast<std::size_t>(step - all.data())] =
+          trace ? FinishAs::kUndoDuplicate : FinishAs::kPull;
   }
 
   // The participant steps of the writes the server accepted, read back.
@@ -548,11 +586,7 @@ class StateMachine::Batch {
     for (std::size_t i = 0; i < steps.size(); ++i) {
       auto [it, step] = steps[i];
       if (before[i].size() > 1) {
-        // A key other than _id may name two documents: the guard would then let the change
-        // be applied once to each. Refuse to guess which one is meant.
-        Fail(it, Status::Malformed(step->describe + ": " + std::to_string(before[i].size()) +
-                                   " documents in " + step->ns.ToString() + " match " +
-                                   step->target.ToString()));
+        Fail(it, TwoDocuments(*step, before[i].size()));
       } else if (before[i].empty() && it->cannot_apply.empty()) {
         it->cannot_apply = step->describe + ": participant not found in " + step->ns.ToString();
         notes.emplace_back(step->ns,
@@ -568,6 +602,9 @@ class StateMachine::Batch {
       auto [it, step] = steps[i];
       if (!Running(*it) || !it->cannot_apply.empty()) continue;
       const Document& doc = before[i].front();
+      // Once applied, every marker is there; no trace can appear meanwhile but this
+      // daemon's own (model/recovery.pml, resume): the finish goes by this read.
+      DecideFinish(it, step, doc, /*applying=*/true);
       if (HasMarker(doc, *step, it->txn->id)) {  // applied before a crash
         notes.emplace_back(step->ns, "(nothing: already applied) " + step->describe);
         continue;
@@ -656,20 +693,66 @@ class StateMachine::Batch {
   // Once the transaction is done, the traces its finish left on the participants serve no
   // more (no finish can follow): removed, best effort; the late-write check and the orphan
   // scan remove whatever is left.
+  // The clean-up of an action still keeps to the lease-deadline rule, although the lease
+  // is gone and its safety does not need it (model/recovery.pml): so that a daemon
+  // stalled past its deadline writes nothing more, whatever it was doing. The items past
+  // their local deadline are left out, and the updates carry the earliest fence of the rest.
   void Untrace(const std::vector<Item*>& list) {
-    std::vector<Write> writes;
-    for (Item* it : list) AddUntrace(&writes, it);
-    (void)Send(writes);
-    for (Item* it : list) ++it->pc;
+    std::vector<Item*> traced;
+    const Item* earliest = nullptr;
+    for (Item* it : list) {
+      ++it->pc;
+      if (!it->traced || !LeaseLive(*it)) continue;
+      traced.push_back(it);
+      if (earliest == nullptr || it->deadline < earliest->deadline) earliest = it;
+    }
+    if (earliest != nullptr) RemoveTraces(traced, earliest);
   }
 
-  void AddUntrace(std::vector<Write>* writes, Item* it) {
-    for (const auto& step : it->txn->steps) {
-      auto [whole, part] = requests::Untrace(step, it->txn->id, paths_);
-      writes->push_back({it, &step, step.ns, std::move(whole), /*best_effort=*/true,
-                         "remove the finish's trace on " + step.describe});
-      writes->push_back({it, &step, step.ns, std::move(part), /*best_effort=*/true,
-                         "or pull it from the daemon's sub-document"});
+  // Removes the traces of the finishes of `items`, every one terminal, from their
+  // participants: three updates of many documents per collection and key for all of them
+  // (requests::Untrace), best effort; under the lease-deadline rule of `rule` when given.
+  void RemoveTraces(const std::vector<Item*>& items, const Item* rule = nullptr) {
+    struct Group {
+      Namespace ns;
+      Filter participants;  // a step named otherwise than by a key: its own target
+      std::string key;
+      Array keys, txns;
+      std::set<std::string> seen_keys, seen_txns;
+    };
+    std::map<std::pair<std::string, std::string>, Group> groups;
+    std::vector<Group> targets;
+    for (Item* it : items) {
+      for (const ParticipantStep& step : it->txn->steps) {
+        const Predicate* key = TargetKey(step);
+        Group* g = nullptr;
+        if (key == nullptr) {
+          g = &targets.emplace_back(Group{step.ns, step.target, "", {}, {}, {}, {}});
+        } else {
+          g = &groups[{step.ns.ToString(), key->path}];
+          g->ns = step.ns;
+          g->key = key->path;
+          if (g->seen_keys.insert(key->value.ToString()).second) g->keys.push_back(key->value);
+        }
+        if (g->seen_txns.insert(it->txn->id.ToString()).second) g->txns.push_back(it->txn->id);
+      }
+    }
+    for (auto& [unused, g] : groups) {
+      g.participants = Filter().In(g.key, std::move(g.keys));
+      targets.push_back(std::move(g));
+    }
+    static const char* const kWhat[] = {"remove the daemon's sub-document: one trace, all it holds",
+                                        "pull the traces from the others",
+                                        "remove the sub-documents that left empty"};
+    for (const Group& g : targets) {
+      const std::vector<UpdateRequest> untrace = requests::Untrace(g.participants, g.txns, paths_);
+      for (std::size_t k = 0; k < untrace.size(); ++k) {
+        if (rule != nullptr && !LeaseLive(*rule)) return;
+        WriteResult r;
+        const Filter f =
+            rule ? requests::Fenced(untrace[k].filter, rule->lease) : untrace[k].filter;
+        if (!writer_.Many(g.ns, kWhat[k], f, &untrace[k].update, &r).ok()) break;
+      }
     }
   }
 
@@ -719,19 +802,34 @@ class StateMachine::Batch {
   }
 
   // Pulls every marker (guarded by its presence, and leaving a trace) or undoes a late
-  // duplicate of it, and finishes every tagged set.
+  // duplicate of it, as the read of its participant says, and finishes every tagged set.
   void Finish(const std::vector<Item*>& list) {
+    ReadForFinish(list);
     std::vector<Write> writes;
     for (Item* it : list) {
-      for (const auto& step : it->txn->steps) {
+      if (!Running(*it)) continue;
+      for (std::size_t k = 0; k < it->finish_as.size(); ++k) {
+        const ParticipantStep& step = it->txn->steps[k];
         auto [pull, duplicate] = requests::Finish(step, it->txn->id, paths_);
-        writes.push_back({it, &step, step.ns, std::move(pull), false,
-                          "finish: pull the marker of " + step.describe});
-        writes.push_back({it, &step, step.ns, std::move(duplicate), false,
-                          "finish: or undo a late duplicate of " + step.describe});
+        switch (it->finish_as[k]) {
+          case FinishAs::kNothing:
+            writer_.Note(step.ns, "(nothing: no marker to pull) " + step.describe);
+            break;
+          case FinishAs::kPull:
+            it->traced = true;
+            writes.push_back({it, &step, step.ns, std::move(pull), false,
+                              "finish: pull the marker of " + step.describe});
+            break;
+          case FinishAs::kUndoDuplicate:
+            writes.push_back({it, &step, step.ns, std::move(duplicate), false,
+                              "finish: undo a late duplicate of " + step.describe});
+            break;
+        }
       }
     }
-    (void)Send(writes);  // a finish that matches nothing had nothing left to do
+    // A finish that matches nothing had nothing left to do: the application pulled the
+    // marker itself meanwhile.
+    (void)Send(writes);
     for (Item* it : list) {
       for (const TaggedSet& set : it->txn->tagged_sets) {
         if (!Running(*it)) break;
@@ -740,6 +838,29 @@ class StateMachine::Batch {
           it->result->operations_applied += static_cast<int>(*n);
       }
       if (Running(*it)) ++it->pc;
+    }
+  }
+
+  // Reads the participants of the items of `list` that no apply of this batch read (the
+  // finish of an applied transaction), one query per collection, and decides from each how
+  // its step is finished. A participant that does not fit, or a key naming two documents,
+  // ends the transaction before anything is written to any of its participants.
+  void ReadForFinish(const std::vector<Item*>& list) {
+    std::vector<Item*> unread;
+    for (Item* it : list)
+      if (Running(*it) && it->finish_as.empty() && !it->txn->steps.empty()) unread.push_back(it);
+    if (unread.empty()) return;
+    const std::vector<StepRef> steps = StepsOf(unread);
+    const std::vector<Found> found = ReadParticipants(steps);
+    CheckAll(steps, found);
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      auto [it, step] = steps[i];
+      if (it->finish_as.empty()) it->finish_as.assign(it->txn->steps.size(), FinishAs::kNothing);
+      if (found[i].size() > 1) {
+        Fail(it, TwoDocuments(*step, found[i].size()));
+      } else if (!found[i].empty()) {
+        DecideFinish(it, step, found[i].front(), /*applying=*/false);
+      }
     }
   }
 
@@ -847,7 +968,10 @@ class StateMachine::Batch {
                  });
       else
         writer_.Note(step->ns, "(nothing: no late write of " + step->describe + ")");
-      if (HasTrace(found[i], it->txn->id) && (traced.empty() || traced.back() != it))
+      // A trace, or the empty sub-document a stop between two of the clean-up's updates
+      // left (requests::Untrace).
+      if ((HasTrace(found[i], it->txn->id) || HasEmptied(found[i])) &&
+          (traced.empty() || traced.back() != it))
         traced.push_back(it);
     }
     std::erase_if(writes, [&](const Write& w) { return w.item->ended; });
@@ -862,9 +986,7 @@ class StateMachine::Batch {
     }
     // A finish's traces, left by a daemon stopped after done: removed once the late
     // writes are undone (best effort: the next check, or the orphan scan, retries).
-    std::vector<Write> cleanup;
-    for (Item* it : traced) AddUntrace(&cleanup, it);
-    (void)Send(cleanup);
+    RemoveTraces(traced);
     for (std::size_t k = 0; k < sent.accepted.size(); ++k) {
       const Write& w = writes[sent.accepted[k]];
       if (!undone[k] || w.item->ended) continue;

@@ -160,15 +160,26 @@ UpdateRequest LateUndo(const ParticipantStep& step, const Value& txn_id, TxnStat
   return {GuardIncrements(std::move(f), undo, participant), undo};
 }
 
-std::pair<UpdateRequest, UpdateRequest> Untrace(const ParticipantStep& step, const Value& txn_id,
-                                                const RecoveryPaths& paths) {
-  const Value only_this(Document{{"finished", Array{txn_id}}});
-  Filter whole = step.target;
-  whole.Ne(step.marker_field, txn_id).Eq(paths.field(), only_this);
-  Filter part = step.target;
-  part.Ne(step.marker_field, txn_id).Eq(paths.Finished(), txn_id).Ne(paths.field(), only_this);
-  return {{std::move(whole), Update().Unset(paths.field())},
-          {std::move(part), Update().Pull(paths.Finished(), txn_id)}};
+Value Emptied() {
+  return Value(Document{{"finished", Array{}}});
+}
+
+std::vector<UpdateRequest> Untrace(const Filter& participants, const Array& txn_ids,
+                                   const RecoveryPaths& paths) {
+  std::vector<Value> alone;
+  alone.reserve(txn_ids.size());
+  for (const Value& id : txn_ids) alone.emplace_back(Document{{"finished", Array{id}}});
+  Filter only = participants;
+  only.In(paths.field(), std::move(alone));
+  Filter traced = participants;
+  traced.In(paths.Finished(), txn_ids);
+  Filter emptied = participants;
+  emptied.Eq(paths.field(), Emptied());
+  std::vector<UpdateRequest> out;
+  out.push_back({std::move(only), Update().Unset(paths.field())});
+  out.push_back({std::move(traced), Update().PullAll(paths.Finished(), txn_ids)});
+  out.push_back({std::move(emptied), Update().Unset(paths.field())});
+  return out;
 }
 
 UpdateRequest FinishTagged(const TaggedSet& set) {

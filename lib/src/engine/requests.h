@@ -64,10 +64,12 @@ UpdateRequest Transition(const Value& txn_id, const Value& from, TxnState to, Ac
 // write: each $inc is guarded to stay exact on what the field then holds (amounts.h).
 UpdateRequest Apply(const ParticipantStep& step, const Value& txn_id, const Document& participant);
 UpdateRequest Undo(const ParticipantStep& step, const Value& txn_id, const Document& participant);
-// Finishing a step is two requests whose filters exclude each other, so both are sent and
-// at most one matches, in either order: the marker with no trace of a finish is pulled, and
-// the trace recorded in the same update; a marker next to such a trace was pushed after
-// the pull (a stalled application's late apply) and is undone as a duplicate.
+// Finishing a step is one of two requests whose filters exclude each other: the marker
+// with no trace of a finish is pulled, and the trace recorded in the same update (first);
+// a marker next to such a trace was pushed after the pull (a stalled application's late
+// apply) and is undone as a duplicate (second). The execution reads the participant under
+// its lease and sends the one the read calls for (docs/state-machine.md, "Finishing leaves
+// a trace"); each keeps its conditions, which the server checks as it writes.
 std::pair<UpdateRequest, UpdateRequest> Finish(const ParticipantStep& step, const Value& txn_id,
                                                const RecoveryPaths& paths);
 // A marker of a terminal transaction: a change applied after it ended. On a done
@@ -76,13 +78,20 @@ std::pair<UpdateRequest, UpdateRequest> Finish(const ParticipantStep& step, cons
 // guard undoes each late write at most once.
 UpdateRequest LateUndo(const ParticipantStep& step, const Value& txn_id, TxnState terminal,
                        const Document& participant);
-// Removes the trace of a finish from a participant carrying no marker of the (terminal)
-// transaction, once no finish can follow. Two requests whose filters exclude each other:
-// the daemon's sub-document is removed whole when the trace was all it held (so that the
-// participant is left exactly as the application would have left it), and the trace is
-// pulled from it otherwise.
-std::pair<UpdateRequest, UpdateRequest> Untrace(const ParticipantStep& step, const Value& txn_id,
-                                                const RecoveryPaths& paths);
+// Removes the traces of the finishes of `txn_ids`, every one of them terminal (no finish
+// can follow), from the participants `participants` selects, so that each is left exactly
+// as the application would have left it. Each request is one update of every document it
+// matches (UpdateMany): a whole batch costs three per collection, sent in this order:
+//   1. the daemon's sub-document removed where one of these traces is all it holds (the
+//      usual case: one update per document, nothing left in between);
+//   2. the traces pulled where it holds more;
+//   3. the sub-document removed where 2 left it empty (`Emptied`).
+// Without a lease, and best effort: the late-write check removes what a stop between them
+// leaves, the orphan scan what the window let pass (model/recovery.pml, untrace).
+std::vector<UpdateRequest> Untrace(const Filter& participants, const Array& txn_ids,
+                                   const RecoveryPaths& paths);
+// What the daemon's sub-document holds once its last trace is pulled.
+Value Emptied();
 
 // The update a late write on a `terminal` transaction is undone with.
 const Update& LateUndoUpdate(const ParticipantStep& step, TxnState terminal);

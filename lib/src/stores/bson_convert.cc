@@ -430,6 +430,9 @@ Status UpdateToBson(const Update& update, bson_t* out) {
       case UpdateOp::Kind::kPull:
         name = "$pull";
         break;
+      case UpdateOp::Kind::kPullAll:
+        name = "$pullAll";
+        break;
       case UpdateOp::Kind::kCurrentDate:
         name = "$currentDate";
         break;

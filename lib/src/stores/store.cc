@@ -184,6 +184,8 @@ std::string_view KindName(UpdateOp::Kind k) {
       return "$push";
     case UpdateOp::Kind::kPull:
       return "$pull";
+    case UpdateOp::Kind::kPullAll:
+      return "$pullAll";
     case UpdateOp::Kind::kCurrentDate:
       return "$currentDate";
   }
@@ -340,6 +342,11 @@ Update& Update::Push(std::string path, Value v) {
   ops_.push_back({UpdateOp::Kind::kPush, std::move(path), std::move(v)});
   return *this;
 }
+Update& Update::PullAll(std::string path, Array values) {
+  ops_.push_back({UpdateOp::Kind::kPullAll, std::move(path), Value(std::move(values))});
+  return *this;
+}
+
 Update& Update::Pull(std::string path, Value v) {
   ops_.push_back({UpdateOp::Kind::kPull, std::move(path), std::move(v)});
   return *this;
@@ -403,6 +410,19 @@ Status Update::ApplyTo(Document* doc, DateTime now) const {
           return Status::ServerError("cannot apply $pull to a non-array value at " + op.path);
         Array arr = *current->as_array();
         std::erase_if(arr, [&](const Value& e) { return e == op.value; });
+        doc->SetPath(op.path, std::move(arr));
+        break;
+      }
+      case UpdateOp::Kind::kPullAll: {
+        const Value* current = doc->GetPath(op.path);
+        if (current == nullptr) break;
+        if (!current->is_array())
+          return Status::ServerError("cannot apply $pullAll to a non-array value at " + op.path);
+        Array arr = *current->as_array();
+        const Array& gone = *op.value.as_array();
+        std::erase_if(arr, [&](const Value& e) {
+          return std::find(gone.begin(), gone.end(), e) != gone.end();
+        });
         doc->SetPath(op.path, std::move(arr));
         break;
       }

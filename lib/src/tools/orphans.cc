@@ -81,6 +81,7 @@ class OrphanScan {
       const Value* pid = participant.Get("_id");
       const Value* traces = participant.GetPath(paths.Finished());
       if (pid == nullptr || traces == nullptr || !traces->is_array()) continue;
+      Array ended;  // the transactions of these traces that no finish can follow any more
       for (const Value& txn_id : *traces->as_array()) {
         std::optional<Document> doc;
         if (Status s = store_->FindOne(watch_.ns, Filter().Eq("_id", txn_id), &doc); !s.ok())
@@ -89,22 +90,19 @@ class OrphanScan {
         if (doc && (!watch_.profile.Parse(*doc, watch_.ns, watch_.lease_field, &txn).ok() ||
                     !IsTerminal(txn.state)))
           continue;  // in flight (or the sweep's to quarantine): its finish may need it
-        if (options_.dry_run) continue;
-        ParticipantStep step;
-        step.ns = loc.ns;
-        step.target.Eq("_id", *pid);
-        step.marker_field = loc.field;
-        auto [whole, part] = requests::Untrace(step, txn_id, paths);
-        BulkResult r;
-        if (Status s = Writer(store_).Each(
-                loc.ns,
-                {{"remove the finish's trace", std::move(whole)},
-                 {"or pull it from the daemon's sub-document", std::move(part)}},
-                &r);
+        ended.push_back(txn_id);
+      }
+      if (ended.empty() || options_.dry_run) continue;
+      Writer writer(store_);
+      std::int64_t matched = 0;
+      for (const UpdateRequest& u : requests::Untrace(Filter().Eq("_id", *pid), ended, paths)) {
+        WriteResult r;
+        if (Status s = writer.Many(loc.ns, "remove the finishes' traces", u.filter, &u.update, &r);
             !s.ok())
           return s;
-        summary_->traces_removed += r.matched;
+        matched += r.matched;
       }
+      if (matched > 0) summary_->traces_removed += static_cast<std::int64_t>(ended.size());
     }
   }
 
