@@ -566,6 +566,7 @@ struct HealthServer::Impl {
       return true;
     }
     const bool close_after = !req->keep_alive || c.served + 1 >= limits.max_requests_per_connection;
+    const bool head_only = req->head;
     Job job;
     job.conn = id;
     job.request = std::move(*req);
@@ -589,7 +590,7 @@ struct HealthServer::Impl {
       jobs.push_back(std::move(job));
     }
     if (admission == Admission::kRefuse) {
-      Respond(c, Serialize(refusal, job.request.head, close_after, extra), close_after, now);
+      Respond(c, Serialize(refusal, head_only, close_after, extra), close_after, now);
       return true;
     }
     c.state = ConnState::kHandling;

@@ -423,8 +423,7 @@ void Daemon::Reload() {
     // renewed certificate), for the connections accepted from now on.
     http_->SetSecurity(next.http.security);
     if (!next.http.web_config.empty())
-      spdlog::info("web configuration {} read again{}", next.http.web_config,
-                   SecurityNote(next.http));
+      spdlog::info("web configuration read again{}", SecurityNote(next.http));
   }
   if (store_changed) {
     store_ = std::move(next_store);

@@ -153,11 +153,11 @@ TEST_F(WebConfigFile, AMissingCertificateOrKeyFileIsNamed) {
 }
 
 TEST_F(WebConfigFile, AKeyThatIsNotTheCertificatesIsRefused) {
-  Subprocess make({"/bin/sh", "-c",
-                   "cd \"$1\" && for n in a b; do openssl req -x509 -newkey ec -pkeyopt "
-                   "ec_paramgen_curve:prime256v1 -nodes -keyout $n.key -out $n.crt -days 1 "
-                   "-subj /CN=$n 2>/dev/null; done",
-                   "pki", dir_});
+  const std::string script =
+      "cd \"$1\" && for n in a b; do openssl req -x509 -newkey ec -pkeyopt "
+      "ec_paramgen_curve:prime256v1 -nodes -keyout $n.key -out $n.crt -days 1 "
+      "-subj /CN=$n 2>/dev/null; done";
+  Subprocess make({"/bin/sh", "-c", script, "pki", dir_});
   ASSERT_EQ(make.Wait(60s).value_or(-1), 0) << make.Stderr();
   Status s = Load("tls_server_config:\n  cert_file: a.crt\n  key_file: b.key\n");
   ASSERT_FALSE(s.ok());
