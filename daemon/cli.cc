@@ -82,6 +82,10 @@ std::unique_ptr<CLI::App> BuildCli(CliOptions* o) {
       ->check(CLI::IsMember(levels));
   run->add_option("--http-listen", o->run.http_listen,
                   "Serve /metrics, /livez and /readyz on HOST:PORT");
+  // exporter-toolkit's flag, spelt as node_exporter and Prometheus spell it.
+  run->add_option("--web.config.file", o->run.web_config_file,
+                  "TLS and basic authentication for the HTTP endpoint, from a web "
+                  "configuration file (overrides http.web_config)");
 
   CLI::App* check = app->add_subcommand(
       "check-config", "Validate the configuration and print it, secrets redacted");

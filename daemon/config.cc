@@ -1056,6 +1056,12 @@ Status LoadHttp(const Reader& r, const toml::table& root, const EnvLookup& env, 
     if (problems.Add(r.String(*t, "http.", "listen", &c->http.listen)) && !c->http.listen.empty())
       if (Status bad = CheckHttpListen(c->http.listen); !bad.ok())
         problems.Add(r.Error(t->get("listen")->source(), "http.listen", bad.message()));
+    // The web configuration, and the certificate and key it names, are read now: a file
+    // that run would refuse is a bad configuration for check-config too.
+    if (problems.Add(r.String(*t, "http.", "web_config", &c->http.web_config)) &&
+        !c->http.web_config.empty())
+      if (Status bad = LoadHttpSecurity(c->http.web_config, &c->http.security); !bad.ok())
+        problems.Add(r.Error(t->get("web_config")->source(), "http.web_config", bad.message()));
     if (!problems.ok()) return problems.status();
   }
   const std::string variable = VariableName(SchemaKey("http", "listen"));

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "http_server.h"
 #include "txn_recovery/mongo_store.h"
 #include "txn_recovery/status.h"
 #include "txn_recovery/sweeper.h"
@@ -95,6 +96,10 @@ struct LogConfig {
 
 struct HttpConfig {
   std::string listen;  // "host:port"; empty = no HTTP listener
+  // The web configuration file (TLS, basic authentication); empty: plain HTTP, no
+  // credentials. Loaded with the configuration, so that a bad file is a bad configuration.
+  std::string web_config;
+  HttpSecurity security;
 };
 
 struct Config {

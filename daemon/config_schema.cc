@@ -329,6 +329,13 @@ constexpr KeySpec kSchema[] = {
      .field = InConfig<&Config::http, &HttpConfig::listen>,
      .doc = "where to serve /metrics, /livez and /readyz: HOST:PORT, [IPV6]:PORT or :PORT "
             "(every address); none when empty"},
+    {.section = "http",
+     .key = "web_config",
+     .flags = kEnv | kReadBySection,
+     .field = InConfig<&Config::http, &HttpConfig::web_config>,
+     .doc = "a web configuration file (YAML, the Prometheus exporter-toolkit format): TLS, "
+            "client certificates and basic authentication for the HTTP endpoint; plain "
+            "HTTP when empty"},
 
     // [[watch]]: the keys of every profile.
     {.section = "watch",

@@ -5,6 +5,8 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -24,6 +26,8 @@
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include "web_config.h"
 
 namespace txn_recoveryd {
 
@@ -104,6 +108,8 @@ const char* Reason(int status) {
       return "OK";
     case 400:
       return "Bad Request";
+    case 401:
+      return "Unauthorized";
     case 404:
       return "Not Found";
     case 405:
@@ -126,15 +132,29 @@ struct Response {
   std::string content_type = kText;
   std::string body;
   bool allow_header = false;  // 405
+  bool challenge = false;     // 401: WWW-Authenticate
+  bool retry_after = false;   // 503 of a busy password check
 };
 
+// The extra headers of a web configuration, as lines of a response head.
+std::string HeaderLines(const HttpSecurity* security) {
+  std::string out;
+  if (security != nullptr)
+    for (const auto& [name, value] : security->headers) out += name + ": " + value + "\r\n";
+  return out;
+}
+
 // The bytes of a response; HEAD gets the headers of GET (Content-Length included).
-std::string Serialize(const Response& r, bool head, bool close) {
+// `extra`: HeaderLines of the connection's web configuration.
+std::string Serialize(const Response& r, bool head, bool close, const std::string& extra = {}) {
   std::string out = "HTTP/1.1 " + std::to_string(r.status) + " " + Reason(r.status) + "\r\n";
   out += "Content-Type: " + r.content_type + "\r\n";
   out += "Content-Length: " + std::to_string(r.body.size()) + "\r\n";
   out += "Cache-Control: no-store\r\n";
   if (r.allow_header) out += "Allow: GET, HEAD\r\n";
+  if (r.challenge) out += "WWW-Authenticate: Basic realm=\"txn-recoveryd\", charset=\"UTF-8\"\r\n";
+  if (r.retry_after) out += "Retry-After: 1\r\n";
+  out += extra;
   if (close) out += "Connection: close\r\n";
   out += "\r\n";
   if (!head) out += r.body;
@@ -153,6 +173,7 @@ std::string LandingPage() {
 
 struct Request {
   std::string method, path;
+  std::string authorization;  // the header's value: a secret, never logged
   bool head = false;
   bool keep_alive = true;
 };
@@ -206,7 +227,9 @@ std::optional<Request> ParseHead(std::string_view head, Response* error) {
     if (colon == std::string_view::npos || colon == 0) return fail(400, "bad request\n");
     std::string name = Lower(std::string(lines[i].substr(0, colon)));
     std::string value = Trim(lines[i].substr(colon + 1));
-    if (name == "connection") {
+    if (name == "authorization") {
+      r.authorization = value;
+    } else if (name == "connection") {
       std::string v = Lower(value);
       if (v.find("close") != std::string::npos) r.keep_alive = false;
       if (v.find("keep-alive") != std::string::npos && version == "HTTP/1.0") r.keep_alive = true;
@@ -335,11 +358,12 @@ int Listen(const ListenAddress& a, std::string* error) {
 }
 
 enum class ConnState {
-  kReading,   // waiting for (the rest of) a request head
-  kHandling,  // a worker is answering it
-  kWriting,   // the answer is being written
-  kDraining,  // answered with "Connection: close": our side is shut, the client's read
-              // out, so that unread bytes of its request do not turn the close into a reset
+  kHandshaking,  // TLS: the handshake is under way
+  kReading,      // waiting for (the rest of) a request head
+  kHandling,     // a worker is answering it
+  kWriting,      // the answer is being written
+  kDraining,     // answered with "Connection: close": our side is shut, the client's read
+                 // out, so that unread bytes of its request do not turn the close into a reset
 };
 
 struct Conn {
@@ -352,13 +376,53 @@ struct Conn {
   Clock::time_point waiting_since;  // start of the wait for the current request
   int served = 0;
   bool close_after = false;
+  // The web configuration in force when the connection was accepted; never null.
+  std::shared_ptr<const HttpSecurity> security;
+  TlsSession tls;                  // empty for plain HTTP
+  bool handshake_started = false;  // TLS: the client's first byte was a handshake record
+  short want = 0;                  // TLS: the readiness OpenSSL waits for; 0: the state's
 };
 
 struct Job {
   std::uint64_t conn = 0;
   Request request;
   bool close = false;
+  std::shared_ptr<const HttpSecurity> security;
+  // The password to check (bcrypt) before answering; user and password empty otherwise.
+  bool verify = false;
+  std::string user, password;
 };
+
+// What a TLS client sends first: a record of content type handshake (RFC 8446, 5.1).
+constexpr unsigned char kTlsHandshakeRecord = 0x16;
+
+// The probes answer without credentials (http_server.h says why).
+bool IsProbe(const std::string& path) {
+  return path == "/livez" || path == "/readyz";
+}
+
+Response Unauthorized() {
+  Response r{401, kText, "unauthorized\n", false};
+  r.challenge = true;
+  return r;
+}
+
+// The readiness a connection waits for before its next step.
+short Events(const Conn& c) {
+  if (c.want != 0 && c.state != ConnState::kDraining) return c.want;
+  return c.state == ConnState::kWriting ? short{POLLOUT} : short{POLLIN};
+}
+
+// After a TLS call that could not finish: remembers the readiness it waits for. False when
+// the connection is over (closed by the client, or failed).
+bool Waits(Conn& c, TlsSession::Io io) {
+  c.want = io == TlsSession::Io::kWantRead    ? short{POLLIN}
+           : io == TlsSession::Io::kWantWrite ? short{POLLOUT}
+                                              : short{0};
+  return c.want != 0;
+}
+
+enum class Admission { kServe, kVerify, kRefuse };
 
 }  // namespace
 
@@ -370,16 +434,22 @@ struct HealthServer::Impl {
   std::atomic<bool> stop{false};
   std::thread loop;
 
-  std::mutex jobs_mu;  // guards jobs, workers_stop
+  std::mutex security_mu;  // guards security
+  std::shared_ptr<const HttpSecurity> security = std::make_shared<const HttpSecurity>();
+
+  std::mutex jobs_mu;  // guards jobs, verifications, verifying, workers_stop
   std::condition_variable jobs_cv;
   std::deque<Job> jobs;
+  std::deque<Job> verifications;  // requests whose password is to be checked first
+  bool verifying = false;         // a worker is checking one
   bool workers_stop = false;
   std::vector<std::thread> workers;
 
   std::mutex done_mu;  // guards done
   std::vector<std::pair<std::uint64_t, std::pair<std::string, bool>>> done;
 
-  std::atomic<std::uint64_t> accepted{0}, requests{0}, evicted{0}, refused{0}, timed_out{0};
+  std::atomic<std::uint64_t> accepted{0}, requests{0}, evicted{0}, refused{0}, timed_out{0},
+      tls_failed{0}, unauthorized{0}, auth_busy{0};
 
   // The loop thread's own.
   std::map<std::uint64_t, Conn> conns;
@@ -406,17 +476,46 @@ struct HealthServer::Impl {
     return Response{404, kText, "not found\n", false};
   }
 
+  std::shared_ptr<const HttpSecurity> Security() {
+    std::lock_guard lock(security_mu);
+    return security;
+  }
+
+  // The next job: a request to answer first; a password to check only while no other
+  // worker checks one, so that the others stay free for the probes. False at Stop.
+  bool NextJob(Job* job) {
+    std::unique_lock lock(jobs_mu);
+    jobs_cv.wait(lock, [&] {
+      return workers_stop || !jobs.empty() || (!verifications.empty() && !verifying);
+    });
+    if (workers_stop) return false;
+    std::deque<Job>& from = !jobs.empty() ? jobs : verifications;
+    *job = std::move(from.front());
+    from.pop_front();
+    if (job->verify) verifying = true;
+    return true;
+  }
+
+  // The answer to a request whose password is to be checked.
+  Response VerifyThenRoute(Job& job) {
+    const bool ok = job.security->auth->Verify(job.user, job.password);
+    BasicAuth::Erase(&job.password);
+    {
+      std::lock_guard lock(jobs_mu);
+      verifying = false;
+    }
+    jobs_cv.notify_all();
+    if (ok) return Route(job.request);
+    unauthorized++;
+    return Unauthorized();
+  }
+
   void Worker() {
-    for (;;) {
-      Job job;
-      {
-        std::unique_lock lock(jobs_mu);
-        jobs_cv.wait(lock, [&] { return workers_stop || !jobs.empty(); });
-        if (workers_stop) return;
-        job = std::move(jobs.front());
-        jobs.pop_front();
-      }
-      std::string bytes = Serialize(Route(job.request), job.request.head, job.close);
+    Job job;
+    while (NextJob(&job)) {
+      Response response = job.verify ? VerifyThenRoute(job) : Route(job.request);
+      std::string bytes =
+          Serialize(response, job.request.head, job.close, HeaderLines(job.security.get()));
       {
         std::lock_guard lock(done_mu);
         done.emplace_back(job.conn, std::make_pair(std::move(bytes), job.close));
@@ -447,10 +546,12 @@ struct HealthServer::Impl {
       end = lf;
       skip = 2;
     }
+    const std::string extra = HeaderLines(c.security.get());
     if (end == std::string::npos) {
       if (c.in.size() > limits.max_request_bytes) {
-        Respond(c, Serialize(Response{431, kText, "request too large\n", false}, false, true), true,
-                now);
+        Respond(c,
+                Serialize(Response{431, kText, "request too large\n", false}, false, true, extra),
+                true, now);
       }
       return true;
     }
@@ -461,44 +562,159 @@ struct HealthServer::Impl {
     std::optional<Request> req = ParseHead(head, &error);
     if (!req) {
       // Whatever follows may be a body or garbage: answered, then closed.
-      Respond(c, Serialize(error, false, true), true, now);
+      Respond(c, Serialize(error, false, true, extra), true, now);
       return true;
     }
     const bool close_after = !req->keep_alive || c.served + 1 >= limits.max_requests_per_connection;
-    c.state = ConnState::kHandling;
-    {
+    const bool head_only = req->head;
+    Job job;
+    job.conn = id;
+    job.request = std::move(*req);
+    job.close = close_after;
+    job.security = c.security;
+    Response refusal;
+    Admission admission = Admit(&job, &refusal);
+    if (admission == Admission::kVerify) {
       std::lock_guard lock(jobs_mu);
-      jobs.push_back(Job{id, std::move(*req), close_after});
+      if (verifications.size() >= kMaxWaitingVerifications) {
+        admission = Admission::kRefuse;
+        refusal = Response{503, kText, "busy checking credentials; retry\n", false};
+        refusal.retry_after = true;
+        auth_busy++;
+        BasicAuth::Erase(&job.password);
+      } else {
+        verifications.push_back(std::move(job));
+      }
+    } else if (admission == Admission::kServe) {
+      std::lock_guard lock(jobs_mu);
+      jobs.push_back(std::move(job));
     }
+    if (admission == Admission::kRefuse) {
+      Respond(c, Serialize(refusal, head_only, close_after, extra), close_after, now);
+      return true;
+    }
+    c.state = ConnState::kHandling;
     jobs_cv.notify_one();
     return true;
   }
 
-  // Reads what the client sent; false when it closed or failed.
+  // Whether `job` needs credentials and has them: served at once (none needed, or verified
+  // before), after a password check (kVerify: job->user and job->password set), or refused
+  // with *refusal (401) by the poll thread, which never runs bcrypt.
+  Admission Admit(Job* job, Response* refusal) {
+    BasicAuth* auth = job->security->auth.get();
+    if (auth == nullptr || IsProbe(job->request.path)) return Admission::kServe;
+    std::string user, password;
+    const bool given = BasicAuth::ParseHeader(job->request.authorization, &user, &password);
+    BasicAuth::Erase(&job->request.authorization);
+    if (!given) {
+      unauthorized++;
+      *refusal = Unauthorized();
+      return Admission::kRefuse;
+    }
+    if (auth->Cached(user, password)) {
+      BasicAuth::Erase(&password);
+      return Admission::kServe;
+    }
+    job->verify = true;
+    job->user = std::move(user);
+    job->password = std::move(password);
+    return Admission::kVerify;
+  }
+
+  // Reads what the client sent (through TLS when the connection has it); false when it
+  // closed or failed.
   bool ReadFrom(Conn& c) {
     char buf[4096];
+    c.want = 0;
     while (c.in.size() <= limits.max_request_bytes) {
-      ssize_t n = recv(c.fd, buf, sizeof buf, 0);
-      if (n > 0) {
-        c.in.append(buf, static_cast<std::size_t>(n));
-        continue;
+      std::size_t got = 0;
+      if (c.tls) {
+        const TlsSession::Io io = c.tls.Read(buf, sizeof buf, &got);
+        if (io != TlsSession::Io::kDone) return Waits(c, io);
+      } else {
+        ssize_t n = recv(c.fd, buf, sizeof buf, 0);
+        if (n == 0) return false;
+        if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
+        got = static_cast<std::size_t>(n);
       }
-      if (n == 0) return false;
-      return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
+      c.in.append(buf, got);
     }
     return true;
   }
 
   // Writes what it can; false when the client went away.
   bool WriteTo(Conn& c) {
+    c.want = 0;
     while (c.sent < c.out.size()) {
-      ssize_t n = send(c.fd, c.out.data() + c.sent, c.out.size() - c.sent, MSG_NOSIGNAL);
-      if (n > 0) {
-        c.sent += static_cast<std::size_t>(n);
-        continue;
+      std::size_t put = 0;
+      if (c.tls) {
+        const TlsSession::Io io = c.tls.Write(c.out.data() + c.sent, c.out.size() - c.sent, &put);
+        if (io != TlsSession::Io::kDone) return Waits(c, io);
+      } else {
+        ssize_t n = send(c.fd, c.out.data() + c.sent, c.out.size() - c.sent, MSG_NOSIGNAL);
+        if (n <= 0) return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR);
+        put = static_cast<std::size_t>(n);
       }
-      return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR);
+      c.sent += put;
     }
+    return true;
+  }
+
+  // Drives the TLS handshake of `c` as far as the socket allows, then reads the request if
+  // it came along; false when the connection is to be closed. A client speaking plain HTTP
+  // is told so in plain HTTP, and closed.
+  bool Handshake(std::uint64_t id, Conn& c, Clock::time_point now) {
+    if (!c.handshake_started) {
+      unsigned char first = 0;
+      ssize_t n = recv(c.fd, &first, 1, MSG_PEEK);
+      if (n == 0) return false;
+      if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
+      if (first != kTlsHandshakeRecord) {
+        static const std::string kPlainHttp =
+            "HTTP/1.0 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n"
+            "Connection: close\r\n\r\nClient sent an HTTP request to an HTTPS server.\n";
+        tls_failed++;
+        c.tls = TlsSession();  // the answer goes out in plain text
+        Respond(c, kPlainHttp, true, now);
+        return true;
+      }
+      c.handshake_started = true;
+    }
+    std::string error;
+    const TlsSession::Io io = c.tls.Handshake(&error);
+    if (io == TlsSession::Io::kDone) {
+      c.state = ConnState::kReading;
+      return ReadFrom(c) && TryRequest(id, c, now);
+    }
+    if (io == TlsSession::Io::kWantRead || io == TlsSession::Io::kWantWrite) return Waits(c, io);
+    tls_failed++;
+    // Debug only: a scanner's every attempt would otherwise be a warning.
+    spdlog::debug("http: a TLS handshake failed: {}", error);
+    return false;
+  }
+
+  // Makes room for one more connection when every slot is taken: closes the connection that
+  // has waited longest for a request that never came whole (a slow or idle client, or one
+  // that never finished its handshake), never one being answered. False when there is
+  // none: every connection is being answered.
+  bool MakeRoom() {
+    if (static_cast<int>(conns.size()) < limits.max_connections) return true;
+    auto oldest = conns.end();
+    for (auto it = conns.begin(); it != conns.end(); ++it) {
+      const ConnState st = it->second.state;
+      if ((st == ConnState::kReading || st == ConnState::kDraining ||
+           st == ConnState::kHandshaking) &&
+          (oldest == conns.end() || it->second.waiting_since < oldest->second.waiting_since))
+        oldest = it;
+    }
+    if (oldest == conns.end()) return false;
+    evicted++;
+    Close(oldest);
+    spdlog::warn(
+        "http: the connection limit ({}) is reached: the connection waiting longest for a "
+        "request is closed to make room",
+        limits.max_connections);
     return true;
   }
 
@@ -507,43 +723,42 @@ struct HealthServer::Impl {
       int fd = accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
       if (fd < 0) return;
       accepted++;
-      if (static_cast<int>(conns.size()) >= limits.max_connections) {
-        // Room is made by closing the connection that has waited longest for a request
-        // that never came whole: a slow or idle client, never one being answered.
-        auto oldest = conns.end();
-        for (auto it = conns.begin(); it != conns.end(); ++it)
-          if ((it->second.state == ConnState::kReading ||
-               it->second.state == ConnState::kDraining) &&
-              (oldest == conns.end() || it->second.waiting_since < oldest->second.waiting_since))
-            oldest = it;
-        if (oldest == conns.end()) {
-          refused++;
-          static const std::string kBusy =
-              Serialize(Response{503, kText, "busy\n", false}, false, true);
-          (void)!send(fd, kBusy.data(), kBusy.size(), MSG_NOSIGNAL);
-          close(fd);
-          spdlog::warn("http: a connection was refused: all {} are being answered",
-                       limits.max_connections);
-          continue;
-        }
-        evicted++;
-        Close(oldest);
-        spdlog::warn(
-            "http: the connection limit ({}) is reached: the connection waiting longest for a "
-            "request is closed to make room",
-            limits.max_connections);
+      if (!MakeRoom()) {
+        refused++;
+        // Plain text even on a TLS listener: the client is not worth a handshake now.
+        static const std::string kBusy =
+            Serialize(Response{503, kText, "busy\n", false}, false, true);
+        (void)!send(fd, kBusy.data(), kBusy.size(), MSG_NOSIGNAL);
+        close(fd);
+        spdlog::warn("http: a connection was refused: all {} are being answered",
+                     limits.max_connections);
+        continue;
       }
       std::uint64_t id = next_id++;
       Conn& c = conns[id];
       c.fd = fd;
       c.waiting_since = now;
+      // The handshake, when there is one, counts against the request's deadline.
       c.deadline = now + limits.request_deadline;
+      c.security = Security();
+      if (c.security->tls) {
+        c.tls = TlsSession(*c.security->tls, fd);
+        c.state = ConnState::kHandshaking;
+        if (!c.tls || !Handshake(id, c, now)) Close(conns.find(id));
+        continue;
+      }
       // A prober's request is usually there already: answered before anything can evict it.
       if (!ReadFrom(c) || !TryRequest(id, c, now)) Close(conns.find(id));
     }
   }
 
   void Loop() {
+    // OpenSSL writes to its sockets with write(), which raises SIGPIPE when the client has
+    // gone; blocked in this thread, the only one writing to clients, it fails with EPIPE.
+    sigset_t pipe_signal;
+    sigemptyset(&pipe_signal);
+    sigaddset(&pipe_signal, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_signal, nullptr);
     std::vector<pollfd> fds;
     std::vector<std::uint64_t> ids;
     while (!stop.load()) {
@@ -555,7 +770,7 @@ struct HealthServer::Impl {
       auto next = now + std::chrono::seconds(1);
       for (auto& [id, c] : conns) {
         if (c.state == ConnState::kHandling) continue;  // nothing to do until the worker ends
-        fds.push_back({c.fd, c.state == ConnState::kWriting ? short{POLLOUT} : short{POLLIN}, 0});
+        fds.push_back({c.fd, Events(c), 0});
         ids.push_back(id);
         next = std::min(next, c.deadline);
       }
@@ -615,7 +830,10 @@ struct HealthServer::Impl {
       if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) Close(it);
       return;
     }
-    if (c.state == ConnState::kReading) {
+    if (c.state == ConnState::kHandshaking) {
+      if (!Handshake(it->first, c, now)) return Close(it);
+      if (c.state == ConnState::kWriting && !WriteTo(c)) return Close(it);
+    } else if (c.state == ConnState::kReading) {
       if (!ReadFrom(c)) return Close(it);
       TryRequest(it->first, c, now);
       if (c.state == ConnState::kWriting && !WriteTo(c)) return Close(it);
@@ -641,6 +859,7 @@ struct HealthServer::Impl {
   void Finished(std::map<std::uint64_t, Conn>::iterator it, Clock::time_point now) {
     Conn& c = it->second;
     if (c.close_after) {
+      c.tls.Shutdown();  // close_notify, if the socket takes it now
       (void)shutdown(c.fd, SHUT_WR);
       c.state = ConnState::kDraining;
       c.in.clear();
@@ -659,6 +878,21 @@ struct HealthServer::Impl {
   }
 };
 
+Status LoadHttpSecurity(const std::string& path, HttpSecurity* out) {
+  WebConfig web;
+  if (Status s = ParseWebConfig(path, &web); !s.ok()) return s;
+  HttpSecurity security;
+  security.source = path;
+  security.headers = web.headers;
+  if (web.tls.enabled()) {
+    if (Status s = TlsContext::Load(web.tls, &security.tls); !s.ok())
+      return Status::InvalidArgument(path + ": " + s.message());
+  }
+  if (!web.users.empty()) security.auth = std::make_shared<BasicAuth>(std::move(web.users));
+  *out = std::move(security);
+  return Status::Ok();
+}
+
 HealthServer::HealthServer() = default;
 
 HealthServer::~HealthServer() {
@@ -667,11 +901,20 @@ HealthServer::~HealthServer() {
 
 HttpCounters HealthServer::counters() const {
   if (!impl_) return {};
-  return HttpCounters{impl_->accepted.load(), impl_->requests.load(), impl_->evicted.load(),
-                      impl_->refused.load(), impl_->timed_out.load()};
+  return HttpCounters{impl_->accepted.load(),     impl_->requests.load(),  impl_->evicted.load(),
+                      impl_->refused.load(),      impl_->timed_out.load(), impl_->tls_failed.load(),
+                      impl_->unauthorized.load(), impl_->auth_busy.load()};
 }
 
-Status HealthServer::Start(const std::string& listen, HealthHandlers handlers, HttpLimits limits) {
+void HealthServer::SetSecurity(HttpSecurity security) {
+  if (impl_ == nullptr) return;
+  auto next = std::make_shared<const HttpSecurity>(std::move(security));
+  std::lock_guard lock(impl_->security_mu);
+  impl_->security = std::move(next);
+}
+
+Status HealthServer::Start(const std::string& listen, HealthHandlers handlers, HttpLimits limits,
+                           HttpSecurity security) {
   if (impl_ != nullptr)
     throw std::logic_error("HealthServer::Start while already serving on " + address_);
   ListenAddress a;
@@ -681,6 +924,7 @@ Status HealthServer::Start(const std::string& listen, HealthHandlers handlers, H
   auto impl = std::make_unique<Impl>();
   impl->handlers = std::move(handlers);
   impl->limits = limits;
+  impl->security = std::make_shared<const HttpSecurity>(std::move(security));
   std::string error;
   impl->listen_fd = Listen(a, &error);
   if (impl->listen_fd < 0)
@@ -694,7 +938,8 @@ Status HealthServer::Start(const std::string& listen, HealthHandlers handlers, H
     bound_port = a.port;
   }
   Impl* raw = impl.get();
-  for (int i = 0; i < std::max(1, limits.workers); ++i)
+  // At least two: one stays free for the probes while another checks a password.
+  for (int i = 0; i < std::max(2, limits.workers); ++i)
     impl->workers.emplace_back([raw] { raw->Worker(); });
   impl->loop = std::thread([raw] { raw->Loop(); });
   impl_ = std::move(impl);

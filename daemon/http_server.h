@@ -22,6 +22,28 @@
 //     the previous response), in at most `max_request_bytes`; a response must be taken
 //     within `write_deadline`; a connection serves at most `max_requests_per_connection`;
 //   - Stop closes every connection at once and waits only for handlers already running.
+//
+// TLS and basic authentication (HttpSecurity, from a web configuration: web_config.h) keep
+// those guarantees, which is why they are added here rather than by serving through
+// Debian's libmicrohttpd (with GnuTLS): its MHD_OPTION_CONNECTION_TIMEOUT is an
+// inactivity timeout ("after how many seconds of inactivity should a connection
+// automatically be timed out"), which a slow client resets with each byte, so it gives a
+// request head no deadline, and MHD_OPTION_CONNECTION_LIMIT refuses new connections where
+// this server evicts the slowest. So:
+//   - the handshake is driven by the poll thread without blocking (OpenSSL's want-read and
+//     want-write), and counts against `request_deadline` from the connection's accept: a
+//     client that never finishes its handshake holds a connection slot, never a worker,
+//     is the first evicted, and is closed at the deadline like any slow client;
+//   - a plain HTTP request to a TLS listener is answered 400 in plain text ("client sent
+//     an HTTP request to an HTTPS server", as Go's servers say) and closed;
+//   - with basic_auth_users, "/" and /metrics need credentials (401 with
+//     WWW-Authenticate: Basic otherwise); /livez and /readyz do not (they say "ok" or why
+//     not and nothing else), so that a supervisor's probe needs no password in its
+//     manifest and can never be made to wait for a password check. A bcrypt check runs on
+//     a worker, at most one at a time, and at most kMaxWaitingVerifications wait: beyond
+//     that a request with credentials not yet verified is answered 503 with Retry-After,
+//     so a flood of wrong passwords holds a bounded number of connections and at most one
+//     worker, and the probes and the cached scrapers keep being answered (basic_auth.h).
 #pragma once
 
 #include <chrono>
@@ -30,7 +52,11 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
+#include "basic_auth.h"
+#include "http_tls.h"
 #include "txn_recovery/status.h"
 
 namespace txn_recoveryd {
@@ -81,10 +107,30 @@ struct HttpLimits {
 struct HttpCounters {
   std::uint64_t accepted = 0;
   std::uint64_t requests = 0;
-  std::uint64_t evicted = 0;    // closed to make room for a new connection
-  std::uint64_t refused = 0;    // closed at once: every slot busy answering
-  std::uint64_t timed_out = 0;  // request or response past its deadline
+  std::uint64_t evicted = 0;       // closed to make room for a new connection
+  std::uint64_t refused = 0;       // closed at once: every slot busy answering
+  std::uint64_t timed_out = 0;     // request or response past its deadline
+  std::uint64_t tls_failed = 0;    // TLS handshakes refused or broken off
+  std::uint64_t unauthorized = 0;  // answered 401
+  std::uint64_t auth_busy = 0;     // answered 503: too many password checks waiting
 };
+
+// What a web configuration asks of the endpoint, ready to serve. Default: plain HTTP, no
+// credentials asked, no extra headers.
+struct HttpSecurity {
+  std::shared_ptr<const TlsContext> tls;                     // null: plain HTTP
+  std::shared_ptr<BasicAuth> auth;                           // null: no credentials asked
+  std::vector<std::pair<std::string, std::string>> headers;  // added to every response
+  std::string source;  // the web configuration's path; "" when none
+};
+
+// Reads the web configuration at `path` (ParseWebConfig) and the files it names (the
+// certificate, the key, the client CA: TlsContext::Load). InvalidArgument naming the file,
+// and the key and line where there is one; never a secret.
+txn_recovery::Status LoadHttpSecurity(const std::string& path, HttpSecurity* out);
+
+// Password checks (bcrypt) allowed to wait for the one running; see the header comment.
+inline constexpr std::size_t kMaxWaitingVerifications = 8;
 
 // Not copyable or movable (its threads point back at it). The destructor stops it.
 // Start, Stop, port and address are for the owning thread; they are not meant to race
@@ -102,8 +148,15 @@ class HealthServer {
   // fails (a port in use, an address of another host, a name that does not resolve); both
   // messages name the address. Calling Start while serving is a programming error
   // (std::logic_error); after Stop it may be started again.
+  // `security` applies to the connections accepted from then on. The pool has at least
+  // two workers, so that one is free while another checks a password.
   txn_recovery::Status Start(const std::string& listen, HealthHandlers handlers,
-                             HttpLimits limits = {});
+                             HttpLimits limits = {}, HttpSecurity security = {});
+
+  // Replaces the security of the connections accepted from now on (a reload: a renewed
+  // certificate, new users); connections already open finish as they began. No-op when
+  // not serving.
+  void SetSecurity(HttpSecurity security);
 
   // The bound port and "host:port" ("[ipv6]:port") with the numeric address actually
   // bound ("[::]:port" for ":PORT"); 0 and "" when not serving.

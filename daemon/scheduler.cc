@@ -66,10 +66,24 @@ Status ApplyOverrides(const RunOptions& options, Config* config) {
       return Status::InvalidArgument("--http-listen: " + s.message());
     config->http.listen = options.http_listen;
   }
+  if (!options.web_config_file.empty()) {
+    if (Status s = LoadHttpSecurity(options.web_config_file, &config->http.security); !s.ok())
+      return Status::InvalidArgument("--web.config.file: " + s.message());
+    config->http.web_config = options.web_config_file;
+  }
   return Status::Ok();
 }
 
 namespace {
+
+// What the web configuration does to the endpoint, for the log: never a secret.
+std::string SecurityNote(const HttpConfig& http) {
+  if (http.web_config.empty()) return "";
+  std::string note = " (web configuration " + http.web_config;
+  note += http.security.tls ? ": TLS" : ": no TLS";
+  if (http.security.auth) note += ", basic authentication on / and /metrics";
+  return note + ")";
+}
 
 double UnixSeconds() {
   return static_cast<double>(std::chrono::duration_cast<milliseconds>(
@@ -167,7 +181,7 @@ class Daemon {
   void OnSignal(int sig);
   Status Load(Config* config) const;
   Status OpenStore(const Config& config, std::unique_ptr<txn_recovery::MongoStore>* store) const;
-  Status StartHttp(const std::string& listen, std::unique_ptr<HealthServer>* server);
+  Status StartHttp(const HttpConfig& http, std::unique_ptr<HealthServer>* server);
   void Reload();
   SweepOutcome SweepAll();
   // The periodic orphan scan of every watch (orphans.h), with its metrics.
@@ -309,7 +323,8 @@ Status Daemon::OpenStore(const Config& config,
   return s;
 }
 
-Status Daemon::StartHttp(const std::string& listen, std::unique_ptr<HealthServer>* server) {
+Status Daemon::StartHttp(const HttpConfig& http, std::unique_ptr<HealthServer>* server) {
+  const std::string& listen = http.listen;
   auto next = std::make_unique<HealthServer>();
   HealthHandlers h;
   h.metrics = [this] {
@@ -336,12 +351,13 @@ Status Daemon::StartHttp(const std::string& listen, std::unique_ptr<HealthServer
     }
     return true;
   };
-  Status s = next->Start(listen, std::move(h));
+  Status s = next->Start(listen, std::move(h), {}, http.security);
   if (!s.ok()) return s;
   ListenAddress parsed;
   const bool every = ParseListenAddress(listen, &parsed).ok() && parsed.every_address;
-  spdlog::info("health and metrics on http://{}{}", next->address(),
-               every ? " (every IPv4 and IPv6 address of this host)" : "");
+  spdlog::info("health and metrics on {}://{}{}{}", http.security.tls ? "https" : "http",
+               next->address(), every ? " (every IPv4 and IPv6 address of this host)" : "",
+               SecurityNote(http));
   *server = std::move(next);
   return Status::Ok();
 }
@@ -391,8 +407,7 @@ void Daemon::Reload() {
                                   next.sweep.workers != config_.sweep.workers);
   // Everything that can fail is prepared before anything is swapped, so that a failed
   // reload leaves the running configuration entirely in force.
-  if (s.ok() && http_changed && !next.http.listen.empty())
-    s = StartHttp(next.http.listen, &next_http);
+  if (s.ok() && http_changed && !next.http.listen.empty()) s = StartHttp(next.http, &next_http);
   if (s.ok() && store_changed) s = OpenStore(next, &next_store);
   if (!s.ok()) {
     spdlog::error("reload failed; the running configuration stays in force: {}", s.message());
@@ -403,6 +418,12 @@ void Daemon::Reload() {
   if (http_changed) {
     if (http_) http_->Stop();
     http_ = std::move(next_http);
+  } else if (http_) {
+    // The same listener: the web configuration, its certificate and key read again (a
+    // renewed certificate), for the connections accepted from now on.
+    http_->SetSecurity(next.http.security);
+    if (!next.http.web_config.empty())
+      spdlog::info("web configuration read again{}", SecurityNote(next.http));
   }
   if (store_changed) {
     store_ = std::move(next_store);
@@ -850,7 +871,7 @@ int Daemon::Run() {
     return kExitConfig;
   }
   if (!config_.http.listen.empty()) {
-    if (Status s = StartHttp(config_.http.listen, &http_); !s.ok()) {
+    if (Status s = StartHttp(config_.http, &http_); !s.ok()) {
       spdlog::error("cannot serve health and metrics: {}", s.message());
       return kExitUnavailable;
     }

@@ -18,6 +18,8 @@ struct RunOptions {
   std::string log_format;
   std::string log_level;
   std::string http_listen;
+  // --web.config.file: read on start and on every reload, like http.web_config.
+  std::string web_config_file;
 };
 
 // Applies the command-line overrides of `options` to a loaded configuration.

@@ -29,7 +29,7 @@ _txn_recoveryd() {
   done
 
   case "$prev" in
-    -c|--config)
+    -c|--config|--web.config.file)
       COMPREPLY=($(compgen -f -- "$cur")); compopt -o filenames 2>/dev/null; return ;;
     --watch)
       COMPREPLY=($(compgen -W "$(_txn_recoveryd_watches)" -- "$cur")); return ;;
@@ -44,7 +44,7 @@ _txn_recoveryd() {
   local options
   case "$command" in
     "") COMPREPLY=($(compgen -W "$commands --help --version" -- "$cur")); return ;;
-    run) options="--config --log-format --log-level --http-listen --help" ;;
+    run) options="--config --log-format --log-level --http-listen --web.config.file --help" ;;
     sweep) options="--config --watch --dry-run --json --orphans --share --verbose -v --help" ;;
     check-config) options="--config --probe --help" ;;
     inspect) options="--config --watch --json --help" ;;
