@@ -17,6 +17,7 @@
 #include "support/test_env.h"
 #include "support/wire_proxy.h"
 #include "txn_recovery/membership.h"
+#include "txn_recovery/mongo_store.h"
 
 namespace txn_recovery::testing {
 namespace {
@@ -350,6 +351,54 @@ TEST_F(ForgedWire, AMissingPrivilegeIsNotChargedToTheTransactions) {
   EXPECT_EQ(t->GetPath("recovery.failures"), nullptr) << "nothing counted against it";
   EXPECT_EQ(t->GetPath("recovery.quarantine"), nullptr) << "nothing quarantined";
   EXPECT_EQ(bank.State(id), "pending");
+}
+
+// What DocumentDB answers a command PostgreSQL picked as a deadlock victim.
+std::string DeadlockReply() {
+  return BsonWriter()
+      .Double("ok", 0)
+      .String("errmsg", "Could not acquire lock for operation due to deadlock")
+      .Int32("code", 112)
+      .String("codeName", "WriteConflict")
+      .Finish();
+}
+
+// A deadlock between two writers is the server's to break: the loser's write is sent again
+// (it is harmless to repeat), so a guarded debit lands once and nothing is charged to the
+// transaction; a conflict that does not clear within the retries is the write's error.
+TEST_F(ForgedWire, AWriteLostToADeadlockIsSentAgainAndLandsOnce) {
+  Bank bank(backend_->store(), backend_->database());
+  bank.Open(1);
+  std::unique_ptr<MongoStore> store;
+  MongoOptions mo;
+  mo.uri = proxy_->Uri(server_uri_);
+  ASSERT_TRUE(MongoStore::Open(mo, &store).ok());
+  std::atomic<int> conflicts{2};
+  proxy_->SetRule([&](WireProxy::Reply* r) {
+    // The request reached the server; only its reply says it lost.
+    if (r->command == "update" && conflicts.fetch_sub(1) > 0) r->body = DeadlockReply();
+    return WireProxy::Verdict{};
+  });
+  const Namespace accounts{backend_->database(), "accounts"};
+  UpdateRequest debit{Filter().Eq("_id", "A0").Ne("pendingTransactions", 7),
+                      Update().Inc("balance", -100).Push("pendingTransactions", 7)};
+  BulkResult bulk;
+  ASSERT_TRUE(store->UpdateEach(accounts, {debit}, &bulk).ok());
+  EXPECT_TRUE(bulk.refused.empty());
+  EXPECT_EQ(bank.Balance("A0"), 900) << "applied once, not once per attempt";
+
+  conflicts = 2;
+  WriteResult one;
+  ASSERT_TRUE(store
+                  ->UpdateMany(accounts, Filter().Eq("_id", "A0"),
+                               Update().Pull("pendingTransactions", 7), &one)
+                  .ok());
+  EXPECT_EQ(bank.Take().accounts["\"A0\""].GetPath("pendingTransactions")->ToString(), "[]");
+
+  conflicts = 100;  // more than the retries
+  const Status s = store->UpdateEach(accounts, {debit}, &bulk);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("deadlock"), std::string::npos) << s.ToString();
 }
 
 TEST_F(ForgedWire, PerTransactionWarningsDuringAnOutageAreRateLimited) {

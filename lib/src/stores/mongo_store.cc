@@ -6,6 +6,8 @@
 #include <cstring>
 #include <mutex>
 #include <optional>
+#include <random>
+#include <thread>
 
 #include "stores/mongo_handles.h"
 
@@ -632,6 +634,22 @@ namespace {
 using UpdateFn = bool (*)(mongoc_collection_t*, const bson_t*, const bson_t*, const bson_t*,
                           bson_t*, bson_error_t*);
 
+// A write the server gave up as the loser of a lock conflict (WriteConflict, 112: DocumentDB
+// answers so when PostgreSQL picks the command as a deadlock victim, possibly with part of
+// it applied; docs/compatibility.md): every write of the engine is harmless to repeat, so
+// it is sent again, up to three times, after a short random pause that lets the winner
+// finish. A deadlock is the server's to break, not a failure of a transaction; a count
+// that then says less than was changed makes the engine read back, as for any bulk.
+bool WriteConflictToRetry(const bson_error_t& error, int attempt) {
+  constexpr int kRetries = 3;
+  if (attempt >= kRetries || error.code != 112 ||
+      (error.domain != MONGOC_ERROR_SERVER && error.domain != MONGOC_ERROR_QUERY))
+    return false;
+  thread_local std::minstd_rand jitter(std::random_device{}());
+  std::this_thread::sleep_for(std::chrono::milliseconds(1 + jitter() % (10U << attempt)));
+  return true;
+}
+
 Status RunUpdate(MongoStore::Impl* impl, UpdateFn fn, const char* what, const Namespace& ns,
                  const Filter& filter, const Update& update, WriteResult* result) {
   auto query = mongo::NewBson();
@@ -643,7 +661,13 @@ Status RunUpdate(MongoStore::Impl* impl, UpdateFn fn, const char* what, const Na
   CollectionPtr coll = GetCollection(client, ns);
   Reply reply;
   bson_error_t error;
-  if (!fn(coll.get(), query.get(), doc.get(), nullptr, reply.get(), &error)) {
+  bool failed = false;
+  for (int attempt = 0;; ++attempt) {
+    bson_reinit(reply.get());
+    failed = !fn(coll.get(), query.get(), doc.get(), nullptr, reply.get(), &error);
+    if (!failed || !WriteConflictToRetry(error, attempt)) break;
+  }
+  if (failed) {
     if (impl->SwitchToDaemonClock(error.message)) {
       coll.reset();
       client = PooledClient();  // back to the pool before the retry takes one
@@ -819,14 +843,21 @@ Status MongoStore::UpdateEach(const Namespace& ns, const std::vector<UpdateReque
   CollectionPtr coll = GetCollection(client, ns);
   auto opts = mongo::NewBson();
   bson_append_bool(opts.get(), "ordered", -1, false);
-  mongo::BulkPtr bulk(mongoc_collection_create_bulk_operation_with_opts(coll.get(), opts.get()));
+  mongo::BulkPtr bulk;
   bson_error_t error;
-  for (const auto& [query, update] : owned)
-    if (!mongoc_bulk_operation_update_one_with_opts(bulk.get(), query.get(), update.get(), nullptr,
-                                                    &error))
-      return mongo::StatusFromBsonError(error, "bulk update on " + ns.ToString());
   Reply reply;
-  if (mongoc_bulk_operation_execute(bulk.get(), reply.get(), &error) == 0) {
+  bool failed = false;
+  for (int attempt = 0;; ++attempt) {
+    bulk.reset(mongoc_collection_create_bulk_operation_with_opts(coll.get(), opts.get()));
+    for (const auto& [query, update] : owned)
+      if (!mongoc_bulk_operation_update_one_with_opts(bulk.get(), query.get(), update.get(),
+                                                      nullptr, &error))
+        return mongo::StatusFromBsonError(error, "bulk update on " + ns.ToString());
+    bson_reinit(reply.get());
+    failed = mongoc_bulk_operation_execute(bulk.get(), reply.get(), &error) == 0;
+    if (!failed || !WriteConflictToRetry(error, attempt)) break;
+  }
+  if (failed) {
     Status s = mongo::StatusFromBsonError(error, "bulk update on " + ns.ToString());
     // Unordered: the server went on past a request it refused. Those are the caller's to
     // charge one by one; a failure of the bulk itself (the network, a write concern that
