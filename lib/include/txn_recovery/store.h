@@ -49,6 +49,7 @@ struct Predicate {
     kNotDateTime,      // path is present and is not a date
     kNotObjectId,      // path is present and is not an ObjectId
     kNonEmptyArray,    // path is an array with at least one element
+    kSize,             // path is an array of exactly value (an integer) elements ($size)
     kPresentNotArray,  // path is present and is not an array
     kOfType,           // path holds a value of the BSON type named by value, a string of
                        // MongoDB's $type aliases ("number": any number); on an array path,
@@ -79,6 +80,7 @@ class Filter {
   Filter& NotDateTime(std::string path);
   Filter& NotObjectId(std::string path);
   Filter& NonEmptyArray(std::string path);
+  Filter& Size(std::string path, std::int64_t elements);
   Filter& PresentNotArray(std::string path);
   Filter& OfType(std::string path, std::string type_alias);
   // Only while the server's clock reads before `deadline` when it applies the write: a

@@ -83,7 +83,8 @@ UpdateRequest LateUndo(const ParticipantStep& step, const Value& txn_id, TxnStat
 // as the application would have left it. Each request is one update of every document it
 // matches (UpdateMany): a whole batch costs three per collection, sent in this order:
 //   1. the daemon's sub-document removed where one of these traces is all it holds (the
-//      usual case: one update per document, nothing left in between);
+//      usual case: one update per document, nothing left in between; the daemon writes
+//      nothing else there on a participant);
 //   2. the traces pulled where it holds more;
 //   3. the sub-document removed where 2 left it empty (`Emptied`).
 // Without a lease, and best effort: the late-write check removes what a stop between them

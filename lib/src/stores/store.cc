@@ -114,6 +114,9 @@ bool PredicateMatches(const Predicate& p, const Document& doc, std::optional<Dat
       return field != nullptr && !field->is_object_id();
     case Predicate::Op::kNonEmptyArray:
       return field != nullptr && field->as_array() != nullptr && !field->as_array()->empty();
+    case Predicate::Op::kSize:
+      return field != nullptr && field->as_array() != nullptr &&
+             Value(static_cast<std::int64_t>(field->as_array()->size())) == p.value;
     case Predicate::Op::kPresentNotArray:
       return field != nullptr && !field->is_array();
     case Predicate::Op::kOfType: {
@@ -160,6 +163,8 @@ std::string_view OpName(Predicate::Op op) {
       return "$notObjectId";
     case Predicate::Op::kNonEmptyArray:
       return "$nonEmptyArray";
+    case Predicate::Op::kSize:
+      return "$size";
     case Predicate::Op::kPresentNotArray:
       return "$presentNotArray";
     case Predicate::Op::kOfType:
@@ -248,6 +253,10 @@ Filter& Filter::NotObjectId(std::string path) {
 }
 Filter& Filter::NonEmptyArray(std::string path) {
   all_.push_back(Make(Predicate::Op::kNonEmptyArray, std::move(path)));
+  return *this;
+}
+Filter& Filter::Size(std::string path, std::int64_t elements) {
+  all_.push_back(Make(Predicate::Op::kSize, std::move(path), Value(elements)));
   return *this;
 }
 Filter& Filter::PresentNotArray(std::string path) {
