@@ -166,7 +166,7 @@ byte drv[NTX]; /* ghost: the daemon (d + 1) that last began an action on txn t *
 #ifdef HUNG_LEAVES
 /* Member m's record lists the watch (docs/fleet.md, "Who shares a watch"): a member whose
  * sweeps of it fail leaves it out of its heartbeat, and the others stop counting it. */
-#define NFAIL 2 /* failed sweeps after which the hung member leaves the watch out */
+#define NFAIL 1 /* failed sweeps before the hung member leaves the watch: the engine's */
 bool lw[ND] = 1;
 byte nfl;     /* the hung member's failed sweeps so far, up to NFAIL */
 #define LISTS(m) (hb[m] > 0 && lw[m])
@@ -469,7 +469,8 @@ proctype clock() {
          :: else -> stk[i] = 0
          fi;
          if
-         :: stk[i] > KLIVE -> printf("MSC: txn %d overdue for %d ticks, not terminal\n", i, stk[i])
+         :: stk[i] > KLIVE ->
+           printf("MSC: txn %d overdue for %d ticks, not terminal\n", i, stk[i])
          :: else -> skip
          fi;
          assert(stk[i] <= KLIVE);
