@@ -40,7 +40,19 @@
  *   finish removed before the transaction is done), BUG_FINISH_STALE_READ (seeded bug: the
  *   read that picks a finish's request taken before the claim, and the pull trusting it),
  *   NO_UNTRACE (traces are never removed: what the money properties rest on without the
- *   lease-deadline rule, finding 8).
+ *   lease-deadline rule, finding 8),
+ *   OVERDUE (with FLEET: a transaction overdue, older than its threshold plus OA ticks, is
+ *   in every share), HUNG (with FLEET: daemon 0 is a member that heartbeats but never
+ *   claims nor writes, daemon 1 is healthy; checks liveness, below), HUNG_LEAVES (with
+ *   HUNG: the hung member leaves the watch out of its record once NFAIL of its sweeps
+ *   failed), KLIVE=k (with HUNG: the liveness bound in ticks, default 5), COLD_START (with
+ *   FLEET: no member record at the start; each member is seen once it has heartbeated).
+ *
+ * Liveness (HUNG only; model/README.md, "Liveness"): a bounded property asserted by the
+ * clock, under a fairness assumption that only HUNG makes: between two ticks the healthy
+ * daemon sweeps every candidate of its share once, to the end of each action (the clock
+ * waits for it). Stalls of the healthy daemon are then not explored; the other
+ * configurations explore them, for safety.
  * Findings, and what each configuration shows: model/README.md.
  */
 
@@ -72,8 +84,11 @@
 #define RB 2 /* rollback_after */
 #define IT 2 /* initial_timeout */
 #define LW 3 /* late_write_window */
+#define OA 1 /* overdue_after (FLEET: OVERDUE, HUNG): one tick past a state's threshold */
 #ifdef NO_ORPHAN_SCAN
 #define AMAX LW /* ages saturate: every age >= AMAX behaves alike */
+#elif defined(OVERDUE) || defined(HUNG)
+#define AMAX (RB + OA) /* the largest threshold, then overdue */
 #else
 #define AMAX RB
 #endif
@@ -148,9 +163,34 @@ byte hb[ND];  /* member record of daemon d: heartbeat + expiry - server now, sat
                * only records live on the server's clock), so removal is not modelled. */
 byte vw[ND];  /* daemon d's view: bit m set = it listed member m live (daemons 0, ND - 1) */
 byte drv[NTX]; /* ghost: the daemon (d + 1) that last began an action on txn t */
+#ifdef HUNG_LEAVES
+/* Member m's record lists the watch (docs/fleet.md, "Who shares a watch"): a member whose
+ * sweeps of it fail leaves it out of its heartbeat, and the others stop counting it. */
+#define NFAIL 1 /* failed sweeps before the hung member leaves the watch: the engine's */
+bool lw[ND] = 1;
+byte nfl;     /* the hung member's failed sweeps so far, up to NFAIL */
+#define LISTS(m) (hb[m] > 0 && lw[m])
+#else
+#define LISTS(m) (hb[m] > 0)
+#endif
+/* The live members that list the watch, as a list read now on the server's clock. */
+#define VIEW ((LISTS(0) -> 1 : 0) + ((ND > 1 && LISTS(ND - 1)) -> 2 : 0))
 #define NMEM(v) (((v) & 1) + (((v) >> 1) & 1))
 #define POS(v, d) (((d) > 0 && ((v) & 1)) -> 1 : 0) /* d's position in the view, by id */
 #define SHARE(t, d) ((((t) % NB) % NMEM(vw[d])) == POS(vw[d], d))
+/* Overdue: older, on the server's clock, than the threshold at which the decision table
+ * first acts on its state plus overdue_after (OA). Such a transaction has waited for its
+ * share's holder longer than a healthy holder takes; with -DOVERDUE it is in every share,
+ * so that whichever live member sees it drives it (the claim still decides which one). */
+#define DUE(s) \
+  ((s) == S_INITIAL -> IT : \
+  (((s) == S_PENDING && !RESUMABLE) -> RB : RA))
+#define OVERDUE_AT(t) (age[t] >= DUE(PST(t)) + OA)
+#ifdef OVERDUE
+#define IN_SHARE(t, d) (SHARE(t, d) || OVERDUE_AT(t))
+#else
+#define IN_SHARE(t, d) SHARE(t, d)
+#endif
 #define BEGIN_DRIVE drv[t] = me + 1
 /* Property (exclusive): a write of a daemon's action lands only while no other daemon has
  * begun an action on that transaction since this one began its own: one driver at a time,
@@ -166,10 +206,44 @@ byte drv[NTX]; /* ghost: the daemon (d + 1) that last began an action on txn t *
   fi; \
   assert(drv[t] == me + 1)
 #endif
+#ifdef HUNG
+/* Liveness: stk[t] counts the clock's ticks since transaction t was first overdue, until it
+ * is terminal (a transaction moved meanwhile still counts: it has not been recovered). The
+ * clock asserts stk[t] <= KLIVE. The fairness assumption: the healthy member's sweep reads
+ * every candidate of its share and acts on each once, within a tick. The model's sweep is
+ * one batch of one transaction, so an engine's sweep is a run of them: vis (bit t) says
+ * that since the last tick the healthy daemon has picked transaction t or found it outside
+ * what it would pick, and rest that it is between two batches. The clock ticks only when
+ * both say so, then clears vis. */
+#ifndef KLIVE
+#define KLIVE 5
+#endif
+byte stk[NTX];
+bool rest;
+byte vis;
+#define ALLV ((1 << NTX) - 1)
+#define MINE(t) (ELIGIBLE(t) && IN_SHARE(t, me))
+#define VISITS(t) \
+  vis = vis | (1 << (t)) | (MINE(0) -> 0 : 1) | ((NTX > 1 && !MINE(NTX - 1)) -> 2 : 0)
+#define VISITS_ALL vis = ALLV /* a sweep that found nothing of its share to do */
+#define STUCK(t) (st[t] != S_NONE && !quar[t] && !TERMINAL(PST(t)))
+#define TICK_OK (rest && vis == ALLV)
+#define RESTS(r) rest = r
 #else
+#define VISITS(t) skip
+#define VISITS_ALL skip
+#define TICK_OK (1)
+#define RESTS(r) skip
+#endif
+#else
+#define VISITS(t) skip
+#define VISITS_ALL skip
 #define SHARE(t, d) (1)
+#define IN_SHARE(t, d) (1)
 #define BEGIN_DRIVE skip
 #define DRIVER_OK skip
+#define TICK_OK (1)
+#define RESTS(r) skip
 #endif
 /* Transfer t moves 1 from account t%2 to the other: two transactions go opposite ways. */
 #define ACC(t, s) (((t) + (s)) % 2)
@@ -365,6 +439,7 @@ proctype clock() {
   byte i;
   do
   :: d_step {
+       TICK_OK;
        printf("MSC: tick\n");
        i = 0;
        do
@@ -383,6 +458,27 @@ proctype clock() {
          i++
        :: else -> break
        od;
+#ifdef HUNG
+       /* Property (liveness): a transaction overdue reaches a terminal state within KLIVE
+        * ticks of being first found overdue. */
+       i = 0;
+       do
+       :: i < NTX ->
+         if
+         :: STUCK(i) && (stk[i] > 0 || OVERDUE_AT(i)) -> stk[i]++
+         :: else -> stk[i] = 0
+         fi;
+         if
+         :: stk[i] > KLIVE ->
+           printf("MSC: txn %d overdue for %d ticks, not terminal\n", i, stk[i])
+         :: else -> skip
+         fi;
+         assert(stk[i] <= KLIVE);
+         i++
+       :: else -> break
+       od;
+       vis = 0;
+#endif
 #ifdef WLOSS
        i = 0;
        do
@@ -760,20 +856,27 @@ top:
    * live members (on the server's clock). The view is kept for the whole sweep. */
   atomic {
     hb[me] = HBX;
-    vw[me] = (hb[0] > 0 -> 1 : 0) + ((ND > 1 && hb[ND - 1] > 0) -> 2 : 0);
+    vw[me] = VIEW;
+    RESTS(0);
     printf("MSC: daemon %d: heartbeat; lists live members %d\n", me, vw[me])
   }
 #endif
-  /* The sweep's candidate query (narrowed to the share) and read: one transaction, as it
-   * is now. */
+  /* The sweep's candidate query (narrowed to the share, and with -DOVERDUE widened to
+   * every overdue transaction; both on the server's clock, now) and read: one transaction,
+   * as it is now. A sweep is one batch of one transaction, so the view is listed afresh
+   * before every batch. */
   if
-  :: atomic { ELIGIBLE(0) && SHARE(0, me) -> t = 0; read_txn() }
-  :: atomic { NTX > 1 && ELIGIBLE(NTX - 1) && SHARE(NTX - 1, me) -> t = NTX - 1; read_txn() }
+  :: atomic { ELIGIBLE(0) && IN_SHARE(0, me) -> VISITS(0); t = 0; read_txn() }
+  :: atomic {
+       NTX > 1 && ELIGIBLE(NTX - 1) && IN_SHARE(NTX - 1, me) -> VISITS(NTX - 1); t = NTX - 1;
+       read_txn()
+     }
 #ifdef FLEET
   /* nothing of its share to do: the next interval's heartbeat */
   :: atomic {
-       !(ELIGIBLE(0) && SHARE(0, me)) &&
-       !(NTX > 1 && ELIGIBLE(NTX - 1) && SHARE(NTX - 1, me)) -> vw[me] = 0
+       !(ELIGIBLE(0) && IN_SHARE(0, me)) &&
+       !(NTX > 1 && ELIGIBLE(NTX - 1) && IN_SHARE(NTX - 1, me)) -> VISITS_ALL; RESTS(1);
+       vw[me] = 0
      };
      goto top
 #endif
@@ -955,7 +1058,7 @@ idle:
   atomic {
     FRESH(t, me) = 0; drem[me] = 0;
 #ifdef FLEET
-    vw[me] = 0;
+    vw[me] = 0; RESTS(1);
 #endif
     t = 0; rs = 0; ra = 0; raw = 0; act = 0; a = 0; ok = 0; cannot = 0; unk = 0; rd = 0;
 #ifdef FIX_UNDO_OWN
@@ -964,6 +1067,30 @@ idle:
   }
   goto top
 }
+
+#ifdef HUNG
+/* ---------------------------------------------------------------- a hung member */
+/* A member that heartbeats but never sweeps to any effect: its sweeps fail in a way it does
+ * not recognise, or every write it sends is refused, or it is stuck in a batch while
+ * something keeps its record fresh. It never claims nor writes; its record stays live as
+ * long as it heartbeats, which it may do at any moment or stop doing (then its record
+ * expires). The record at the start is its heartbeat before its first sweep. With
+ * -DHUNG_LEAVES every later heartbeat follows a sweep that failed, and the one that
+ * follows the NFAIL-th failed sweep leaves the watch out of the record. */
+proctype hung(byte me) {
+  do
+  :: atomic {
+       hb[me] = HBX;
+#ifdef HUNG_LEAVES
+       /* this heartbeat follows a sweep that failed */
+       if :: nfl < NFAIL -> nfl++ :: else -> skip fi;
+       if :: nfl == NFAIL -> lw[me] = 0 :: else -> skip fi;
+#endif
+       printf("MSC: hung member %d: heartbeat\n", me)
+     }
+  od
+}
+#endif
 
 /* ---------------------------------------------------------------- the checker */
 /* At every state, the checker asks: if every actor stopped here for good (a crash: the
@@ -1180,10 +1307,12 @@ proctype checker() {
 
 init {
   atomic {
-#ifdef FLEET
+#if defined(FLEET) && !defined(COLD_START)
     /* the fleet is running: both members have just heartbeated */
     hb[0] = HBX; hb[ND - 1] = HBX;
 #endif
+    /* -DCOLD_START: the fleet starts together, no record yet; a member lists only those
+     * that have heartbeated before its list, itself included */
 
 #ifdef TAGGED
     run app_tagged(0);
@@ -1192,7 +1321,11 @@ init {
     run app_transfer(0);
     if :: NTX > 1 -> run app_transfer(NTX - 1) :: else -> skip fi;
 #endif
+#ifdef HUNG
+    run hung(0);
+#else
     run daemon(0);
+#endif
     if :: ND > 1 -> run daemon(ND - 1) :: else -> skip fi;
     run clock();
 #ifdef WLOSS

@@ -31,7 +31,9 @@ done
 # a terminal transaction left at the end), terminal, one-way (committed and rolled back),
 # atomicity (tagged documents of a terminal transaction), quarantine, deadline (a daemon
 # write landed after its lease deadline), exclusive (fleet: a daemon's write landed after
-# another daemon began an action on the same transaction).
+# another daemon began an action on the same transaction), liveness (fleet with a hung
+# member: a transaction overdue was not terminal KLIVE ticks later, with the healthy
+# member sweeping every tick).
 configs=(
   "manual-transfer-before-fixes|violation:money|-DBEFORE_TAKEOVER -DBEFORE_TRACE"
   "manual-transfer|clean|"
@@ -66,6 +68,13 @@ configs=(
   "manual-transfer-finish-unread|clean|-DBEFORE_FINISH_READ"
   "seeded-d-untrace-before-done|violation:money|-DBUG_UNTRACE_BEFORE_DONE"
   "seeded-e-finish-read-before-claim|violation:money|-DBUG_FINISH_STALE_READ"
+  "fleet-overdue-tagged-inserts|clean|-DFLEET -DOVERDUE -DTAGGED"
+  "fleet-hung-overdue|clean|-DFLEET -DHUNG -DOVERDUE"
+  "fleet-hung-overdue-tagged-inserts|clean|-DFLEET -DHUNG -DOVERDUE -DTAGGED"
+  "fleet-hung-overdue-2tx|clean|-DFLEET -DHUNG -DOVERDUE -DNTX=2"
+  "fleet-hung-leaves-watch|clean|-DFLEET -DHUNG -DHUNG_LEAVES"
+  "seeded-f-fleet-hung-no-overdue|violation:liveness|-DFLEET -DHUNG"
+  "fleet-cold-start-tagged-inserts|clean|-DFLEET -DCOLD_START -DTAGGED"
 )
 
 if ((list)); then
@@ -83,6 +92,7 @@ property_of() {
   local text="$1"
   case "$text" in
     *'drv[t]'*) echo exclusive ;;
+    *'stk['*) echo liveness ;;
     *'drem[me]>0'*) echo deadline ;;
     *cmt\[t\]\&\&*) echo one-way ;;
     *c_net*|*c_bal*) echo money ;;
