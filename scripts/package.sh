@@ -49,7 +49,9 @@ done
 # The source: the files git knows or would add (tracked, and untracked but not ignored),
 # as they are in the working tree; without git, all but what .dockerignore leaves out too.
 src="$work/txn-recoveryd"
-rm -rf "$work"
+# Only what this script puts there: --work-dir may name a directory that holds more.
+rm -rf "$src" "$work/extracted"
+rm -f "$work"/txn-recoveryd{,-dbgsym}_*
 mkdir -p "$src"
 if git -C "$root" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
   (cd "$root" && git ls-files -z --cached --others --exclude-standard |
@@ -82,12 +84,11 @@ fi
 version="$(cd "$src" && dpkg-parsechangelog -S Version)"
 arch="$(dpkg-architecture -qDEB_HOST_ARCH)"
 mkdir -p "$output"
-rm -f "$output"/txn-recoveryd{,-dbgsym}_*
 for f in "txn-recoveryd_$version.dsc" "txn-recoveryd_$version.tar.xz" \
   "txn-recoveryd_${version}_$arch.deb" "txn-recoveryd-dbgsym_${version}_$arch.deb" \
   "txn-recoveryd_${version}_$arch.buildinfo" "txn-recoveryd_${version}_$arch.changes"; do
   [[ -f "$work/$f" ]] || fail "dpkg-buildpackage made no $f"
-  mv "$work/$f" "$output/"
+  mv -f "$work/$f" "$output/"
 done
 deb="$output/txn-recoveryd_${version}_$arch.deb"
 dbgsym="$output/txn-recoveryd-dbgsym_${version}_$arch.deb"
