@@ -19,8 +19,9 @@
 #              owners and modes, the packaged binary's --version and hardening, the -dbgsym
 #              package's debug file, and that packaging/Containerfile installs the same
 #              run-time libraries as the package's shared-library dependencies.
-#   --lintian  lintian --pedantic --info on the source and binary packages: fails on any tag
-#              not overridden (debian/*lintian-overrides, each with its reason).
+#   --lintian  lintian --pedantic --display-info (informational tags too) on the source and
+#              binary packages: fails on any tag not overridden (debian/*lintian-overrides,
+#              each with its reason).
 # Needs debhelper, and lintian for --lintian: `scripts/deps.sh --packaging` installs them;
 # dpkg-buildpackage names any missing build dependency (`apt-get build-dep ./` installs them).
 set -euo pipefail
@@ -194,10 +195,11 @@ fi
 
 if ((do_lintian)); then
   # Every tag from info up fails, unless debian/ overrides it (with the reason beside it).
+  # --info explains each tag shown; --display-info is what shows the informational ones.
   status=0
   report="$(lintian --pedantic --info --display-info --tag-display-limit 0 \
     --fail-on error,warning,info,pedantic "$changes" 2>&1)" || status=$?
   grep -v '^running with root privileges' <<<"$report" || true
   ((status == 0)) || fail "lintian: tags above (exit $status)"
-  echo "package: lintian --pedantic --info: no tag but those overridden in debian/"
+  echo "package: lintian --pedantic --display-info: no tag but those overridden in debian/"
 fi
