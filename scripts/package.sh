@@ -56,7 +56,7 @@ rm -f "$work"/txn-recoveryd{,-dbgsym}_*
 mkdir -p "$src"
 if git -C "$root" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
   (cd "$root" && git ls-files -z --cached --others --exclude-standard |
-    while IFS= read -r -d '' f; do [[ -e "$f" || -L "$f" ]] && printf '%s\0' "$f"; done |
+    while IFS= read -r -d '' f; do if [[ -e "$f" || -L "$f" ]]; then printf '%s\0' "$f"; fi; done |
     tar --null -T - -cf -) | tar -C "$src" -xf -
   TXN_RECOVERYD_REVISION="$(git -C "$root" describe --always --dirty --tags)"
 else
