@@ -1,19 +1,20 @@
 #!/usr/bin/env python3
 """Checks that what a release says about itself is said alike (CTest `release_metadata`).
 
-The maintainer identity is spelled in packaging/maintainer. scripts/package.sh puts it into
-the .deb's control file; the files that cannot read it (the Helm chart's Chart.yaml, the
-container image's MAINTAINER build argument, the Debian changelog's sign-off and the
-copyright file's Upstream-Contact) repeat it, and this script fails when one of them
-differs. The license is Apache-2.0: LICENSE holds its text, and the Debian copyright file,
+The maintainer identity is spelled in packaging/maintainer. The files that cannot read it
+repeat it, and this script fails when one of them differs: the Debian package's
+debian/control (Maintainer), debian/changelog (the latest entry's sign-off) and
+debian/copyright (Upstream-Contact), the Helm chart's Chart.yaml and the container image's
+MAINTAINER build argument. The license is Apache-2.0: LICENSE holds its text, and
+debian/copyright (the tree's one copyright file, which the package and the image ship),
 the image's labels and the chart say so.
 
-The version is spelled in CMakeLists.txt (project(... VERSION X.Y.Z)), which --version,
-txn_recoveryd_build_info and the .deb's Version come from. The files that cannot read it
-repeat it, and this script fails when one differs: the Debian changelog's latest entry,
-the man page's header, the Containerfile's VERSION build argument, Chart.yaml's
-appVersion, the image tag of deploy/kubernetes/ and of the chart README's sidecar snippet,
-and CHANGELOG.md's latest release.
+The version is spelled in CMakeLists.txt (project(... VERSION X.Y.Z)), which --version and
+txn_recoveryd_build_info come from. The files that cannot read it repeat it, and this
+script fails when one differs: debian/changelog's latest entry (the package's Version: the
+package is native, so the two are equal), the man page's header, the Containerfile's
+VERSION build argument, Chart.yaml's appVersion, the image tag of deploy/kubernetes/ and of
+the chart README's sidecar snippet, and CHANGELOG.md's latest release.
 
 Usage: scripts/check-release-metadata.py   (python3 only, no build needed)
 """
@@ -38,20 +39,22 @@ def main():
         return 1
     name, email = m.group(1), m.group(2)
 
-    control = read("packaging/deb/control.in")
-    if "\nMaintainer: @MAINTAINER@\n" not in control:
-        problems.append("packaging/deb/control.in: Maintainer is not @MAINTAINER@ (package.sh fills it in)")
+    control = read("debian/control")
+    field = re.search(r"\A(?:.+\n)*?Maintainer: (.*)$", control, re.M)  # the source stanza's
+    if not field or field.group(1) != maintainer:
+        problems.append(f"debian/control: Maintainer is not {maintainer!r}")
 
-    copyright_text = read("packaging/copyright")
+    copyright_text = read("debian/copyright")
     contact = re.search(r"^Upstream-Contact: (.*)$", copyright_text, re.M)
     if not contact or contact.group(1) != maintainer:
-        problems.append(f"packaging/copyright: Upstream-Contact is not {maintainer!r}")
+        problems.append(f"debian/copyright: Upstream-Contact is not {maintainer!r}")
     if not re.search(r"^Files: \*\n(?:.+\n)*?License: Apache-2\.0$", copyright_text, re.M):
-        problems.append("packaging/copyright: the stanza 'Files: *' does not say License: Apache-2.0")
+        problems.append("debian/copyright: the stanza 'Files: *' does not say License: Apache-2.0")
 
-    signoffs = re.findall(r"^ -- (.*?)  \S", read("packaging/changelog"), re.M)
+    changelog = read("debian/changelog")
+    signoffs = re.findall(r"^ -- (.*?)  \S", changelog, re.M)
     if not signoffs or signoffs[0] != maintainer:
-        problems.append(f"packaging/changelog: the latest entry is not signed by {maintainer!r}")
+        problems.append(f"debian/changelog: the latest entry is not signed by {maintainer!r}")
 
     chart = read("deploy/helm/txn-recoveryd/Chart.yaml")
     if not re.search(rf"^maintainers:\n  - name: {re.escape(name)}\n    email: {re.escape(email)}$",
@@ -73,7 +76,7 @@ def main():
         return 1
     version = project.group(1)
     spelled = {
-        "packaging/changelog": re.search(r"\Atxn-recoveryd \(([^)]*)\)", read("packaging/changelog")),
+        "debian/changelog": re.search(r"\Atxn-recoveryd \(([^)]*)\)", changelog),
         "packaging/txn-recoveryd.8": re.search(r'^\.TH .* "txn-recoveryd ([^"]*)"', read("packaging/txn-recoveryd.8"), re.M),
         "packaging/Containerfile": re.search(r"^ARG VERSION=(\S*)$", containerfile, re.M),
         "deploy/helm/txn-recoveryd/Chart.yaml": re.search(r'^appVersion: "([^"]*)"$', chart, re.M),

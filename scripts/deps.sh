@@ -2,9 +2,13 @@
 # Installs the Debian packages needed to build and test txn-recoveryd (compiler and build
 # tools, the MongoDB C driver and the other libraries, the JDK and Maven for the embedded
 # test database, clang-format and clang-tidy, curl and openssl for the HTTP endpoint's TLS
-# tests, and what the packaging tests use:
-# systemd-analyze, man and groff, dpkg-shlibdeps). Idempotent: packages already installed are not touched, and when nothing
-# is missing it neither runs `apt-get update` nor needs the network.
+# tests, and what the packaging tests use: systemd-analyze, man and groff, dpkg-dev).
+# Idempotent: packages already installed are not touched, and when nothing is missing it
+# neither runs `apt-get update` nor needs the network.
+#
+# Usage: scripts/deps.sh [--packaging]
+#   --packaging  also what building the Debian package takes (scripts/package.sh, CTest
+#                debian_package): debhelper and lintian. scripts/test.sh asks for them.
 set -euo pipefail
 
 packages=(
@@ -19,6 +23,12 @@ packages=(
   systemd man-db groff-base dpkg-dev
   openjdk-17-jdk-headless maven
 )
+
+case "${1:-}" in
+  "") ;;
+  --packaging) packages+=(debhelper lintian) ;;
+  *) echo "usage: scripts/deps.sh [--packaging]" >&2; exit 64 ;;
+esac
 
 "$(dirname "${BASH_SOURCE[0]}")/install-debs.sh" "${packages[@]}"
 echo "deps: all ${#packages[@]} packages installed"

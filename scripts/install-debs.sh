@@ -2,8 +2,8 @@
 # Installs the Debian packages named on the command line that are not installed yet, the
 # way scripts/deps.sh does: idempotent (packages already installed are not touched, and
 # when nothing is missing it neither runs `apt-get update` nor needs the network), with
-# sudo when not root. The checks that need a tool on first use (promtool, lintian,
-# debhelper) call it.
+# sudo when not root. scripts/deps.sh calls it, and so do the checks that need a tool on
+# first use (promtool).
 # Usage: scripts/install-debs.sh PACKAGE...
 set -euo pipefail
 missing=()

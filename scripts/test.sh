@@ -62,7 +62,8 @@ if [[ -n "${TXN_RECOVERY_TEST_URI:-}" ]]; then
   engines=(uri)
 fi
 
-"$root/scripts/deps.sh"
+# --packaging: CTest debian_package builds the Debian package (debhelper) and lints it.
+"$root/scripts/deps.sh" --packaging
 "$root/scripts/build.sh" $sanitize "$build_dir"
 
 if ((only == 0)); then
