@@ -82,6 +82,27 @@ final class CandidatePlanner {
 
     TreeSet<Integer> best = null;
     int bound = cap;
+    // Smallest estimate first; each capped by what is in hand, so that a look-up that would
+    // list the history stops as soon as it cannot win. First, because an equality on a
+    // unique key (an update by _id) then caps every range below at one document: tried
+    // first, a range of the filter's other conditions walked its entries on every update.
+    Integer[] order = new Integer[estimated.size()];
+    for (int i = 0; i < order.length; i++) order[i] = i;
+    Arrays.sort(order, (a, b) -> Long.compare(estimates.get(a), estimates.get(b)));
+    for (int i : order) {
+      TreeSet<Integer> found = run(estimated.get(i), bound);
+      if (found != null) {
+        best = found;
+        bound = found.size() - 1;
+      }
+    }
+    for (LookUp lookUp : best == null ? List.<LookUp>of() : ranged) {
+      TreeSet<Integer> found = run(lookUp, bound);
+      if (found != null) {
+        best = found;
+        bound = found.size() - 1;
+      }
+    }
     // Ranges cannot be sized without walking them: try them all under a cap that grows
     // fourfold, so that a range over the history costs no more than the small one beside it.
     for (int step = 16; best == null && !ranged.isEmpty(); step *= 4) {
@@ -112,18 +133,6 @@ final class CandidatePlanner {
       if (narrowed) {
         best = union;
         bound = union.size() - 1;
-      }
-    }
-    // Smallest estimate first; each capped by what is in hand, so that a look-up that would
-    // list the history stops as soon as it cannot win.
-    Integer[] order = new Integer[estimated.size()];
-    for (int i = 0; i < order.length; i++) order[i] = i;
-    Arrays.sort(order, (a, b) -> Long.compare(estimates.get(a), estimates.get(b)));
-    for (int i : order) {
-      TreeSet<Integer> found = run(estimated.get(i), bound);
-      if (found != null) {
-        best = found;
-        bound = found.size() - 1;
       }
     }
     return best;
