@@ -62,6 +62,9 @@ final class CandidatePlanner {
     return best(filter, Math.max(collectionSize - 1, 0));
   }
 
+  /** The first cap of a range, and the largest estimate of a look-up tried before ranges. */
+  private static final int FIRST_STEP = 16;
+
   /** A look-up: adds what it finds to {@code out}, stopping once {@code out} exceeds cap. */
   private interface LookUp {
     void addTo(Set<Integer> out, int cap);
@@ -83,14 +86,16 @@ final class CandidatePlanner {
     TreeSet<Integer> best = null;
     int bound = cap;
     // Smallest estimate first; each capped by what is in hand, so that a look-up that would
-    // list the history stops as soon as it cannot win. First, because an equality on a
-    // unique key (an update by _id) then caps every range below at one document: tried
-    // first, a range of the filter's other conditions walked its entries on every update.
+    // list the history stops as soon as it cannot win. The few-document ones (an equality
+    // on a unique key: every update by _id) before the ranges, which they then cap at what
+    // they found: after them, a range of the filter's other conditions was walked on every
+    // update. The others after the ranges, which cap them in turn.
     Integer[] order = new Integer[estimated.size()];
     for (int i = 0; i < order.length; i++) order[i] = i;
     Arrays.sort(order, (a, b) -> Long.compare(estimates.get(a), estimates.get(b)));
-    for (int i : order) {
-      TreeSet<Integer> found = run(estimated.get(i), bound);
+    int exact = 0;
+    for (; exact < order.length && estimates.get(order[exact]) <= FIRST_STEP; exact++) {
+      TreeSet<Integer> found = run(estimated.get(order[exact]), bound);
       if (found != null) {
         best = found;
         bound = found.size() - 1;
@@ -105,7 +110,7 @@ final class CandidatePlanner {
     }
     // Ranges cannot be sized without walking them: try them all under a cap that grows
     // fourfold, so that a range over the history costs no more than the small one beside it.
-    for (int step = 16; best == null && !ranged.isEmpty(); step *= 4) {
+    for (int step = FIRST_STEP; best == null && !ranged.isEmpty(); step *= 4) {
       int limit = Math.min(step, bound);
       for (LookUp lookUp : ranged) {
         TreeSet<Integer> found = run(lookUp, best == null ? limit : best.size() - 1);
@@ -133,6 +138,13 @@ final class CandidatePlanner {
       if (narrowed) {
         best = union;
         bound = union.size() - 1;
+      }
+    }
+    for (int i = exact; i < order.length; i++) {
+      TreeSet<Integer> found = run(estimated.get(order[i]), bound);
+      if (found != null) {
+        best = found;
+        bound = found.size() - 1;
       }
     }
     return best;
