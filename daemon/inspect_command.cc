@@ -47,6 +47,7 @@ Status FleetMembers(const Config& config, txn_recovery::Store* store,
         {{"id", m.id},
          {"host", m.host},
          {"version", m.version},
+         {"format", m.format},
          {"watches", m.watches},
          {"heartbeat_age_seconds", (now.millis - m.heartbeat.millis) / 1000.0},
          {"buckets", txn_recovery::ShareOf(sweepers, m.id, w.ns.collection).Buckets()}});
@@ -153,7 +154,9 @@ void PrintWatch(const Config& config, const txn_recovery::WatchSpec& w, const Wa
         << " live member" << (f.members.size() == 1 ? "" : "s") << "\n";
     for (const auto& m : f.members)
       out << "    " << m["id"].get<std::string>() << "  host=" << m["host"].get<std::string>()
-          << "  heartbeat " << m["heartbeat_age_seconds"].get<double>() << "s ago  buckets "
+          << "  version=" << m["version"].get<std::string>()
+          << "  format=" << m["format"].get<std::int64_t>() << "  heartbeat "
+          << m["heartbeat_age_seconds"].get<double>() << "s ago  buckets "
           << m["buckets"].get<std::uint32_t>() << "\n";
   }
   out << "  quarantined: " << f.quarantined.size() << "\n";

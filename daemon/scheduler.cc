@@ -256,7 +256,8 @@ class Daemon {
   // then every orphan_scan_interval. Unset until the first sweep.
   std::optional<Steady::time_point> next_orphan_scan_;
   std::map<std::string, txn_recovery::Share> shares_;  // by watch namespace, after a heartbeat
-  std::set<std::string> fleets_;   // databases this instance has a member record in
+  std::set<std::string> fleets_;         // databases this instance has a member record in
+  std::set<std::string> newer_members_;  // members of a newer format, said once each
   std::set<std::string> failing_;  // watch namespaces it cannot drive (NoteSweepOf): not listed
   Steady::time_point last_heartbeat_{};
 };
@@ -561,6 +562,16 @@ void Daemon::Heartbeat() {
     }
     if (removed > 0)
       spdlog::info("fleet of {}: {} expired member record(s) removed", database, removed);
+    // A mixed fleet is a rolling upgrade: each member leaves alone what it cannot read, and
+    // the lease keeps every transaction to one driver (docs/upgrading.md). Said, because a
+    // member left behind holds its share of what only the newer ones can drive.
+    for (const auto& m : live)
+      if (m.format > txn_recovery::RecoveryRecord::kFormat && newer_members_.insert(m.id).second)
+        spdlog::warn(
+            "fleet of {}: member {} on {} (version {}) writes format {}, newer than this "
+            "daemon's {}: upgrade this host; meanwhile it leaves alone what that member "
+            "writes",
+            database, m.id, m.host, m.version, m.format, txn_recovery::RecoveryRecord::kFormat);
     for (const auto* w : watches)
       AdoptShare(*w, txn_recovery::ShareOf(live, owner_, w->ns.collection));
   }

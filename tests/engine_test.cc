@@ -795,6 +795,46 @@ TEST_P(MalformedRecord, ALeaseTheDaemonNeverWritesIsQuarantinedNotBusyForever) {
   EXPECT_EQ(bank.Balance("A0"), 900) << "kept as it was, for an operator";
 }
 
+// A rolling upgrade went back, or a newer daemon shares the database: a transaction whose
+// sub-document carries a format newer than this daemon's is left alone and reported, never
+// driven by what this daemon would make of it, nor quarantined for it (a lease it would
+// call malformed may mean something else there). Once the format is one it knows, it is
+// recovered, and what it writes says its format.
+TEST_P(MalformedRecord, ATransactionANewerDaemonWroteIsLeftAloneAndReported) {
+  auto backend = TestBackend::Create(GetParam());
+  ASSERT_TRUE(backend->error().empty()) << backend->error();
+  Bank bank(backend->store(), backend->database());
+  bank.Open(2);
+  Value id = bank.Transfer("A0", "A1", 100, 3);
+  bank.Age(id, kStuck);
+  WriteResult r;
+  Must(backend->store()->UpdateOne(
+      bank.txns(), Filter().Eq("_id", id),
+      Update().Set("recovery", Document{{"format", 2}, {"lease", "held the new way"}}), &r));
+  std::vector<TxnReport> reports;
+  WatchSummary s =
+      SweepOnce(backend->store(), backend->clock(), bank.Watch(), "daemon-1", &reports);
+  EXPECT_EQ(s.quarantined, 0);
+  EXPECT_EQ(s.resolved, 0);
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].result.outcome, Outcome::kFailed);
+  EXPECT_NE(reports[0].result.detail.find("format 2, newer"), std::string::npos)
+      << reports[0].result.detail;
+  EXPECT_EQ(bank.State(id), "pending");
+  EXPECT_EQ(bank.Balance("A0"), 900) << "nothing written";
+  EXPECT_EQ(bank.Txn(id)->GetPath("recovery.quarantine"), nullptr);
+
+  Must(backend->store()->UpdateOne(bank.txns(), Filter().Eq("_id", id), Update().Unset("recovery"),
+                                   &r));
+  s = SweepOnce(backend->store(), backend->clock(), bank.Watch(), "daemon-1");
+  EXPECT_EQ(s.resolved, 1);
+  const std::optional<Document> after = bank.Txn(id);
+  ASSERT_TRUE(after);
+  const Value* format = after->GetPath("recovery.format");
+  ASSERT_NE(format, nullptr) << "the claim writes the format";
+  EXPECT_EQ(*format, Value(RecoveryRecord::kFormat));
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, MalformedRecord, ::testing::Values("memory", "mongo"),
                          [](const auto& info) { return info.param; });
 

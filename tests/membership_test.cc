@@ -118,6 +118,22 @@ TEST_P(Membership, TwoMembersSplitTheBucketsEvenlyAndEveryIdHasOneOwner) {
   EXPECT_LT(owned_by_a, 1150);
 }
 
+// A rolling upgrade: a member of a newer version, which writes a newer format, is listed
+// and shares the buckets like any other (a share only divides the work; the lease decides),
+// and a record says the format its member writes.
+TEST_P(Membership, AMemberOfANewerFormatIsListedAndSharesLikeAnyOther) {
+  Must(Heartbeat(store(), ns_, Member("m-old")));
+  Must(Heartbeat(store(), ns_, Member("m-new")));
+  WriteResult r;
+  Must(store()->UpdateOne(ns_, Filter().Eq("_id", "m-new"),
+                          Update().Set("format", std::int64_t{2}).Set("version", "9.0.0"), &r));
+  const std::vector<MemberRecord> live = Live(ServerNow());
+  ASSERT_EQ(Ids(live), (std::vector<std::string>{"m-new", "m-old"}));
+  EXPECT_EQ(live[0].format, 2);
+  EXPECT_EQ(live[1].format, RecoveryRecord::kFormat) << "what this version's heartbeat writes";
+  EXPECT_EQ(ShareOf(live, "m-old", "transactions").Buckets(), kFleetBuckets / 2);
+}
+
 TEST_P(Membership, AMemberThatExpiresGivesItsBucketsToTheOther) {
   Must(Heartbeat(store(), ns_, Member("m-a")));
   Must(Heartbeat(store(), ns_, Member("m-b")));

@@ -32,6 +32,9 @@ struct Thresholds {
 // Whether `txn`'s time is further ahead of `now` than thresholds.max_clock_skew.
 bool AheadOfTheClock(const Transaction& txn, DateTime now, const Thresholds& thresholds);
 
+// Why a transaction whose sub-document a newer daemon wrote is left alone, for reports.
+std::string NewerFormat(const RecoveryRecord& record);
+
 enum class Action {
   kNone,             // too young, terminal and outside the late-write window, or unknown
   kCancel,           // initial, stale: nothing was applied; mark cancelled

@@ -27,6 +27,10 @@ struct MemberRecord {
   // did not fail: only these are shared with it.
   std::vector<std::string> watches;
   DateTime heartbeat;  // the server's clock at its last heartbeat
+  // The format of what it writes (RecoveryRecord::kFormat of its version; absent: 1). A
+  // member of another format is listed and shares like any other: a share only divides
+  // the work, the lease decides, and each daemon leaves alone what it cannot read.
+  std::int64_t format = 1;
 };
 
 // Stamps `self`'s record with the server's time ($currentDate), creating it first when it

@@ -51,6 +51,8 @@ class RecoveryPaths {
   // pushed after the pull: a late duplicate, undone rather than pulled. Removed by the
   // late-write check (or the orphan scan) once the transaction is terminal.
   std::string Finished() const { return field_ + ".finished"; }
+  // The format of the sub-document (RecoveryRecord::kFormat), written with its first write.
+  std::string Format() const { return field_ + ".format"; }
 
   // The values of Outcome().
   static constexpr std::string_view kCommitted = "committed";
@@ -61,6 +63,14 @@ class RecoveryPaths {
 };
 
 struct RecoveryRecord {
+  // The format of what the daemon writes into an application's database: this sub-document
+  // on transactions, the traces on participants, the member records and the control
+  // collection's documents, each carrying it as `format` from its first write. Absent reads
+  // as 1, what every version before the field wrote. A daemon leaves alone (and reports)
+  // a transaction whose sub-document carries a format newer than this one, and lists a
+  // member of a newer format like any other (docs/upgrading.md).
+  static constexpr std::int64_t kFormat = 1;
+
   struct Lease {
     std::string owner;
     DateTime expires;
@@ -81,12 +91,17 @@ struct RecoveryRecord {
   std::optional<std::string> resolved_action;
   std::optional<DateTime> resolved_at;
   std::optional<DateTime> first_seen;
+  std::int64_t format = 1;  // of the sub-document as read
+
+  // Whether a newer daemon wrote the sub-document in a format this one does not know.
+  bool Newer() const noexcept { return format > kFormat; }
 
   // Reads the sub-document of the transaction document `txn`. Absent: an empty record.
   // Malformed, naming the path, when it is not what the daemon writes: the sub-document or
   // its lease not a document, a lease owner that is not a non-empty string, an expiry or
   // claim of the wrong type, an outcome other than the two the daemon writes, a first
-  // sighting that is not a date. A quarantine
+  // sighting that is not a date, a format that is not a positive integer. Of a newer
+  // format, only the format is read (the rest may mean something else there). A quarantine
   // record of any shape still counts as a quarantine (an operator may have written it by
   // hand), its reason rendered as read.
   static Status Read(const Document& txn, const RecoveryPaths& paths, RecoveryRecord* out);

@@ -68,7 +68,14 @@ bool AheadOfTheClock(const Transaction& txn, DateTime now, const Thresholds& t) 
   return AgeOf(now, txn.last_modified) < -t.max_clock_skew;
 }
 
+std::string NewerFormat(const RecoveryRecord& record) {
+  return "its daemon's sub-document is in format " + std::to_string(record.format) +
+         ", newer than this txn-recoveryd's (" + std::to_string(RecoveryRecord::kFormat) +
+         "): left alone; upgrade this daemon (docs/upgrading.md)";
+}
+
 Action Decide(const Transaction& txn, DateTime now, const Thresholds& t) {
+  if (txn.record.Newer()) return Action::kNone;  // not this daemon's to read, nor to drive
   const std::chrono::milliseconds age = AgeOf(now, txn.last_modified);
   const std::optional<AgeWindow> window = EligibleAges(txn.state, txn.resumable, t);
   if (!window || age < window->from || (window->until && age >= *window->until))
@@ -90,6 +97,7 @@ Action Decide(const Transaction& txn, DateTime now, const Thresholds& t) {
 }
 
 Action DecideIgnoringAge(const Transaction& txn, DateTime now, const Thresholds& t) {
+  if (txn.record.Newer()) return Action::kNone;
   if (IsTerminal(txn.state)) return Action::kCheckLateWrites;
   const std::optional<AgeWindow> window = EligibleAges(txn.state, txn.resumable, t);
   if (!window) return Action::kNone;
@@ -123,6 +131,7 @@ std::string DecisionRow(const Transaction& txn, DateTime now, const Thresholds& 
   std::string row = std::string(TxnStateName(txn.state)) + ", " + FormatAge(age) + " old: ";
   const std::optional<AgeWindow> w = EligibleAges(txn.state, txn.resumable, t);
   const Action action = Decide(txn, now, t);
+  if (txn.record.Newer()) return row + NewerFormat(txn.record);
   if (AheadOfTheClock(txn, now, t))
     return row + "ahead of the server's clock by more than max_clock_skew (" +
            FormatAge(t.max_clock_skew) + "): reported, not acted on";

@@ -114,6 +114,9 @@ bool ParseMember(const Document& doc, MemberRecord* out) {
   out->heartbeat = *heartbeat->as_datetime();
   if (const Value* v = doc.Get("host"); v && v->is_string()) out->host = *v->as_string();
   if (const Value* v = doc.Get("version"); v && v->is_string()) out->version = *v->as_string();
+  if (const Value* v = doc.Get("format");
+      v && v->is_number() && *v->as_double() >= 1 && *v->as_double() < 1e9)
+    out->format = static_cast<std::int64_t>(*v->as_double());
   if (const Value* v = doc.Get("watches"); v && v->is_array())
     for (const Value& w : *v->as_array())
       if (w.is_string()) out->watches.push_back(*w.as_string());

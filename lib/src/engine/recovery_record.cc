@@ -32,6 +32,13 @@ Status RecoveryRecord::Read(const Document& txn, const RecoveryPaths& paths, Rec
   if (own == nullptr) return Status::Ok();
   const Document* d = own->as_document();
   if (d == nullptr) return Wrong(paths.field(), *own, "object");
+  if (const Value* f = d->Get("format")) {
+    const std::optional<double> n = f->is_number() ? f->as_double() : std::nullopt;
+    if (!n || *n < 1 || *n > 1e9 || *n != static_cast<double>(static_cast<std::int64_t>(*n)))
+      return Wrong(paths.Format(), *f, "positive integer");
+    out->format = static_cast<std::int64_t>(*n);
+    if (out->Newer()) return Status::Ok();
+  }
 
   if (const Value* lease = d->Get("lease")) {
     const Document* l = lease->as_document();

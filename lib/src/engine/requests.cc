@@ -40,6 +40,7 @@ UpdateRequest MemberHeartbeat(const MemberRecord& self) {
   u.Set("host", self.host)
       .Set("version", self.version)
       .Set("watches", std::move(watches))
+      .Set("format", RecoveryRecord::kFormat)
       .CurrentDate("heartbeat");
   return {Member(self.id), std::move(u)};
 }
@@ -79,14 +80,16 @@ UpdateRequest Claim(const Transaction& txn, const Profile& profile, const Recove
   // one process must not drive one transaction at once any more than two hosts.
   f.AnyOf({Filter().NotExists(paths.Lease()), Filter().BeforeServerNow(paths.LeaseExpires())});
   const Document record{{"owner", lease.owner}, {"expires", lease.expires}, {"claim", lease.claim}};
-  return {std::move(f), Update().Set(paths.Lease(), record)};
+  return {std::move(f),
+          Update().Set(paths.Lease(), record).Set(paths.Format(), RecoveryRecord::kFormat)};
 }
 
 UpdateRequest StampFirstSeen(const Value& txn_id, const Profile& profile,
                              const RecoveryPaths& paths) {
   Filter f;
   f.Eq("_id", txn_id).And(NotYetSeen(profile, paths));
-  return {std::move(f), Update().CurrentDate(paths.FirstSeen())};
+  return {std::move(f),
+          Update().CurrentDate(paths.FirstSeen()).Set(paths.Format(), RecoveryRecord::kFormat)};
 }
 
 UpdateRequest Release(const Value& txn_id, const RecoveryPaths& paths, const LeaseTerms& lease) {
@@ -189,20 +192,26 @@ UpdateRequest FinishTagged(const TaggedSet& set) {
 UpdateRequest RecordFailure(const Value& txn_id, std::string_view error,
                             const RecoveryPaths& paths) {
   Update u;
-  u.Inc(paths.Failures(), std::int32_t{1}).Set(paths.LastError(), std::string(error));
+  u.Inc(paths.Failures(), std::int32_t{1})
+      .Set(paths.LastError(), std::string(error))
+      .Set(paths.Format(), RecoveryRecord::kFormat);
   return {Filter().Eq("_id", txn_id), std::move(u)};
 }
 
 UpdateRequest Quarantine(const Value& txn_id, const Document& record, const RecoveryPaths& paths) {
   Update u;
-  u.Set(paths.Quarantine(), record).CurrentDate(paths.QuarantinedAt());
+  u.Set(paths.Quarantine(), record)
+      .CurrentDate(paths.QuarantinedAt())
+      .Set(paths.Format(), RecoveryRecord::kFormat);
   return {Filter().Eq("_id", txn_id), std::move(u)};
 }
 
 UpdateRequest QuarantineReplacing(const Value& txn_id, const Value& held, const Document& record,
                                   const RecoveryPaths& paths) {
   Update u;
-  u.Set(paths.field(), Document{{"quarantine", record}, {"replacedValue", held}});
+  u.Set(paths.field(),
+        Document{
+            {"quarantine", record}, {"replacedValue", held}, {"format", RecoveryRecord::kFormat}});
   return {Filter().Eq("_id", txn_id).Eq(paths.field(), held), std::move(u)};
 }
 
@@ -225,7 +234,7 @@ Document PauseSwitch() {
 
 UpdateRequest SetPause(bool paused, const std::string& by) {
   Update u;
-  u.Set("paused", paused).Set("by", by).CurrentDate("at");
+  u.Set("paused", paused).Set("by", by).Set("format", RecoveryRecord::kFormat).CurrentDate("at");
   return {Filter().Eq("_id", "pause"), std::move(u)};
 }
 

@@ -350,6 +350,15 @@ class Sweeper::Pass {
       *stamp = true;
       return false;
     }
+    if (txn->record.Newer()) {
+      // Nothing tried, nothing written: what a newer format means is not this daemon's to
+      // guess. Reported on every sweep, so that a daemon left behind by an upgrade shows.
+      r->result.outcome = Outcome::kFailed;
+      r->result.status = Status::InvalidArgument(NewerFormat(txn->record));
+      r->result.detail = r->result.status.message();
+      Report(std::move(*r));
+      return false;
+    }
     const DateTime now = server_now_();
     if (AheadOfTheClock(*txn, now, watch_.thresholds)) {
       // Not counted as a failure: nothing was tried, and nothing is wrong with the
