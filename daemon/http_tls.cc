@@ -116,15 +116,19 @@ Status SetProtocol(SSL_CTX* ctx, const WebTlsConfig& c) {
     if (openssl == nullptr || std::string_view(openssl) == "(NONE)")
       return Status::InvalidArgument("tls_server_config.cipher_suites: " + name +
                                      " is not available in this OpenSSL");
-    ciphers += (ciphers.empty() ? "" : ":") + std::string(openssl);
+    // Appended piecewise: GCC 12 at -O3 warns (-Wrestrict, falsely) on ":" + std::string.
+    if (!ciphers.empty()) ciphers.push_back(':');
+    ciphers.append(openssl);
   }
   if (!ciphers.empty() && SSL_CTX_set_cipher_list(ctx, ciphers.c_str()) != 1)
     return Status::InvalidArgument("tls_server_config.cipher_suites: " + OpenSslErrors());
   static const std::map<std::string, std::string> kCurves = {
       {"CurveP256", "P-256"}, {"CurveP384", "P-384"}, {"CurveP521", "P-521"}, {"X25519", "X25519"}};
   std::string groups;
-  for (const std::string& name : c.curve_preferences)
-    groups += (groups.empty() ? "" : ":") + kCurves.at(name);
+  for (const std::string& name : c.curve_preferences) {
+    if (!groups.empty()) groups.push_back(':');
+    groups.append(kCurves.at(name));
+  }
   if (!groups.empty() && SSL_CTX_set1_groups_list(ctx, groups.c_str()) != 1)
     return Status::InvalidArgument("tls_server_config.curve_preferences: " + OpenSslErrors());
   if (c.prefer_server_cipher_suites) SSL_CTX_set_options(ctx, SSL_OP_CIPHER_SERVER_PREFERENCE);
