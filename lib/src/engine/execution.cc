@@ -17,9 +17,13 @@
 // rehearsal (RehearseBatch: the dry run, `explain`) is this same execution with a recording
 // Writer, which sends nothing and takes every write as matched.
 #include <algorithm>
+#include <cstdio>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "base/amounts.h"
 #include "engine/requests.h"
@@ -136,6 +140,16 @@ Status CheckIncrements(const ParticipantStep& step, const Document& doc, const U
     }
   }
   return Status::Ok();
+}
+
+// A string equal for values MongoDB holds equal (numbers compare by value across types), to
+// find candidates by hashing: two values with the same string may still differ (an int64
+// beyond 2^53 and its neighbour), so every look-up confirms with the value itself.
+std::string LookupKey(const Value& v) {
+  if (!v.is_number()) return v.ToString();
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "#%.17g", v.as_double().value_or(0));
+  return buf;
 }
 
 // The document of `docs` that carries the step's marker, if any.
@@ -350,8 +364,13 @@ class StateMachine::Batch {
     for (const auto& [group, indices] : groups) {
       std::vector<Filter> queries;
       if (!group.second.empty()) {
+        // Each key once: the participants of a batch repeat (a busy account).
         std::vector<Value> values;
-        for (std::size_t i : indices) values.push_back(TargetKey(*steps[i].second)->value);
+        std::unordered_set<std::string> listed;
+        for (std::size_t i : indices)
+          if (const Value& v = TargetKey(*steps[i].second)->value;
+              listed.insert(v.ToString()).second)
+            values.push_back(v);
         queries.push_back(Filter().In(group.second, std::move(values)));
       } else {
         for (std::size_t i : indices) queries.push_back(steps[i].second->target);
@@ -366,9 +385,22 @@ class StateMachine::Batch {
         for (std::size_t i : indices) Fail(steps[i].first, s);
         continue;
       }
-      for (std::size_t i : indices)
-        for (const Document& d : docs)
-          if (steps[i].second->target.Matches(d)) found[i].push_back(d);
+      if (group.second.empty()) {
+        for (std::size_t i : indices)
+          for (const Document& d : docs)
+            if (steps[i].second->target.Matches(d)) found[i].push_back(d);
+        continue;
+      }
+      // By key, through an index of what was read: matching every step against every
+      // document cost a batch of hundreds of participants a quadratic share of its CPU.
+      std::unordered_multimap<std::string, std::size_t> by_key;
+      for (std::size_t k = 0; k < docs.size(); ++k)
+        if (const Value* v = docs[k].GetPath(group.second)) by_key.emplace(LookupKey(*v), k);
+      for (std::size_t i : indices) {
+        auto [b, e] = by_key.equal_range(LookupKey(TargetKey(*steps[i].second)->value));
+        for (; b != e; ++b)
+          if (steps[i].second->target.Matches(docs[b->second])) found[i].push_back(docs[b->second]);
+      }
     }
     return found;
   }
@@ -379,19 +411,25 @@ class StateMachine::Batch {
   Status ReadAll(const Namespace& ns, const Filter& f, std::vector<Document>* out) {
     std::unique_ptr<Cursor> c;
     if (Status s = m_->store_->Find(ns, f, FindOptions{}, &c); !s.ok()) return s;
+    std::unordered_multimap<std::string, std::size_t> by_id;  // of what *out holds
+    for (std::size_t k = 0; k < out->size(); ++k)
+      if (const Value* id = (*out)[k].Get("_id")) by_id.emplace(LookupKey(*id), k);
     Document d;
     for (bool has = true;;) {
       if (Status s = c->Next(&d, &has); !s.ok()) return s;
       if (!has) return Status::Ok();
       const Value* id = d.Get("_id");
-      auto same = std::find_if(out->begin(), out->end(), [&](const Document& o) {
-        const Value* oid = o.Get("_id");
-        return id != nullptr && oid != nullptr && *id == *oid;
-      });
-      if (same != out->end()) {
-        *same = std::move(d);
+      std::optional<std::size_t> same;
+      if (id != nullptr) {
+        auto [b, e] = by_id.equal_range(LookupKey(*id));
+        for (; b != e && !same; ++b)
+          if (const Value* oid = (*out)[b->second].Get("_id"); oid && *id == *oid) same = b->second;
+      }
+      if (same) {
+        (*out)[*same] = std::move(d);
         continue;
       }
+      if (id != nullptr) by_id.emplace(LookupKey(*id), out->size());
       out->push_back(std::move(d));
     }
   }
