@@ -956,8 +956,8 @@ TEST_P(LiveApplication, TracesLeftByADaemonStoppedAfterDoneAreRemoved) {
     const int writes = t.DaemonWrites();
     StalledTransfer u(GetParam());
     FaultStore dying(u.backend->store());
-    // The last three writes are the clean-up (three updates of both accounts at once).
-    dying.CrashAfterWrites(writes - 3);
+    // The last four writes are the clean-up (two exclusive requests per account).
+    dying.CrashAfterWrites(writes - 4);
     (void)MachineFor(&dying, u.backend->clock(), u.watch, "daemon-1")
         .Execute(u.plan.txns.front(), u.plan.actions.front());
     ASSERT_EQ(u.bank->State(u.id), "done");

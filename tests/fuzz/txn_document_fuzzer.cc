@@ -96,8 +96,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             finish.second, requests::LateUndo(step, txn.id, TxnState::kDone, doc),
             requests::LateUndo(step, txn.id, TxnState::kCancelled, doc)})
         if (!Expressible(r)) std::abort();
-      for (const UpdateRequest& r : requests::Untrace(step.target, Array{txn.id}, paths))
-        if (!Expressible(r)) std::abort();
+      const auto untrace = requests::Untrace(step.target, txn.id, paths);
+      if (!Expressible(untrace.first) || !Expressible(untrace.second)) std::abort();
     }
     for (const auto& set : txn.tagged_sets)
       if (!Expressible(requests::FinishTagged(set))) std::abort();

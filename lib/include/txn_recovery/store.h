@@ -49,7 +49,6 @@ struct Predicate {
     kNotDateTime,      // path is present and is not a date
     kNotObjectId,      // path is present and is not an ObjectId
     kNonEmptyArray,    // path is an array with at least one element
-    kSize,             // path is an array of exactly value (an integer) elements ($size)
     kPresentNotArray,  // path is present and is not an array
     kOfType,           // path holds a value of the BSON type named by value, a string of
                        // MongoDB's $type aliases ("number": any number); on an array path,
@@ -80,7 +79,6 @@ class Filter {
   Filter& NotDateTime(std::string path);
   Filter& NotObjectId(std::string path);
   Filter& NonEmptyArray(std::string path);
-  Filter& Size(std::string path, std::int64_t elements);
   Filter& PresentNotArray(std::string path);
   Filter& OfType(std::string path, std::string type_alias);
   // Only while the server's clock reads before `deadline` when it applies the write: a
@@ -112,7 +110,7 @@ class Filter {
 };
 
 struct UpdateOp {
-  enum class Kind { kSet, kUnset, kInc, kPush, kPull, kPullAll, kCurrentDate };
+  enum class Kind { kSet, kUnset, kInc, kPush, kPull, kCurrentDate };
   Kind kind;
   std::string path;
   Value value;  // unused for kUnset and kCurrentDate
@@ -125,9 +123,7 @@ class Update {
   Update& Inc(std::string path, Value amount);
   Update& Push(std::string path, Value v);
   Update& Pull(std::string path, Value v);  // removes every element equal to v
-  // Removes every element equal to one of `values` ($pullAll): one update for many.
-  Update& PullAll(std::string path, Array values);
-  Update& CurrentDate(std::string path);  // the server's current time
+  Update& CurrentDate(std::string path);    // the server's current time
 
   const std::vector<UpdateOp>& ops() const noexcept { return ops_; }
   bool empty() const noexcept { return ops_.empty(); }

@@ -225,7 +225,8 @@ class StateMachine::Batch {
     // How each step (by its index in txn->steps) is finished: decided by the apply's read
     // on a resume, by the finish's own read otherwise; empty until read.
     std::vector<FinishAs> finish_as;
-    bool traced = false;  // a finish of it left, or found, a trace on a participant
+    // By step: a finish of it left, or a read found, a trace on that participant.
+    std::vector<bool> traced_at;
   };
 
   // One write on behalf of `item`, for its participant `step` (null for the transaction
@@ -462,10 +463,10 @@ class StateMachine::Batch {
     return std::any_of(docs.begin(), docs.end(),
                        [&](const Document& d) { return HasTrace(d, id); });
   }
-  bool HasEmptied(const Found& docs) const {
-    const Filter emptied = Filter().Eq(paths_.field(), requests::Emptied());
-    return std::any_of(docs.begin(), docs.end(),
-                       [&](const Document& d) { return emptied.Matches(d); });
+  static void MarkTraced(Item* it, const ParticipantStep* step) {
+    const std::vector<ParticipantStep>& all = it->txn->steps;
+    if (it->traced_at.empty()) it->traced_at.assign(all.size(), false);
+    it->traced_at[static_cast<std::size_t>(step - all.data())] = true;
   }
 
   // Records how `it`'s `step` is to be finished, `doc` being its participant as read.
@@ -473,7 +474,7 @@ class StateMachine::Batch {
     const std::vector<ParticipantStep>& all = it->txn->steps;
     if (it->finish_as.empty()) it->finish_as.assign(all.size(), FinishAs::kNothing);
     const bool trace = HasTrace(doc, it->txn->id);
-    it->traced = it->traced || trace;
+    if (trace) MarkTraced(it, step);
     if (applying || HasMarker(doc, *step, it->txn->id))
       it->finish_as[static_cast<std::size_t>(step - all.data())] =
           trace ? FinishAs::kUndoDuplicate : FinishAs::kPull;
@@ -730,68 +731,30 @@ class StateMachine::Batch {
 
   // Once the transaction is done, the traces its finish left on the participants serve no
   // more (no finish can follow): removed, best effort; the late-write check and the orphan
-  // scan remove whatever is left.
-  // The clean-up of an action still keeps to the lease-deadline rule, although the lease
-  // is gone and its safety does not need it (model/recovery.pml): so that a daemon
-  // stalled past its deadline writes nothing more, whatever it was doing. The items past
-  // their local deadline are left out, and the updates carry the earliest fence of the rest.
+  // scan remove whatever is left. Sent like every write of the action, so that the clean-up
+  // keeps to the lease-deadline rule although its safety does not need it
+  // (model/recovery.pml): a daemon stalled past its deadline writes nothing more.
   void Untrace(const std::vector<Item*>& list) {
-    std::vector<Item*> traced;
-    const Item* earliest = nullptr;
-    for (Item* it : list) {
-      ++it->pc;
-      if (!it->traced || !LeaseLive(*it)) continue;
-      traced.push_back(it);
-      if (earliest == nullptr || it->deadline < earliest->deadline) earliest = it;
-    }
-    if (earliest != nullptr) RemoveTraces(traced, earliest);
+    RemoveTraces(list);
+    for (Item* it : list) ++it->pc;
   }
 
-  // Removes the traces of the finishes of `items`, every one terminal, from their
-  // participants: three updates of many documents per collection and key for all of them
-  // (requests::Untrace), best effort; under the lease-deadline rule of `rule` when given.
-  void RemoveTraces(const std::vector<Item*>& items, const Item* rule = nullptr) {
-    struct Group {
-      Namespace ns;
-      Filter participants;  // a step named otherwise than by a key: its own target
-      std::string key;
-      Array keys, txns;
-      std::set<std::string> seen_keys, seen_txns;
-    };
-    std::map<std::pair<std::string, std::string>, Group> groups;
-    std::vector<Group> targets;
-    for (Item* it : items) {
-      for (const ParticipantStep& step : it->txn->steps) {
-        const Predicate* key = TargetKey(step);
-        Group* g = nullptr;
-        if (key == nullptr) {
-          g = &targets.emplace_back(Group{step.ns, step.target, "", {}, {}, {}, {}});
-        } else {
-          g = &groups[{step.ns.ToString(), key->path}];
-          g->ns = step.ns;
-          g->key = key->path;
-          if (g->seen_keys.insert(key->value.ToString()).second) g->keys.push_back(key->value);
-        }
-        if (g->seen_txns.insert(it->txn->id.ToString()).second) g->txns.push_back(it->txn->id);
+  // Removes the traces of the finishes of `items` (each terminal) from the participants a
+  // finish left one on or a read found one on (Item::traced_at): the two exclusive requests
+  // of requests::Untrace for each, one bulk per collection in the order of its documents.
+  void RemoveTraces(const std::vector<Item*>& items) {
+    std::vector<Write> writes;
+    for (Item* it : items)
+      for (std::size_t k = 0; k < it->traced_at.size(); ++k) {
+        if (!it->traced_at[k]) continue;
+        const ParticipantStep& step = it->txn->steps[k];
+        auto [whole, part] = requests::Untrace(step.target, it->txn->id, paths_);
+        writes.push_back({it, &step, step.ns, std::move(whole), /*best_effort=*/true,
+                          "remove the finish's trace on " + step.describe});
+        writes.push_back({it, &step, step.ns, std::move(part), /*best_effort=*/true,
+                          "or pull it from the daemon's sub-document"});
       }
-    }
-    for (auto& [unused, g] : groups) {
-      g.participants = Filter().In(g.key, std::move(g.keys));
-      targets.push_back(std::move(g));
-    }
-    static const char* const kWhat[] = {"remove the daemon's sub-document: one trace, all it holds",
-                                        "pull the traces from the others",
-                                        "remove the sub-documents that left empty"};
-    for (const Group& g : targets) {
-      const std::vector<UpdateRequest> untrace = requests::Untrace(g.participants, g.txns, paths_);
-      for (std::size_t k = 0; k < untrace.size(); ++k) {
-        if (rule != nullptr && !LeaseLive(*rule)) return;
-        WriteResult r;
-        const Filter f =
-            rule ? requests::Fenced(untrace[k].filter, rule->lease) : untrace[k].filter;
-        if (!writer_.Many(g.ns, kWhat[k], f, &untrace[k].update, &r).ok()) break;
-      }
-    }
+    (void)Send(writes);
   }
 
   // Undoes each applied step (marker present), then deletes the tagged sets' documents.
@@ -854,7 +817,7 @@ class StateMachine::Batch {
             writer_.Note(step.ns, "(nothing: no marker to pull) " + step.describe);
             break;
           case FinishAs::kPull:
-            it->traced = true;
+            MarkTraced(it, &step);
             writes.push_back({it, &step, step.ns, std::move(pull), false,
                               "finish: pull the marker of " + step.describe});
             break;
@@ -1006,11 +969,10 @@ class StateMachine::Batch {
                  });
       else
         writer_.Note(step->ns, "(nothing: no late write of " + step->describe + ")");
-      // A trace, or the empty sub-document a stop between two of the clean-up's updates
-      // left (requests::Untrace).
-      if ((HasTrace(found[i], it->txn->id) || HasEmptied(found[i])) &&
-          (traced.empty() || traced.back() != it))
-        traced.push_back(it);
+      if (HasTrace(found[i], it->txn->id)) {
+        MarkTraced(it, step);
+        if (traced.empty() || traced.back() != it) traced.push_back(it);
+      }
     }
     std::erase_if(writes, [&](const Write& w) { return w.item->ended; });
     const Sent sent = Send(writes);

@@ -163,26 +163,15 @@ UpdateRequest LateUndo(const ParticipantStep& step, const Value& txn_id, TxnStat
   return {GuardIncrements(std::move(f), undo, participant), undo};
 }
 
-Value Emptied() {
-  return Value(Document{{"finished", Array{}}});
-}
-
-std::vector<UpdateRequest> Untrace(const Filter& participants, const Array& txn_ids,
-                                   const RecoveryPaths& paths) {
-  // One trace, of these transactions: the sub-document holds nothing else (the daemon
-  // writes nothing but traces on a participant). Not an equality with each possible
-  // sub-document: an $in of whole documents costs the server a comparison with each.
-  Filter only = participants;
-  only.In(paths.Finished(), txn_ids).Size(paths.Finished(), 1);
-  Filter traced = participants;
-  traced.In(paths.Finished(), txn_ids);
-  Filter emptied = participants;
-  emptied.Eq(paths.field(), Emptied());
-  std::vector<UpdateRequest> out;
-  out.push_back({std::move(only), Update().Unset(paths.field())});
-  out.push_back({std::move(traced), Update().PullAll(paths.Finished(), txn_ids)});
-  out.push_back({std::move(emptied), Update().Unset(paths.field())});
-  return out;
+std::pair<UpdateRequest, UpdateRequest> Untrace(const Filter& participant, const Value& txn_id,
+                                                const RecoveryPaths& paths) {
+  const Value only_this(Document{{"finished", Array{txn_id}}});
+  Filter whole = participant;
+  whole.Eq(paths.field(), only_this);
+  Filter part = participant;
+  part.Eq(paths.Finished(), txn_id).Ne(paths.field(), only_this);
+  return {{std::move(whole), Update().Unset(paths.field())},
+          {std::move(part), Update().Pull(paths.Finished(), txn_id)}};
 }
 
 UpdateRequest FinishTagged(const TaggedSet& set) {

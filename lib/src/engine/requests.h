@@ -78,21 +78,17 @@ std::pair<UpdateRequest, UpdateRequest> Finish(const ParticipantStep& step, cons
 // guard undoes each late write at most once.
 UpdateRequest LateUndo(const ParticipantStep& step, const Value& txn_id, TxnState terminal,
                        const Document& participant);
-// Removes the traces of the finishes of `txn_ids`, every one of them terminal (no finish
-// can follow), from the participants `participants` selects, so that each is left exactly
-// as the application would have left it. Each request is one update of every document it
-// matches (UpdateMany): a whole batch costs three per collection, sent in this order:
-//   1. the daemon's sub-document removed where one of these traces is all it holds (the
-//      usual case: one update per document, nothing left in between; the daemon writes
-//      nothing else there on a participant);
-//   2. the traces pulled where it holds more;
-//   3. the sub-document removed where 2 left it empty (`Emptied`).
-// Without a lease, and best effort: the late-write check removes what a stop between them
-// leaves, the orphan scan what the window let pass (model/recovery.pml, untrace).
-std::vector<UpdateRequest> Untrace(const Filter& participants, const Array& txn_ids,
-                                   const RecoveryPaths& paths);
-// What the daemon's sub-document holds once its last trace is pulled.
-Value Emptied();
+// Removes the trace of the finish of `txn_id`, terminal (no finish can follow), from the
+// one participant `participant` names. Two single-document requests whose filters exclude
+// each other, sent in one bulk: the daemon's sub-document removed whole where the trace is
+// all it holds (so that the participant is left exactly as the application would have left
+// it), the trace pulled from it otherwise. Single-document, so that the bulk keeps the order
+// of its documents like every other (MongoStore::UpdateEach): an update of many documents
+// locked them in the server's order, and two daemons' writes then deadlocked on DocumentDB.
+// Without a lease of its own: a transaction's clean-up keeps to its lease-deadline rule,
+// the late-write check's and the orphan scan's need none (model/recovery.pml, untrace).
+std::pair<UpdateRequest, UpdateRequest> Untrace(const Filter& participant, const Value& txn_id,
+                                                const RecoveryPaths& paths);
 
 // The update a late write on a `terminal` transaction is undone with.
 const Update& LateUndoUpdate(const ParticipantStep& step, TxnState terminal);

@@ -311,11 +311,6 @@ Status AppendPredicate(bson_t* out, const Predicate& p, const DateTime* daemon_c
     case Predicate::Op::kPresentNotArray:
       AppendPresentNotOfType(out, k, "array");
       return Status::Ok();
-    case Predicate::Op::kSize:
-      bson_append_document_begin(out, k, -1, &cond);
-      if (Status s = AppendValue(&cond, "$size", p.value); !s.ok()) return s;
-      bson_append_document_end(out, &cond);
-      return Status::Ok();
     case Predicate::Op::kServerNowBefore:
     case Predicate::Op::kBeforeServerNow:
       return AppendServerClockPredicate(out, p, daemon_clock);
@@ -434,9 +429,6 @@ Status UpdateToBson(const Update& update, bson_t* out) {
         break;
       case UpdateOp::Kind::kPull:
         name = "$pull";
-        break;
-      case UpdateOp::Kind::kPullAll:
-        name = "$pullAll";
         break;
       case UpdateOp::Kind::kCurrentDate:
         name = "$currentDate";

@@ -114,9 +114,6 @@ bool PredicateMatches(const Predicate& p, const Document& doc, std::optional<Dat
       return field != nullptr && !field->is_object_id();
     case Predicate::Op::kNonEmptyArray:
       return field != nullptr && field->as_array() != nullptr && !field->as_array()->empty();
-    case Predicate::Op::kSize:
-      return field != nullptr && field->as_array() != nullptr &&
-             Value(static_cast<std::int64_t>(field->as_array()->size())) == p.value;
     case Predicate::Op::kPresentNotArray:
       return field != nullptr && !field->is_array();
     case Predicate::Op::kOfType: {
@@ -163,8 +160,6 @@ std::string_view OpName(Predicate::Op op) {
       return "$notObjectId";
     case Predicate::Op::kNonEmptyArray:
       return "$nonEmptyArray";
-    case Predicate::Op::kSize:
-      return "$size";
     case Predicate::Op::kPresentNotArray:
       return "$presentNotArray";
     case Predicate::Op::kOfType:
@@ -189,8 +184,6 @@ std::string_view KindName(UpdateOp::Kind k) {
       return "$push";
     case UpdateOp::Kind::kPull:
       return "$pull";
-    case UpdateOp::Kind::kPullAll:
-      return "$pullAll";
     case UpdateOp::Kind::kCurrentDate:
       return "$currentDate";
   }
@@ -253,10 +246,6 @@ Filter& Filter::NotObjectId(std::string path) {
 }
 Filter& Filter::NonEmptyArray(std::string path) {
   all_.push_back(Make(Predicate::Op::kNonEmptyArray, std::move(path)));
-  return *this;
-}
-Filter& Filter::Size(std::string path, std::int64_t elements) {
-  all_.push_back(Make(Predicate::Op::kSize, std::move(path), Value(elements)));
   return *this;
 }
 Filter& Filter::PresentNotArray(std::string path) {
@@ -351,11 +340,6 @@ Update& Update::Push(std::string path, Value v) {
   ops_.push_back({UpdateOp::Kind::kPush, std::move(path), std::move(v)});
   return *this;
 }
-Update& Update::PullAll(std::string path, Array values) {
-  ops_.push_back({UpdateOp::Kind::kPullAll, std::move(path), Value(std::move(values))});
-  return *this;
-}
-
 Update& Update::Pull(std::string path, Value v) {
   ops_.push_back({UpdateOp::Kind::kPull, std::move(path), std::move(v)});
   return *this;
@@ -419,19 +403,6 @@ Status Update::ApplyTo(Document* doc, DateTime now) const {
           return Status::ServerError("cannot apply $pull to a non-array value at " + op.path);
         Array arr = *current->as_array();
         std::erase_if(arr, [&](const Value& e) { return e == op.value; });
-        doc->SetPath(op.path, std::move(arr));
-        break;
-      }
-      case UpdateOp::Kind::kPullAll: {
-        const Value* current = doc->GetPath(op.path);
-        if (current == nullptr) break;
-        if (!current->is_array())
-          return Status::ServerError("cannot apply $pullAll to a non-array value at " + op.path);
-        Array arr = *current->as_array();
-        const Array& gone = *op.value.as_array();
-        std::erase_if(arr, [&](const Value& e) {
-          return std::find(gone.begin(), gone.end(), e) != gone.end();
-        });
         doc->SetPath(op.path, std::move(arr));
         break;
       }

@@ -93,16 +93,18 @@ class OrphanScan {
         ended.push_back(txn_id);
       }
       if (ended.empty() || options_.dry_run) continue;
-      Writer writer(store_);
-      std::int64_t matched = 0;
-      for (const UpdateRequest& u : requests::Untrace(Filter().Eq("_id", *pid), ended, paths)) {
-        WriteResult r;
-        if (Status s = writer.Many(loc.ns, "remove the finishes' traces", u.filter, &u.update, &r);
+      for (const Value& txn_id : ended) {
+        auto [whole, part] = requests::Untrace(Filter().Eq("_id", *pid), txn_id, paths);
+        BulkResult r;
+        if (Status s = Writer(store_).Each(
+                loc.ns,
+                {{"remove the finish's trace", std::move(whole)},
+                 {"or pull it from the daemon's sub-document", std::move(part)}},
+                &r);
             !s.ok())
           return s;
-        matched += r.matched;
+        summary_->traces_removed += r.matched;
       }
-      if (matched > 0) summary_->traces_removed += static_cast<std::int64_t>(ended.size());
     }
   }
 
