@@ -768,31 +768,46 @@ INSTANTIATE_TEST_SUITE_P(Backends, ExoticIds, ::testing::Values("memory", "mongo
 
 // ---- The daemon's own sub-document -----------------------------------------------------------
 
-class MalformedRecord : public ::testing::TestWithParam<std::string> {};
+// A transfer the application left pending after its debit, stuck, whose daemon's
+// sub-document a test sets to what the daemon would not write itself.
+class MalformedRecord : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    backend_ = TestBackend::Create(GetParam());
+    ASSERT_TRUE(backend_->error().empty()) << backend_->error();
+    bank_ = std::make_unique<Bank>(backend_->store(), backend_->database());
+    bank_->Open(2);
+    id_ = bank_->Transfer("A0", "A1", 100, 3);
+    bank_->Age(id_, kStuck);
+  }
+  void SetRecord(const Update& update) {
+    WriteResult r;
+    Must(backend_->store()->UpdateOne(bank_->txns(), Filter().Eq("_id", id_), update, &r));
+  }
+  WatchSummary Sweep(std::vector<TxnReport>* reports = nullptr) {
+    return SweepOnce(backend_->store(), backend_->clock(), bank_->Watch(), "daemon-1", reports);
+  }
+
+  std::unique_ptr<TestBackend> backend_;
+  std::unique_ptr<Bank> bank_;
+  Value id_;
+};
 
 // Before: recovery: {lease: {owner: 5, expires: "x"}} made a transaction "busy" forever with
 // exit 0. A lease the daemon would never have written is a document that does not fit: it
 // is quarantined, naming the field.
 TEST_P(MalformedRecord, ALeaseTheDaemonNeverWritesIsQuarantinedNotBusyForever) {
-  auto backend = TestBackend::Create(GetParam());
-  ASSERT_TRUE(backend->error().empty()) << backend->error();
-  Bank bank(backend->store(), backend->database());
-  bank.Open(2);
-  Value id = bank.Transfer("A0", "A1", 100, 3);
-  bank.Age(id, kStuck);
-  WriteResult r;
-  Must(backend->store()->UpdateOne(
-      bank.txns(), Filter().Eq("_id", id),
-      Update().Set("recovery", Document{{"lease", Document{{"owner", 5}, {"expires", "x"}}}}), &r));
-  WatchSummary s = SweepOnce(backend->store(), backend->clock(), bank.Watch(), "daemon-1");
+  SetRecord(
+      Update().Set("recovery", Document{{"lease", Document{{"owner", 5}, {"expires", "x"}}}}));
+  WatchSummary s = Sweep();
   EXPECT_EQ(s.busy, 0);
   EXPECT_EQ(s.quarantined, 1);
-  auto t = bank.Txn(id);
+  auto t = bank_->Txn(id_);
   const Value* reason = t ? t->GetPath("recovery.quarantine.reason") : nullptr;
   ASSERT_TRUE(reason && reason->is_string());
   EXPECT_NE(reason->as_string()->find("recovery.lease.owner"), std::string::npos)
       << *reason->as_string();
-  EXPECT_EQ(bank.Balance("A0"), 900) << "kept as it was, for an operator";
+  EXPECT_EQ(bank_->Balance("A0"), 900) << "kept as it was, for an operator";
 }
 
 // A rolling upgrade went back, or a newer daemon shares the database: a transaction whose
@@ -801,34 +816,22 @@ TEST_P(MalformedRecord, ALeaseTheDaemonNeverWritesIsQuarantinedNotBusyForever) {
 // call malformed may mean something else there). Once the format is one it knows, it is
 // recovered, and what it writes says its format.
 TEST_P(MalformedRecord, ATransactionANewerDaemonWroteIsLeftAloneAndReported) {
-  auto backend = TestBackend::Create(GetParam());
-  ASSERT_TRUE(backend->error().empty()) << backend->error();
-  Bank bank(backend->store(), backend->database());
-  bank.Open(2);
-  Value id = bank.Transfer("A0", "A1", 100, 3);
-  bank.Age(id, kStuck);
-  WriteResult r;
-  Must(backend->store()->UpdateOne(
-      bank.txns(), Filter().Eq("_id", id),
-      Update().Set("recovery", Document{{"format", 2}, {"lease", "held the new way"}}), &r));
+  SetRecord(Update().Set("recovery", Document{{"format", 2}, {"lease", "held the new way"}}));
   std::vector<TxnReport> reports;
-  WatchSummary s =
-      SweepOnce(backend->store(), backend->clock(), bank.Watch(), "daemon-1", &reports);
+  WatchSummary s = Sweep(&reports);
   EXPECT_EQ(s.quarantined, 0);
   EXPECT_EQ(s.resolved, 0);
   ASSERT_EQ(reports.size(), 1u);
   EXPECT_EQ(reports[0].result.outcome, Outcome::kFailed);
   EXPECT_NE(reports[0].result.detail.find("format 2, newer"), std::string::npos)
       << reports[0].result.detail;
-  EXPECT_EQ(bank.State(id), "pending");
-  EXPECT_EQ(bank.Balance("A0"), 900) << "nothing written";
-  EXPECT_EQ(bank.Txn(id)->GetPath("recovery.quarantine"), nullptr);
+  EXPECT_EQ(bank_->State(id_), "pending");
+  EXPECT_EQ(bank_->Balance("A0"), 900) << "nothing written";
+  EXPECT_EQ(bank_->Txn(id_)->GetPath("recovery.quarantine"), nullptr);
 
-  Must(backend->store()->UpdateOne(bank.txns(), Filter().Eq("_id", id), Update().Unset("recovery"),
-                                   &r));
-  s = SweepOnce(backend->store(), backend->clock(), bank.Watch(), "daemon-1");
-  EXPECT_EQ(s.resolved, 1);
-  const std::optional<Document> after = bank.Txn(id);
+  SetRecord(Update().Unset("recovery"));
+  EXPECT_EQ(Sweep().resolved, 1);
+  const std::optional<Document> after = bank_->Txn(id_);
   ASSERT_TRUE(after);
   const Value* format = after->GetPath("recovery.format");
   ASSERT_NE(format, nullptr) << "the claim writes the format";
