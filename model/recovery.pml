@@ -42,7 +42,11 @@
  *   NO_UNTRACE (traces are never removed: what the money properties rest on without the
  *   lease-deadline rule, finding 8),
  *   OVERDUE (with FLEET: a transaction overdue, older than its threshold plus OA ticks, is
- *   in every share), HUNG (with FLEET: daemon 0 is a member that heartbeats but never
+ *   in every share), OVERDUE_SIGHTED (with FLEET, instead of OVERDUE: the engine's rule, a
+ *   transaction outside a daemon's share is in it once that daemon's sweeps have found it
+ *   a candidate outside its share, every sweep, for OA ticks since the first of them),
+ *   BUG_SIGHTING_PER_SWEEP (with OVERDUE_SIGHTED, seeded bug g: the sighting forgotten as
+ *   every sweep starts), HUNG (with FLEET: daemon 0 is a member that heartbeats but never
  *   claims nor writes, daemon 1 is healthy; checks liveness, below), HUNG_LEAVES (with
  *   HUNG: the hung member leaves the watch out of its record once NFAIL of its sweeps
  *   failed), KLIVE=k (with HUNG: the liveness bound in ticks, default 5), COLD_START (with
@@ -84,7 +88,8 @@
 #define RB 2 /* rollback_after */
 #define IT 2 /* initial_timeout */
 #define LW 3 /* late_write_window */
-#define OA 1 /* overdue_after (FLEET: OVERDUE, HUNG): one tick past a state's threshold */
+#define OA 1 /* overdue_after (FLEET: OVERDUE, OVERDUE_SIGHTED, HUNG): one tick past a state's
+            * threshold, or past a member's first sighting */
 #ifdef NO_ORPHAN_SCAN
 #define AMAX LW /* ages saturate: every age >= AMAX behaves alike */
 #elif defined(OVERDUE) || defined(HUNG)
@@ -186,10 +191,69 @@ byte nfl;     /* the hung member's failed sweeps so far, up to NFAIL */
   ((s) == S_INITIAL -> IT : \
   (((s) == S_PENDING && !RESUMABLE) -> RB : RA))
 #define OVERDUE_AT(t) (age[t] >= DUE(PST(t)) + OA)
+#if defined(OVERDUE) && defined(OVERDUE_SIGHTED)
+#error "OVERDUE and OVERDUE_SIGHTED are two overdue rules: one at a time"
+#endif
 #ifdef OVERDUE
 #define IN_SHARE(t, d) (SHARE(t, d) || OVERDUE_AT(t))
+#define SWEEP_SEES(t) VISITS(t)
+#define SWEEP_SEES_ALL VISITS_ALL
+#elif defined(OVERDUE_SIGHTED)
+/* Overdue by the member's own sighting (the engine's rule, lib/src/engine/sweeper.cc,
+ * SweepMemory): daemon d remembers, per transaction, when its sweep first found it a
+ * candidate outside its share, and forgets it when a sweep finds it no longer a candidate
+ * or in its share (driven, moved on, or the view changed). The age of the transaction
+ * plays no part: a backlog older than any threshold is divided as long as its holders
+ * drain it. SG(t, d): 0 not sighted; k > 0 first sighted k - 1 ticks ago, saturating at
+ * OA + 1 (the clock counts); in d's share once SG(t, d) > OA: OA ticks since the first
+ * sighting, on the server's clock. The sweep checks the sighting as it was (a first
+ * sighting, now, is never overdue), then records what this sweep found. */
+byte sg[NTX * ND];
+#define SG(t, d) sg[(t) * ND + (d)]
+#ifdef BUG_SIGHTING_PER_SWEEP
+/* seeded bug g: the sightings are the sweep's own, forgotten as every sweep starts; what
+ * this sweep finds outside its share is sighted now, so never OA ticks ago */
+#define KEPT(t, d) ((SG(t, d) > 0) -> 1 : 0)
+#define FIRST_SIGHTING(t, d) (1)
+#else
+#define KEPT(t, d) SG(t, d)
+#define FIRST_SIGHTING(t, d) (SG(t, d) == 0)
+#endif
+#define IN_SHARE(t, d) (SHARE(t, d) || KEPT(t, d) > OA)
+#define SIGHTS(t) \
+  SG(t, me) = ((ELIGIBLE(t) && !SHARE(t, me)) -> ((KEPT(t, me) > 0) -> KEPT(t, me) : 1) : 0)
+/* The engine's sweep classifies each candidate once: in the share (driven: forgotten),
+ * outside it (sighted, and driven if overdue), and forgets what it did not find. The
+ * model's sweep is a run of batches of one, each listing the view afresh, so a batch
+ * records the transaction it takes and every one it passes over (outside what it would
+ * take, or no candidate); one it would take but leaves to a later batch keeps its
+ * sighting until a batch takes it or passes it over. (Recorded by every batch, a
+ * transaction in the share under one view but taken by no batch would lose its sighting
+ * and be found outside the share, unsighted, under the next view: a holder whose record
+ * comes and goes would keep it stuck, which the engine, driving what it finds in its
+ * share in the same sweep, does not do.) */
+#define PASSES(u) (!(ELIGIBLE(u) && IN_SHARE(u, me)))
+#define SIGHTS_IF(u, t) \
+  if \
+  :: (u) == (t) || PASSES(u) -> \
+    if \
+    :: ELIGIBLE(u) && !SHARE(u, me) && FIRST_SIGHTING(u, me) -> \
+      printf("MSC: daemon %d: sights txn %d outside its share, first\n", me, u) \
+    :: ELIGIBLE(u) && !SHARE(u, me) && (u) == (t) -> \
+      printf("MSC: daemon %d: takes txn %d of another share, sighted %d+ ticks ago\n", me, \
+        u, KEPT(u, me) - 1) \
+    :: else -> skip \
+    fi; \
+    SIGHTS(u) \
+  :: else -> skip \
+  fi
+#define SIGHTS_ALL(t) SIGHTS_IF(0, t); if :: NTX > 1 -> SIGHTS_IF(NTX - 1, t) :: else -> skip fi
+#define SWEEP_SEES(t) SIGHTS_ALL(t); VISITS(t)
+#define SWEEP_SEES_ALL SIGHTS_ALL(NTX); VISITS_ALL
 #else
 #define IN_SHARE(t, d) SHARE(t, d)
+#define SWEEP_SEES(t) VISITS(t)
+#define SWEEP_SEES_ALL VISITS_ALL
 #endif
 #define BEGIN_DRIVE drv[t] = me + 1
 /* Property (exclusive): a write of a daemon's action lands only while no other daemon has
@@ -238,6 +302,8 @@ byte vis;
 #else
 #define VISITS(t) skip
 #define VISITS_ALL skip
+#define SWEEP_SEES(t) VISITS(t)
+#define SWEEP_SEES_ALL VISITS_ALL
 #define SHARE(t, d) (1)
 #define IN_SHARE(t, d) (1)
 #define BEGIN_DRIVE skip
@@ -454,6 +520,14 @@ proctype clock() {
        :: i < ND -> if :: drem[i] > 0 -> drem[i]-- :: else -> skip fi;
 #ifdef FLEET
          if :: hb[i] > 0 -> hb[i]-- :: else -> skip fi;
+#endif
+#ifdef OVERDUE_SIGHTED
+         /* one tick more since daemon i first sighted each transaction */
+         if :: SG(0, i) > 0 && SG(0, i) <= OA -> SG(0, i)++ :: else -> skip fi;
+         if
+         :: NTX > 1 && SG(NTX - 1, i) > 0 && SG(NTX - 1, i) <= OA -> SG(NTX - 1, i)++
+         :: else -> skip
+         fi;
 #endif
          i++
        :: else -> break
@@ -864,18 +938,20 @@ top:
   /* The sweep's candidate query (narrowed to the share, and with -DOVERDUE widened to
    * every overdue transaction; both on the server's clock, now) and read: one transaction,
    * as it is now. A sweep is one batch of one transaction, so the view is listed afresh
-   * before every batch. */
+   * before every batch. With -DOVERDUE_SIGHTED the share is widened by this daemon's
+   * sightings as they were, and the sweep then records what it found (SWEEP_SEES), in the
+   * same step. */
   if
-  :: atomic { ELIGIBLE(0) && IN_SHARE(0, me) -> VISITS(0); t = 0; read_txn() }
+  :: atomic { ELIGIBLE(0) && IN_SHARE(0, me) -> SWEEP_SEES(0); t = 0; read_txn() }
   :: atomic {
-       NTX > 1 && ELIGIBLE(NTX - 1) && IN_SHARE(NTX - 1, me) -> VISITS(NTX - 1); t = NTX - 1;
-       read_txn()
+       NTX > 1 && ELIGIBLE(NTX - 1) && IN_SHARE(NTX - 1, me) -> SWEEP_SEES(NTX - 1);
+       t = NTX - 1; read_txn()
      }
 #ifdef FLEET
   /* nothing of its share to do: the next interval's heartbeat */
   :: atomic {
        !(ELIGIBLE(0) && IN_SHARE(0, me)) &&
-       !(NTX > 1 && ELIGIBLE(NTX - 1) && IN_SHARE(NTX - 1, me)) -> VISITS_ALL; RESTS(1);
+       !(NTX > 1 && ELIGIBLE(NTX - 1) && IN_SHARE(NTX - 1, me)) -> SWEEP_SEES_ALL; RESTS(1);
        vw[me] = 0
      };
      goto top
