@@ -75,6 +75,11 @@ configs=(
   "fleet-hung-leaves-watch|clean|-DFLEET -DHUNG -DHUNG_LEAVES"
   "seeded-f-fleet-hung-no-overdue|violation:liveness|-DFLEET -DHUNG"
   "fleet-cold-start-tagged-inserts|clean|-DFLEET -DCOLD_START -DTAGGED"
+  "fleet-overdue-sighted-tagged-inserts|clean|-DFLEET -DOVERDUE_SIGHTED -DTAGGED"
+  "fleet-hung-overdue-sighted|clean|-DFLEET -DHUNG -DOVERDUE_SIGHTED"
+  "fleet-hung-overdue-sighted-tagged-inserts|clean|-DFLEET -DHUNG -DOVERDUE_SIGHTED -DTAGGED"
+  "fleet-hung-overdue-sighted-2tx|clean|-DFLEET -DHUNG -DOVERDUE_SIGHTED -DNTX=2"
+  "seeded-g-fleet-sighting-forgotten|violation:liveness|-DFLEET -DHUNG -DOVERDUE_SIGHTED -DBUG_SIGHTING_PER_SWEEP"
 )
 
 if ((list)); then
