@@ -992,6 +992,18 @@ Status LoadFleet(const Reader& r, const toml::table& root, Config* c) {
     return at != nullptr ? r.Error(at->source(), "fleet.expiry", why)
                          : r.Error("fleet.expiry", why);
   }
+  if (c->fleet.overdue_after.count() == 0) c->fleet.overdue_after = 5 * c->fleet.expiry;
+  // Sooner than a member's record expires, a member that is merely slow (a long batch, a
+  // pause shorter than the expiry) would race the others for its own share.
+  if (c->fleet.overdue_after < c->fleet.expiry) {
+    const toml::node* at = t != nullptr ? t->get("overdue_after") : nullptr;
+    const std::string why = "must be at least fleet.expiry (" +
+                            std::to_string(c->fleet.expiry.count()) +
+                            "ms): a member that is merely slow would race the others for its "
+                            "own share";
+    return at != nullptr ? r.Error(at->source(), "fleet.overdue_after", why)
+                         : r.Error("fleet.overdue_after", why);
+  }
   return Status::Ok();
 }
 

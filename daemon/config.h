@@ -80,6 +80,9 @@ struct FleetConfig {
   std::chrono::milliseconds heartbeat{};
   // A record not stamped for this long is no longer a member; unset: 3 x heartbeat.
   std::chrono::milliseconds expiry{};
+  // A candidate a member has found stuck outside its share for this long is driven by it
+  // too (SweepOptions::overdue_after); unset: 5 x expiry.
+  std::chrono::milliseconds overdue_after{};
 };
 
 enum class LogFormat { kText, kJson, kJournal };

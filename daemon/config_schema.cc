@@ -304,6 +304,14 @@ constexpr KeySpec kSchema[] = {
      .field = InConfig<&Config::fleet, &FleetConfig::expiry>,
      .doc = "a member whose record is older than this on the server's clock has left "
             "(unset: 3 x heartbeat; more than heartbeat)"},
+    {.section = "fleet",
+     .key = "overdue_after",
+     .type = K::kDuration,
+     .flags = kEnv,
+     .field = InConfig<&Config::fleet, &FleetConfig::overdue_after>,
+     .doc = "a candidate a member has found stuck outside its share for this long is "
+            "overdue, and driven by that member too, whatever its share (unset: 5 x expiry; at "
+            "least expiry)"},
 
     // [log]
     {.section = "log",

@@ -308,6 +308,9 @@ void DescribeStandardMetrics(Metrics* m, const std::string& version, const std::
   m->Describe("txn_recoveryd_database_documents_read_total", T::kCounter,
               "Documents the database sent this process in its replies, counted after each "
               "round.");
+  m->Describe("txn_recoveryd_fleet_overdue_taken_total", T::kCounter,
+              "Overdue transactions of another member's share driven by this member "
+              "(fleet.overdue_after): that member is live but is not driving its share.");
   m->Describe("txn_recoveryd_fleet_members", T::kGauge,
               "Live members of the fleet that sweep the watch at the last heartbeat, this "
               "one included.");

@@ -198,7 +198,16 @@ class Daemon {
   void LeaveFleetOf(const std::string& database);
   void NoteSweepOf(const txn_recovery::WatchSpec& w, const Status& s, bool refused,
                    std::int64_t resolved);
-  void AdoptShare(const txn_recovery::WatchSpec& w, const txn_recovery::Share& share);
+  // Adopts a new list of the live members of `w`'s database: this member's share of `w`
+  // and the members that sweep it (for the overdue log).
+  void AdoptView(const txn_recovery::WatchSpec& w,
+                 const std::vector<txn_recovery::MemberRecord>& live);
+  // Between the batches of a sweep of `w` (SweepOptions::refresh_share): the fleet listed
+  // again, and heartbeated once fleet.heartbeat has passed.
+  txn_recovery::Share RefreshView(const txn_recovery::WatchSpec& w);
+  // An overdue transaction of another member's share, taken by this one: said with the
+  // member whose share holds it, since it means that member is not driving it.
+  void LogOverdueTaken(const txn_recovery::WatchSpec& w, const txn_recovery::TxnReport& r);
   void RecordWatch(const txn_recovery::WatchSpec& w, const txn_recovery::WatchSummary& summary,
                    const Status& s, double seconds, SweepOutcome* out);
   void Progress();
@@ -256,6 +265,14 @@ class Daemon {
   // then every orphan_scan_interval. Unset until the first sweep.
   std::optional<Steady::time_point> next_orphan_scan_;
   std::map<std::string, txn_recovery::Share> shares_;  // by watch namespace, after a heartbeat
+  // The members that sweep each watch (by namespace) in the view its share came from: read
+  // by the sweeper's workers (LogOverdueTaken) while the sweep's thread refreshes it.
+  std::mutex view_mu_;
+  std::map<std::string, std::vector<txn_recovery::MemberRecord>> sweepers_;
+  // The server's time at the last heartbeat, and when it was read: later lists of the fleet
+  // between batches place the expiry on the server's clock without a round trip of their own.
+  txn_recovery::DateTime heartbeat_server_time_{};
+  Steady::time_point heartbeat_server_time_at_{};
   std::set<std::string> fleets_;         // databases this instance has a member record in
   std::set<std::string> newer_members_;  // members of a newer format, said once each
   std::set<std::string> failing_;  // watch namespaces it cannot drive (NoteSweepOf): not listed
@@ -462,6 +479,9 @@ void Daemon::RecordWatch(const txn_recovery::WatchSpec& w,
   }
   metrics_.Inc("txn_recoveryd_quarantined_total", watch, static_cast<double>(summary.quarantined));
   metrics_.Inc("txn_recoveryd_busy_total", watch, static_cast<double>(summary.busy));
+  if (config_.fleet.enabled)
+    metrics_.Inc("txn_recoveryd_fleet_overdue_taken_total", watch,
+                 static_cast<double>(summary.overdue_taken));
   metrics_.Inc("txn_recoveryd_late_writes_undone_total", watch,
                static_cast<double>(summary.late_writes_undone));
   metrics_.Inc("txn_recoveryd_first_sightings_total", watch,
@@ -546,6 +566,10 @@ void Daemon::Heartbeat() {
     Status s = txn_recovery::Heartbeat(store_.get(), ns, self);
     if (s.ok()) fleets_.insert(database);
     if (s.ok()) s = store_->ServerTime(&now);
+    if (s.ok()) {
+      heartbeat_server_time_ = now;
+      heartbeat_server_time_at_ = Steady::now();
+    }
     if (s.ok()) s = txn_recovery::LiveMembers(store_.get(), ns, config_.fleet.expiry, now, &live);
     if (s.ok())
       s = txn_recovery::RemoveExpired(store_.get(), ns, config_.fleet.expiry, now, &removed);
@@ -572,12 +596,52 @@ void Daemon::Heartbeat() {
             "daemon's {}: upgrade this host; meanwhile it leaves alone what that member "
             "writes",
             database, m.id, m.host, m.version, m.format, txn_recovery::RecoveryRecord::kFormat);
-    for (const auto* w : watches)
-      AdoptShare(*w, txn_recovery::ShareOf(live, owner_, w->ns.collection));
+    for (const auto* w : watches) AdoptView(*w, live);
   }
 }
 
-void Daemon::AdoptShare(const txn_recovery::WatchSpec& w, const txn_recovery::Share& share) {
+txn_recovery::Share Daemon::RefreshView(const txn_recovery::WatchSpec& w) {
+  if (Steady::now() - last_heartbeat_ >= config_.fleet.heartbeat) {
+    Heartbeat();
+  } else if (shares_.count(w.ns.ToString()) > 0) {
+    // A read of a few records per batch of bulk_size transactions. A failed read keeps the
+    // view it had: the next heartbeat says whether membership itself failed.
+    const txn_recovery::Namespace ns{w.ns.database, config_.fleet.members_collection};
+    const auto elapsed =
+        std::chrono::duration_cast<milliseconds>(Steady::now() - heartbeat_server_time_at_);
+    const txn_recovery::DateTime now{heartbeat_server_time_.millis + elapsed.count()};
+    std::vector<txn_recovery::MemberRecord> live;
+    if (txn_recovery::LiveMembers(store_.get(), ns, config_.fleet.expiry, now, &live).ok())
+      AdoptView(w, live);
+  }
+  // Without a view of the fleet (membership failed), everything, as at the sweep's start.
+  return ShareIn(w).value_or(txn_recovery::Share{});
+}
+
+void Daemon::LogOverdueTaken(const txn_recovery::WatchSpec& w, const txn_recovery::TxnReport& r) {
+  std::string holder = "position " + std::to_string(*r.overdue_in_share_of);
+  {
+    std::lock_guard lock(view_mu_);
+    const auto& sweepers = sweepers_[w.ns.ToString()];
+    if (*r.overdue_in_share_of < sweepers.size()) {
+      const auto& m = sweepers[*r.overdue_in_share_of];
+      holder = m.id + " on " + m.host;
+    }
+  }
+  LogFields f({{"watch", w.name}, IdField("txn_id", r.id)});
+  spdlog::warn(
+      "transaction overdue in the share of member {} (bucket {}): driven by this member; that "
+      "member is live but is not driving its share",
+      holder, txn_recovery::BucketOf(r.id));
+}
+
+void Daemon::AdoptView(const txn_recovery::WatchSpec& w,
+                       const std::vector<txn_recovery::MemberRecord>& live) {
+  const txn_recovery::Share share = txn_recovery::ShareOf(live, owner_, w.ns.collection);
+  {
+    std::lock_guard lock(view_mu_);
+    sweepers_[w.ns.ToString()] = txn_recovery::SweepersOf(live, w.ns.collection);
+  }
   auto [it, added] = shares_.try_emplace(w.ns.ToString(), share);
   if (added || it->second != share) {
     LogFields f({{"watch", w.name}});
@@ -669,11 +733,14 @@ Daemon::SweepOutcome Daemon::SweepAll() {
   so.max_failures = config_.sweep.max_failures;
   so.stop = &stop_;
   so.memory = sweep_memory_;
+  if (config_.fleet.enabled) so.overdue_after = config_.fleet.overdue_after;
   Heartbeat();
   // Reports arrive from the sweeper's workers, never concurrently; the watchdog and /livez
   // are fed from here so that a sweep of a million transactions is not mistaken for a hang.
   bool refused = false;  // some write of this watch's sweep was refused for a privilege
-  auto on_txn = [this, &refused](const txn_recovery::TxnReport& r) {
+  const txn_recovery::WatchSpec* sweeping = nullptr;
+  auto on_txn = [this, &refused, &sweeping](const txn_recovery::TxnReport& r) {
+    if (r.overdue_in_share_of) LogOverdueTaken(*sweeping, r);
     LogTransaction(r);
     refused = refused || r.result.status.IsUnauthenticated();
     Progress();
@@ -685,6 +752,8 @@ Daemon::SweepOutcome Daemon::SweepAll() {
     // Between watches too, so that a long sweep does not let this member expire.
     if (Steady::now() - last_heartbeat_ >= config_.fleet.heartbeat) Heartbeat();
     so.share = ShareIn(w);
+    so.refresh_share = [this, &w] { return RefreshView(w); };
+    sweeping = &w;
     txn_recovery::Sweeper sweeper(store_.get(), txn_recovery::Clock::Real(), so);
     Status s = sweeper.SweepWatch(w, on_txn, &summary);
     double seconds = std::chrono::duration<double>(Steady::now() - t0).count();

@@ -115,6 +115,10 @@ INSTANTIATE_TEST_SUITE_P(
              "[mongodb]\nuri = \"mongodb://h\"\n[fleet]\nheartbeat = \"10s\"\n"
              "expiry = \"10s\"\n" WATCH,
              5, "fleet.expiry"},
+        Case{"fleet_overdue_before_expiry",
+             "[mongodb]\nuri = \"mongodb://h\"\n[fleet]\nexpiry = \"1m\"\n"
+             "overdue_after = \"30s\"\n" WATCH,
+             5, "fleet.overdue_after"},
         Case{"fleet_members_in_the_transactions_collection",
              "[mongodb]\nuri = \"mongodb://h\"\n[fleet]\nmembers_collection = "
              "\"transactions\"\n" WATCH,

@@ -143,6 +143,22 @@ TEST_F(ConfigFile, RetentionIsOffByDefaultAndReadPerWatchWithTheSweepsPacing) {
   EXPECT_NE(text.find("retention_pause = \"1s\""), std::string::npos) << text;
 }
 
+TEST_F(ConfigFile, TheFleetsTimesFollowTheIntervalUnlessSet) {
+  Config c;
+  ASSERT_TRUE(
+      LoadConfig(Write(std::string("[daemon]\ninterval = \"10s\"\n") + kMinimal), Env(), &c).ok());
+  EXPECT_TRUE(c.fleet.enabled) << "a fleet by default";
+  EXPECT_EQ(c.fleet.heartbeat, std::chrono::seconds(10));
+  EXPECT_EQ(c.fleet.expiry, std::chrono::seconds(30));
+  EXPECT_EQ(c.fleet.overdue_after, std::chrono::seconds(150)) << "5 x expiry";
+
+  ASSERT_TRUE(LoadConfig(Write(std::string("[fleet]\nexpiry = \"1m\"\noverdue_after = \"1m\"\n") +
+                               kMinimal),
+                         Env(), &c)
+                  .ok());
+  EXPECT_EQ(c.fleet.overdue_after, std::chrono::minutes(1)) << "the expiry itself is allowed";
+}
+
 TEST_F(ConfigFile, EnvironmentOverridesTheFile) {
   Config c;
   ASSERT_TRUE(

@@ -706,6 +706,50 @@ TEST_F(DaemonRun, AMemberThatDoesNotSweepACollectionHoldsNoShareOfIt) {
   EXPECT_EQ(b->Wait(seconds(10)), 0);
 }
 
+// Host A stays a live member of the bank's fleet but never drives its share: its
+// configuration (an old rollout, a typo) waits an hour before resuming. Host B's share is
+// half the bank, yet B drives every stuck transfer, A's half once it is overdue
+// (fleet.overdue_after past the age at which B's decision table acts), and says whose share
+// it took them from.
+TEST_F(DaemonRun, AMemberThatNeverDrivesItsShareLeavesItsOverdueTransactionsToTheOther) {
+  Bank bank(backend_->store(), backend_->database());
+  bank.Open(8);
+  const Snapshot before = bank.Take();
+  const std::string fleet =
+      "[fleet]\nexpiry = \"2s\"\noverdue_after = \"2s\"\n[http]\nlisten = "
+      "\"127.0.0.1:0\"\n";
+  auto idle = StartDaemon(
+      WriteTestFile("-idle.toml", Config(uri_, {backend_->database()}, fleet) +
+                                      "resume_after = \"1h\"\nrollback_after = \"2h\"\n"));
+  auto b = StartDaemon(WriteTestFile("-b.toml", Config(uri_, {backend_->database()}, fleet)));
+  ASSERT_TRUE(Eventually(
+      [&] {
+        return idle->Stderr().find("2 live member(s)") != std::string::npos &&
+               b->Stderr().find("2 live member(s)") != std::string::npos;
+      },
+      seconds(20)))
+      << idle->Stderr() << b->Stderr();
+  std::vector<Value> ids;
+  for (int i = 0; i < 40; ++i)
+    ids.push_back(bank.Transfer(Bank::Account(i % 8), Bank::Account((i + 3) % 8), 1, 3));
+  // Past B's resume_after (1 minute) by more than overdue_after; far from A's.
+  for (const Value& id : ids) bank.Age(id, std::chrono::minutes(5));
+  ASSERT_TRUE(Eventually([&] { return bank.AllIn(ids, "done"); }, seconds(30)))
+      << idle->Stderr() << b->Stderr();
+  for (const auto& v : bank.Violations(before)) ADD_FAILURE() << v;
+  EXPECT_NE(b->Stderr().find("transaction overdue in the share of member"), std::string::npos)
+      << b->Stderr();
+  const int port = HealthPort(*b);
+  ASSERT_GT(port, 0) << b->Stderr();
+  EXPECT_GT(SumMetric(HttpGet(port, "/metrics").body, "txn_recoveryd_fleet_overdue_taken_total",
+                      "watch=\"w0\""),
+            0);
+  idle->Signal(SIGTERM);
+  b->Signal(SIGTERM);
+  EXPECT_EQ(idle->Wait(seconds(10)), 0);
+  EXPECT_EQ(b->Wait(seconds(10)), 0);
+}
+
 // The orphan scan reads every marked participant whatever the share: of two members of a
 // watch, only the one at position 0 runs it.
 TEST_F(DaemonRun, OfTwoMembersOnlyTheOneAtPositionZeroScansForOrphans) {

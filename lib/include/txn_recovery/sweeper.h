@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -32,14 +33,33 @@ namespace txn_recovery {
 // costs the server a walk of the finished history on DocumentDB, where a probe cannot stop
 // at its first match: a daemon asks once, not every sweep. A stale answer costs time only,
 // never a transaction: the read finds the same documents on either index.
+//
+// And, for a fleet's overdue rule (SweepOptions::overdue_after), when this member first found
+// each candidate outside its share, in the run of consecutive sweeps that all found it so:
+// as many entries as the other members' candidates, forgotten once a sweep no longer finds
+// them (driven, moved on, or in the share).
 class SweepMemory {
  public:
   std::optional<bool> FinishedCarryTimes(const Namespace& ns) const;
   void SetFinishedCarryTimes(const Namespace& ns, bool carry);
 
+  // A sweep of `ns` starts: what it sights is this sweep's.
+  void BeginSightings(const Namespace& ns);
+  // `id` is a candidate outside the share: when it was first sighted so (`now` if this is
+  // the first time, or the last sweep did not sight it).
+  DateTime SightedOutsideShare(const Namespace& ns, const std::string& id, DateTime now);
+  // A sweep of `ns` read every candidate: what it did not sight is forgotten. (A sweep cut
+  // short forgets nothing: it may not have read them.)
+  void EndSightings(const Namespace& ns);
+
  private:
+  struct Sightings {
+    std::uint64_t sweep = 0;                                          // the current sweep's number
+    std::map<std::string, std::pair<DateTime, std::uint64_t>> first;  // id -> (first, last sweep)
+  };
   mutable std::mutex mu_;
   std::map<std::string, bool> finished_carry_times_;
+  std::map<std::string, Sightings> sightings_;
 };
 
 struct SweepOptions {
@@ -65,6 +85,20 @@ struct SweepOptions {
   // a share the sweep reads the candidates' _ids alone, then fetches and drives those in
   // the share, `bulk_size` at a time. Efficiency, never permission: each is still claimed.
   std::optional<Share> share;
+  // With a share: asked before each batch of ids is fetched (may be null). Returns the share
+  // to apply from then on: a member that lists the fleet again between batches divides a
+  // backlog with the members that started with it from its first sweep, instead of holding
+  // most of it until its next sweep. Ids already passed over are not read again in this
+  // sweep; ids already fetched are driven. Called on the thread that called SweepWatch.
+  std::function<Share()> refresh_share;
+  // With a share and a memory: a candidate found outside the share by every sweep of this
+  // member for this long (on the server's clock; SweepMemory) is overdue, and driven too,
+  // whatever its bucket (docs/fleet.md, "Overdue transactions are everyone's"): a member
+  // that stays live but does not drive its share cannot keep it stuck. Counted from this
+  // member's own first sighting, not from the transaction's age, so that a backlog older
+  // than this (after an outage) is still divided while its holders drain it. nullopt: only
+  // the share.
+  std::optional<std::chrono::milliseconds> overdue_after;
   // Kept by the caller across sweeps (a `run` daemon); null (a one-shot sweep): nothing is
   // asked, and the finished transactions are taken to carry a time.
   std::shared_ptr<SweepMemory> memory;
@@ -74,6 +108,10 @@ struct TxnReport {
   std::string watch;
   Value id;
   std::optional<TxnState> state_before;  // nullopt when the state could not be read
+  // Driven although another member's share holds it (SweepOptions::overdue_after); that
+  // member is not driving it. The position, in the sweep's view, of the member whose share
+  // holds it.
+  std::optional<std::uint32_t> overdue_in_share_of;
   ExecuteResult result;
 };
 
@@ -82,6 +120,8 @@ struct WatchSummary {
   std::int64_t examined = 0;  // documents the candidate query returned
   // Candidates left to the other members of the fleet (SweepOptions::share).
   std::int64_t outside_share = 0;
+  // Candidates outside the share driven because they were overdue (overdue_in_share_of).
+  std::int64_t overdue_taken = 0;
   // counts[action][outcome]
   std::map<Action, std::map<Outcome, std::int64_t>> counts;
   std::int64_t quarantined = 0;        // set aside by this sweep

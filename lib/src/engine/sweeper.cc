@@ -2,6 +2,7 @@
 
 #include <condition_variable>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <set>
 #include <string>
@@ -101,6 +102,28 @@ class CandidateCursor final : public Cursor {
 };
 
 }  // namespace
+
+void SweepMemory::BeginSightings(const Namespace& ns) {
+  std::lock_guard lock(mu_);
+  sightings_[ns.ToString()].sweep++;
+}
+
+DateTime SweepMemory::SightedOutsideShare(const Namespace& ns, const std::string& id,
+                                          DateTime now) {
+  std::lock_guard lock(mu_);
+  Sightings& s = sightings_[ns.ToString()];
+  auto [it, added] = s.first.try_emplace(id, now, s.sweep);
+  // Not sighted by the last sweep: the run of sightings starts again.
+  if (!added && it->second.second + 1 < s.sweep) it->second.first = now;
+  it->second.second = s.sweep;
+  return it->second.first;
+}
+
+void SweepMemory::EndSightings(const Namespace& ns) {
+  std::lock_guard lock(mu_);
+  Sightings& s = sightings_[ns.ToString()];
+  std::erase_if(s.first, [&](const auto& entry) { return entry.second.second != s.sweep; });
+}
 
 std::optional<bool> SweepMemory::FinishedCarryTimes(const Namespace& ns) const {
   std::lock_guard lock(mu_);
@@ -209,10 +232,18 @@ class Sweeper::Pass {
 
   // With a share: the candidates' ids (a projected read) are filtered by the share, and
   // the documents of those in it fetched `bulk_size` at a time, by _id and the candidate
-  // filter again (a transaction that moved on since its id was read is not fetched).
+  // filter again (a transaction that moved on since its id was read is not fetched). Before
+  // each batch the share may change (SweepOptions::refresh_share); overdue candidates
+  // outside it are taken too (SweepOptions::overdue_after).
   class ShareCursor final : public Cursor {
    public:
-    ShareCursor(Pass* pass, std::unique_ptr<Cursor> ids) : pass_(pass), ids_(std::move(ids)) {}
+    ShareCursor(Pass* pass, std::unique_ptr<Cursor> ids)
+        : pass_(pass), ids_(std::move(ids)), share_(*pass->s_->options_.share) {
+      if (pass_->s_->options_.memory && pass_->s_->options_.overdue_after) {
+        sightings_ = pass_->s_->options_.memory.get();
+        sightings_->BeginSightings(pass_->watch_.ns);
+      }
+    }
     Status Next(Document* doc, bool* has_doc) override {
       while (true) {
         if (fetched_) {
@@ -229,7 +260,7 @@ class Sweeper::Pass {
 
    private:
     Status FetchNext() {
-      const Share& share = *pass_->s_->options_.share;
+      if (const auto& refresh = pass_->s_->options_.refresh_share) share_ = refresh();
       const std::size_t bulk =
           static_cast<std::size_t>(std::max<std::int32_t>(1, pass_->s_->options_.bulk_size));
       std::vector<Value> mine;
@@ -239,11 +270,16 @@ class Sweeper::Pass {
         if (Status s = ids_->Next(&d, &has); !s.ok()) return s;
         if (!has) {
           ids_done_ = true;
+          // Every candidate was read: what was not sighted outside the share is forgotten.
+          if (sightings_ != nullptr) sightings_->EndSightings(pass_->watch_.ns);
           break;
         }
         const Value* id = d.Get("_id");
         if (id == nullptr || !seen_.First(*id)) continue;  // engine/seen_ids.h
-        if (share.Owns(*id)) {
+        if (share_.Owns(*id)) {
+          mine.push_back(*id);
+        } else if (Overdue(*id)) {
+          pass_->NoteOverdue(*id, BucketOf(*id) % share_.count);
           mine.push_back(*id);
         } else {
           std::lock_guard lock(pass_->report_mu_);
@@ -258,12 +294,31 @@ class Sweeper::Pass {
       return pass_->s_->store_->Find(pass_->watch_.ns, f, options, &fetched_);
     }
 
+    // A candidate outside the share: overdue once this member has found it so for
+    // overdue_after (SweepMemory's sightings).
+    bool Overdue(const Value& id) {
+      if (sightings_ == nullptr) return false;
+      const DateTime now = pass_->server_now_();
+      const DateTime first = sightings_->SightedOutsideShare(pass_->watch_.ns, id.ToString(), now);
+      return AgeOf(now, first) >= *pass_->s_->options_.overdue_after;
+    }
+
     Pass* pass_;
     std::unique_ptr<Cursor> ids_;
     std::unique_ptr<Cursor> fetched_;
     bool ids_done_ = false;
     SeenIds seen_;  // the ids read so far: as many as the candidates, no more
+    Share share_;
+    SweepMemory* sightings_ = nullptr;  // with the overdue rule
   };
+
+  // An overdue candidate of another member's share, taken: counted, and remembered until its
+  // report (a few batches at most: it is driven in this sweep).
+  void NoteOverdue(const Value& id, std::uint32_t holder) {
+    std::lock_guard lock(report_mu_);
+    summary_->overdue_taken++;
+    overdue_holders_.emplace(id.ToString(), holder);
+  }
 
   // Retention runs after the pass, so a transaction resolved just now is never a
   // candidate (it is younger than the late-write window anyway).
@@ -455,6 +510,12 @@ class Sweeper::Pass {
   // Counts the outcome and hands the report to the caller, one at a time.
   void Report(TxnReport&& r) {
     std::lock_guard lock(report_mu_);
+    if (!overdue_holders_.empty()) {
+      if (auto it = overdue_holders_.find(r.id.ToString()); it != overdue_holders_.end()) {
+        r.overdue_in_share_of = it->second;
+        overdue_holders_.erase(it);
+      }
+    }
     const ExecuteResult& e = r.result;
     summary_->counts[e.action][e.outcome]++;
     summary_->late_writes_undone += e.late_writes_undone;
@@ -485,6 +546,9 @@ class Sweeper::Pass {
   const std::function<void(const TxnReport&)>& on_txn_;
   WatchSummary* summary_;
   std::mutex report_mu_;  // serializes on_txn and the summary counters
+  // Overdue candidates taken and not reported yet, by _id (Value::ToString, as SeenIds
+  // keys them): the position of the member whose share holds each. Under report_mu_.
+  std::map<std::string, std::uint32_t> overdue_holders_;
 };
 
 Sweeper::Sweeper(Store* store, Clock* clock, SweepOptions options)
