@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "exit_codes.h"
+#include "fleet_view.h"
 #include "ids.h"
 #include "index_check.h"
 #include "txn_recovery/clock.h"
@@ -32,26 +33,19 @@ int ExitFor(const Status& s) {
 
 // The live members of the fleet that sweep `w` (docs/fleet.md), each with the buckets its
 // share holds by the list read now; empty when the fleet is off.
-Status FleetMembers(const Config& config, txn_recovery::Store* store,
-                    const txn_recovery::WatchSpec& w, nlohmann::json* members) {
-  *members = nlohmann::json::array();
-  if (!config.fleet.enabled) return Status::Ok();
-  txn_recovery::DateTime now;
-  std::vector<txn_recovery::MemberRecord> sweepers;
-  if (Status s = txn_recovery::LiveSweepers(store, {w.ns.database, config.fleet.members_collection},
-                                            w.ns.collection, config.fleet.expiry, &sweepers, &now);
-      !s.ok())
-    return s;
-  for (const auto& m : sweepers)
-    members->push_back(
+nlohmann::json FleetMembers(const FleetView& fleet, const txn_recovery::WatchSpec& w,
+                            txn_recovery::DateTime now) {
+  nlohmann::json members = nlohmann::json::array();
+  for (const auto& m : fleet.sweepers)
+    members.push_back(
         {{"id", m.id},
          {"host", m.host},
          {"version", m.version},
          {"format", m.format},
          {"watches", m.watches},
          {"heartbeat_age_seconds", (now.millis - m.heartbeat.millis) / 1000.0},
-         {"buckets", txn_recovery::ShareOf(sweepers, m.id, w.ns.collection).Buckets()}});
-  return Status::Ok();
+         {"buckets", txn_recovery::ShareOf(fleet.sweepers, m.id, w.ns.collection).Buckets()}});
+  return members;
 }
 
 // What inspect found for one watch. `status` is the first failure; what was found
@@ -61,6 +55,7 @@ struct WatchFindings {
   bool paused = false;
   txn_recovery::StuckReport report;
   nlohmann::json quarantined = nlohmann::json::array();
+  std::vector<std::string> quarantined_fleet;  // each one's bucket and holder, as text
   nlohmann::json missing = nlohmann::json::array();
   std::vector<txn_recovery::IndexCheck> checks;
   nlohmann::json members = nlohmann::json::array();
@@ -72,14 +67,29 @@ WatchFindings InspectWatch(const Config& config, const txn_recovery::WatchSpec& 
   Status& s = f.status;
   s = txn_recovery::IsPaused(store, w, &f.paused);
   if (s.ok()) s = txn_recovery::Inspect(store, w, &f.report);
+  // The fleet first: each quarantined transaction is listed with the member whose share
+  // holds it.
+  FleetView fleet;
+  txn_recovery::DateTime now;
+  if (s.ok()) {
+    fleet = ReadFleetView(config, store, w);
+    s = fleet.status;
+  }
+  if (s.ok() && fleet.on) s = store->ServerTime(&now);
+  if (s.ok()) f.members = FleetMembers(fleet, w, now);
   if (s.ok()) {
     s = txn_recovery::ListQuarantined(store, w, [&](const txn_recovery::QuarantinedTxn& q) {
       const auto* state = q.state ? &*q.state : nullptr;
-      f.quarantined.push_back(
-          {{"_id", IdJson(q.id)},
-           {"state",
-            state ? (state->is_string() ? *state->as_string() : state->ToString()) : "<missing>"},
-           {"reason", q.record.reason}});
+      nlohmann::json entry = {
+          {"_id", IdJson(q.id)},
+          {"state",
+           state ? (state->is_string() ? *state->as_string() : state->ToString()) : "<missing>"},
+          {"reason", q.record.reason}};
+      if (fleet.on) {
+        entry["fleet"] = FleetJson(fleet, q.id);
+        f.quarantined_fleet.push_back(FleetText(fleet, q.id));
+      }
+      f.quarantined.push_back(std::move(entry));
     });
   }
   // Inspect never creates indexes (it only reads); it shows what is missing.
@@ -89,7 +99,6 @@ WatchFindings InspectWatch(const Config& config, const txn_recovery::WatchSpec& 
       f.missing.push_back({{"namespace", c.index.ns.ToString()},
                            {"keys", c.index.spec.ToString()},
                            {"needed_by", c.index.why}});
-  if (s.ok()) s = FleetMembers(config, store, w, &f.members);
   return f;
 }
 
@@ -160,9 +169,13 @@ void PrintWatch(const Config& config, const txn_recovery::WatchSpec& w, const Wa
           << m["buckets"].get<std::uint32_t>() << "\n";
   }
   out << "  quarantined: " << f.quarantined.size() << "\n";
-  for (const auto& q : f.quarantined)
+  for (std::size_t i = 0; i < f.quarantined.size(); ++i) {
+    const auto& q = f.quarantined[i];
     out << "    _id=" << JsonIdText(q["_id"]) << "  " << q["state"].get<std::string>() << "  "
-        << q["reason"].get<std::string>() << "\n";
+        << q["reason"].get<std::string>();
+    if (i < f.quarantined_fleet.size()) out << "  [fleet: " << f.quarantined_fleet[i] << "]";
+    out << "\n";
+  }
 }
 
 }  // namespace

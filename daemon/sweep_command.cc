@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "exit_codes.h"
+#include "fleet_view.h"
 #include "ids.h"
 #include "index_check.h"
 #include "logging.h"
@@ -198,11 +199,12 @@ nlohmann::json TransactionJson(const TxnReport& r) {
           {"detail", r.result.detail}};
 }
 
-void PrintTransaction(const TxnReport& r, std::ostream& out) {
+void PrintTransaction(const TxnReport& r, const FleetView& fleet, std::ostream& out) {
   out << r.watch << "  _id=" << IdText(r.id) << "  " << StateText(r.state_before) << " -> "
       << StateAfter(r) << "  " << txn_recovery::ActionName(r.result.action) << "  "
       << txn_recovery::OutcomeName(r.result.outcome);
   if (!r.result.detail.empty()) out << "  (" << r.result.detail << ")";
+  if (fleet.on) out << "  [fleet: " << FleetText(fleet, r.id) << "]";
   out << "\n";
 }
 
@@ -225,8 +227,13 @@ txn_recovery::SweepOptions SweeperOptions(const Config& config, const SweepComma
 // reports that without waiting for the database again.
 void SweepOne(txn_recovery::Sweeper& sweeper, const txn_recovery::WatchSpec& watch,
               const SweepCommandOptions& options, const txn_recovery::Status& reach,
-              JsonReport* json, std::ostream& out, WatchRun* run) {
+              const Config& config, txn_recovery::Store* store, JsonReport* json, std::ostream& out,
+              WatchRun* run) {
   const bool list = options.verbose || options.dry_run;
+  // Each transaction listed with its bucket and the live member whose share holds it: this
+  // one-shot sweep is no member and acts on all it lists, but the operator sees which
+  // `run` would have driven it (and, when the fleet is stuck, which member is behind).
+  const FleetView fleet = list && reach.ok() ? ReadFleetView(config, store, watch) : FleetView{};
   auto on_txn = [&](const TxnReport& r) {
     LogTransaction(r);
     if (r.result.status.IsUnauthenticated()) run->unauthenticated = true;
@@ -234,9 +241,11 @@ void SweepOne(txn_recovery::Sweeper& sweeper, const txn_recovery::WatchSpec& wat
       run->unreachable = true;
     if (!list) return;
     if (json != nullptr) {
-      json->Transaction(TransactionJson(r));
+      nlohmann::json j = TransactionJson(r);
+      if (fleet.on) j["fleet"] = FleetJson(fleet, r.id);
+      json->Transaction(j);
     } else {
-      PrintTransaction(r, out);
+      PrintTransaction(r, fleet, out);
     }
   };
   if (json != nullptr) json->BeginWatch(watch, list);
@@ -450,7 +459,7 @@ int RunSweep(const Config& config, txn_recovery::Store* store, const SweepComman
   for (const auto& watch : config.watches) {
     WatchRun run;
     run.share = options.share;
-    SweepOne(sweeper, watch, options, reach, json ? &*json : nullptr, out, &run);
+    SweepOne(sweeper, watch, options, reach, config, store, json ? &*json : nullptr, out, &run);
     ScanOne(config, store, options, so.lease, &run);
     Judge(run, options.dry_run, &verdict);
     if (json) {

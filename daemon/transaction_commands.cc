@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "exit_codes.h"
+#include "fleet_view.h"
 #include "ids.h"
 #include "sweep_command.h"
 #include "txn_recovery/clock.h"
@@ -104,52 +105,11 @@ nlohmann::json RecordJson(const txn_recovery::Explanation& e) {
   return j;
 }
 
-// Which member of the fleet holds a transaction in its share (docs/fleet.md), by the member
-// records read now; `on` false when the fleet is off.
-struct FleetView {
-  bool on = false;
-  Status status;
-  std::uint32_t bucket = 0;
-  std::vector<txn_recovery::MemberRecord> sweepers;
-  const txn_recovery::MemberRecord* holder = nullptr;
-};
-
-FleetView ViewFleet(const Config& config, txn_recovery::Store* store, const WatchSpec& w,
-                    const Value& id) {
-  FleetView v;
-  if (!config.fleet.enabled) return v;
-  v.on = true;
-  v.bucket = txn_recovery::BucketOf(id);
-  txn_recovery::DateTime now;
-  v.status = txn_recovery::LiveSweepers(store, {w.ns.database, config.fleet.members_collection},
-                                        w.ns.collection, config.fleet.expiry, &v.sweepers, &now);
-  if (v.status.ok()) v.holder = txn_recovery::HolderOf(v.sweepers, id);
-  return v;
-}
-
-void PrintFleet(const FleetView& v, std::ostream& out) {
+void PrintFleet(const FleetView& v, const Value& id, std::ostream& out) {
   if (!v.on) return;
-  out << "  fleet: bucket " << v.bucket << " of " << txn_recovery::kFleetBuckets << "; ";
-  if (!v.status.ok()) {
-    out << "the members could not be listed: " << v.status.ToString() << "\n";
-    return;
-  }
-  if (v.holder == nullptr) {
-    out << "no live member sweeps this watch (a run that starts, or a one-shot sweep, "
-           "takes it)\n";
-    return;
-  }
-  out << "held by " << v.holder->id << " (host " << v.holder->host << ") of " << v.sweepers.size()
-      << " live member" << (v.sweepers.size() == 1 ? "" : "s")
-      << " sweeping this watch; a share is not permission: the claim decides\n";
-}
-
-nlohmann::json FleetJson(const FleetView& v) {
-  if (!v.status.ok()) return {{"bucket", v.bucket}, {"error", v.status.ToString()}};
-  return {{"bucket", v.bucket},
-          {"members", v.sweepers.size()},
-          {"held_by", v.holder ? nlohmann::json{{"id", v.holder->id}, {"host", v.holder->host}}
-                               : nlohmann::json()}};
+  out << "  fleet: " << FleetText(v, id);
+  if (v.status.ok() && !v.sweepers.empty()) out << "; a share is not permission: the claim decides";
+  out << "\n";
 }
 
 void PrintExplanation(const WatchSpec& w, const Value& id, const txn_recovery::Explanation& e,
@@ -180,7 +140,7 @@ void PrintExplanation(const WatchSpec& w, const Value& id, const txn_recovery::E
   if (e.record.failures > 0)
     out << "  failures in a row: " << e.record.failures
         << (e.record.last_error ? " (last: " + *e.record.last_error + ")" : "") << "\n";
-  PrintFleet(fleet, out);
+  PrintFleet(fleet, id, out);
   if (e.writes.empty()) return;
   out << "  the writes it would send, in order:\n";
   int n = 0;
@@ -206,7 +166,7 @@ int RunExplain(const Config& config, txn_recovery::Store* store, const Transacti
     std::cerr << "txn-recoveryd: " << s.ToString() << "\n";
     return ExitFor(s);
   }
-  const FleetView fleet = ViewFleet(config, store, *where.watch, where.id);
+  const FleetView fleet = ReadFleetView(config, store, *where.watch);
   if (!c.json) {
     PrintExplanation(*where.watch, where.id, e, fleet, out);
     return kExitOk;
@@ -223,7 +183,7 @@ int RunExplain(const Config& config, txn_recovery::Store* store, const Transacti
                       {"record", RecordJson(e)},
                       {"writes", WritesJson(e.writes)}};
   if (!e.fits.ok()) j["problem"] = e.fits.message();
-  if (fleet.on) j["fleet"] = FleetJson(fleet);
+  if (fleet.on) j["fleet"] = FleetJson(fleet, where.id);
   if (e.fits.ok()) {
     j["state"] = std::string(txn_recovery::TxnStateName(e.txn.state));
     j["state_as_written"] = IdJson(e.txn.state_as_read);

@@ -178,5 +178,59 @@ TEST_F(OneTransaction, ExplainNamesTheMemberOfTheFleetWhoseShareHoldsTheTransact
   EXPECT_EQ(fleet["held_by"]["id"], holder) << json.out;
 }
 
+// The same fleet seen by the commands that list transactions: a dry run lists each stuck
+// transfer with its bucket and the member whose share holds it (it is no member itself and
+// would act on all of them), and inspect lists a quarantined one the same way, so that an
+// operator sees which host is behind.
+TEST_F(OneTransaction, ADryRunAndInspectListEachTransactionWithItsBucketAndHolder) {
+  std::vector<Value> ids;
+  for (int i = 0; i < 6; ++i) {
+    ids.push_back(bank_->Transfer("A0", "A1", 1, 3));
+    bank_->Age(ids.back(), std::chrono::minutes(2));
+  }
+  const Namespace members{backend_->database(), "txn_recoveryd_members"};
+  for (const char* member : {"host-b:2:x", "host-a:1:y"})
+    ASSERT_TRUE(
+        Heartbeat(backend_->store(), members,
+                  MemberRecord{member, std::string(member).substr(0, 6), "v", {"transactions"}, {}})
+            .ok());
+  auto holder_of = [](const Value& id) {
+    return BucketOf(id) % 2 == 0 ? std::string("host-a:1:y") : std::string("host-b:2:x");
+  };
+  ProcessResult dry = RunTxnRecoveryd({"sweep", "--dry-run", "--config", config_});
+  ASSERT_EQ(dry.exit_code, 0) << dry.err;
+  for (const Value& id : ids)
+    EXPECT_NE(dry.out.find("_id=" + id.ToString() +
+                           "  pending -> done  resume  planned  [fleet: bucket " +
+                           std::to_string(BucketOf(id)) + " of 256; held by " + holder_of(id)),
+              std::string::npos)
+        << dry.out;
+  ProcessResult json = RunTxnRecoveryd({"sweep", "--dry-run", "--json", "--config", config_});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const auto listed = nlohmann::json::parse(json.out)["watches"][0]["transactions"];
+  ASSERT_EQ(listed.size(), ids.size()) << json.out;
+  for (const auto& t : listed) {
+    EXPECT_EQ(t["fleet"]["members"], 2) << t.dump();
+    EXPECT_TRUE(t["fleet"]["held_by"]["id"] == "host-a:1:y" ||
+                t["fleet"]["held_by"]["id"] == "host-b:2:x")
+        << t.dump();
+  }
+
+  WriteResult w;
+  Must(backend_->store()->UpdateOne(bank_->txns(), Filter().Eq("_id", ids[0]),
+                                    Update().Unset("value"), &w));
+  ASSERT_EQ(Run("retry", ids[0].ToString()).exit_code, 1) << "quarantined for the missing amount";
+  ProcessResult inspect = RunTxnRecoveryd({"inspect", "--config", config_});
+  EXPECT_NE(inspect.out.find("_id=" + ids[0].ToString()), std::string::npos) << inspect.out;
+  EXPECT_NE(inspect.out.find("[fleet: bucket " + std::to_string(BucketOf(ids[0])) +
+                             " of 256; held by " + holder_of(ids[0])),
+            std::string::npos)
+      << inspect.out;
+  ProcessResult ij = RunTxnRecoveryd({"inspect", "--json", "--config", config_});
+  const auto q = nlohmann::json::parse(ij.out)["watches"][0]["quarantined"][0];
+  EXPECT_EQ(q["fleet"]["bucket"], BucketOf(ids[0])) << ij.out;
+  EXPECT_EQ(q["fleet"]["held_by"]["id"], holder_of(ids[0])) << ij.out;
+}
+
 }  // namespace
 }  // namespace txn_recovery::testing
