@@ -48,8 +48,11 @@ class SweepMemory {
   // `id` is a candidate outside the share: when it was first sighted so (`now` if this is
   // the first time, or the last sweep did not sight it).
   DateTime SightedOutsideShare(const Namespace& ns, const std::string& id, DateTime now);
-  // A sweep of `ns` read every candidate: what it did not sight is forgotten. (A sweep cut
-  // short forgets nothing: it may not have read them.)
+  // A sweep of `ns` read every candidate: what it did not sight is forgotten. A sweep cut
+  // short (stopped, failed) calls nothing: it forgets nothing, and what it did not reach
+  // keeps its first sighting. The memory is the process's: a member restarted more often
+  // than overdue_after takes nothing overdue (its record expires meanwhile, which gives its
+  // share to the others instead).
   void EndSightings(const Namespace& ns);
 
  private:

@@ -112,9 +112,10 @@ DateTime SweepMemory::SightedOutsideShare(const Namespace& ns, const std::string
                                           DateTime now) {
   std::lock_guard lock(mu_);
   Sightings& s = sightings_[ns.ToString()];
+  // What the last complete sweep did not sight is gone (EndSightings): an entry found here
+  // was sighted by every complete sweep since its first, and by none that read everything
+  // without it. Sweeps cut short in between neither start nor break a run.
   auto [it, added] = s.first.try_emplace(id, now, s.sweep);
-  // Not sighted by the last sweep: the run of sightings starts again.
-  if (!added && it->second.second + 1 < s.sweep) it->second.first = now;
   it->second.second = s.sweep;
   return it->second.first;
 }
