@@ -2,6 +2,8 @@
 // (RestartPreventExitStatus=78) and scripts can tell a bad configuration from an outage.
 #pragma once
 
+#include "txn_recovery/status.h"
+
 namespace txn_recoveryd {
 
 inline constexpr int kExitOk = 0;
@@ -14,5 +16,18 @@ inline constexpr int kExitSoftware = 70;     // EX_SOFTWARE: a bug
 // because waiting does not fix it: someone has to fix the password or the user.
 inline constexpr int kExitAuthentication = 77;
 inline constexpr int kExitConfig = 78;  // EX_CONFIG
+// Logged in, but the database refused a request for a privilege the user lacks ("not
+// authorized"): a role to grant, not a password to fix. Beyond sysexits(3), whose EX_NOPERM
+// (77) this daemon gave refused credentials first.
+inline constexpr int kExitPermission = 79;
+
+// The exit code a command ends with when `s` stopped it: refused credentials, a missing
+// privilege, the database unreachable, or else something an operator must look at.
+inline int ExitForStatus(const txn_recovery::Status& s) {
+  if (s.IsUnauthenticated()) return kExitAuthentication;
+  if (s.IsPermissionDenied()) return kExitPermission;
+  if (s.IsUnavailable()) return kExitUnavailable;
+  return kExitIncomplete;
+}
 
 }  // namespace txn_recoveryd

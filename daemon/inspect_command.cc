@@ -26,11 +26,6 @@ std::string JsonIdText(const nlohmann::json& id) {
   return id.dump();
 }
 
-int ExitFor(const Status& s) {
-  if (s.IsUnauthenticated()) return kExitAuthentication;
-  return s.IsUnavailable() ? kExitUnavailable : kExitIncomplete;
-}
-
 // The live members of the fleet that sweep `w` (docs/fleet.md), each with the buckets its
 // share holds by the list read now; empty when the fleet is off.
 nlohmann::json FleetMembers(const FleetView& fleet, const txn_recovery::WatchSpec& w,
@@ -185,7 +180,7 @@ int RunInspect(const Config& config, txn_recovery::Store* store, bool json, std:
   int code = kExitOk;
   for (const auto& w : config.watches) {
     const WatchFindings f = InspectWatch(config, w, store);
-    if (!f.status.ok()) code = std::max(code, ExitFor(f.status));
+    if (!f.status.ok()) code = std::max(code, ExitForStatus(f.status));
     // A quarantined transaction waits for an operator: monitoring scripts read the exit
     // code, as they do the sweep's.
     if (!f.quarantined.empty()) code = std::max(code, kExitIncomplete);
@@ -208,7 +203,7 @@ int RunProbe(const Config& config, txn_recovery::Store* store, std::int64_t limi
         << " documents:";
     if (Status s = txn_recovery::Probe(store, w, limit, kKeep, &r); !s.ok()) {
       out << " ERROR " << s.ToString() << "\n";
-      code = std::max(code, ExitFor(s));
+      code = std::max(code, ExitForStatus(s));
       continue;
     }
     out << " " << r.examined << " read, " << r.fit << " fit, " << r.misfit_total
@@ -234,7 +229,7 @@ int RunPause(const Config& config, txn_recovery::Store* store, bool paused, std:
     Status s = txn_recovery::SetPaused(store, w, paused, by);
     out << "watch " << w.name << ": "
         << (s.ok() ? (paused ? "paused" : "resumed") : "ERROR " + s.ToString()) << "\n";
-    if (!s.ok()) code = std::max(code, ExitFor(s));
+    if (!s.ok()) code = std::max(code, ExitForStatus(s));
   }
   return code;
 }

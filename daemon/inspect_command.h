@@ -17,7 +17,7 @@ int RunInspect(const Config& config, txn_recovery::Store* store, bool json, std:
 // (txn_recovery::Probe), as TOML comments after the configuration. Exit 0 when every
 // document read fits and every participant looked up is there; 78 (the description is
 // wrong) when documents were read and none fits; 1 when some do not fit or a participant is
-// missing; 69/77 when the database cannot be read.
+// missing; 69, 77 or 79 when the database cannot be read.
 int RunProbe(const Config& config, txn_recovery::Store* store, std::int64_t limit,
              std::ostream& out);
 

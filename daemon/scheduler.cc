@@ -742,7 +742,7 @@ Daemon::SweepOutcome Daemon::SweepAll() {
   auto on_txn = [this, &refused, &sweeping](const txn_recovery::TxnReport& r) {
     if (r.overdue_in_share_of) LogOverdueTaken(*sweeping, r);
     LogTransaction(r);
-    refused = refused || r.result.status.IsUnauthenticated();
+    refused = refused || r.result.status.IsPermissionDenied();
     Progress();
   };
   for (const auto& w : config_.watches) {

@@ -70,9 +70,11 @@ void LogTransaction(const TxnReport& r) {
     {
       LogFields f(
           {{"watch", r.watch}, {"action", std::string(txn_recovery::ActionName(r.result.action))}});
-      spdlog::warn(
-          "transactions failing: {}; each is retried at the next sweep",
-          r.result.status.IsUnauthenticated() ? "authentication failed" : "database unreachable");
+      spdlog::warn("transactions failing: {}; each is retried at the next sweep",
+                   r.result.status.IsUnauthenticated() ? "authentication failed"
+                   : r.result.status.IsPermissionDenied()
+                       ? "permission denied (a privilege is missing)"
+                       : "database unreachable");
     }
     LogFields f({{"watch", r.watch}, IdField("txn_id", r.id)});
     spdlog::debug("failed: {}", r.result.detail);
@@ -118,9 +120,10 @@ struct WatchRun {
   const txn_recovery::WatchSpec* watch = nullptr;
   WatchSummary summary;
   txn_recovery::Status status;
-  // Some transaction failed because the database refused the daemon's credentials or a
-  // privilege: the deployment's to fix, reported as such (exit 77).
+  // Some transaction failed because the database refused the daemon's credentials (exit
+  // 77) or a privilege (exit 79): the deployment's to fix, reported as such.
   bool unauthenticated = false;
+  bool permission_denied = false;
   // Some transaction failed because the database went away under it (a failover, a write
   // whose reply never came): an outage, reported as such (exit 69) and retried.
   bool unreachable = false;
@@ -237,6 +240,7 @@ void SweepOne(txn_recovery::Sweeper& sweeper, const txn_recovery::WatchSpec& wat
   auto on_txn = [&](const TxnReport& r) {
     LogTransaction(r);
     if (r.result.status.IsUnauthenticated()) run->unauthenticated = true;
+    if (r.result.status.IsPermissionDenied()) run->permission_denied = true;
     if (r.result.outcome == Outcome::kFailed && r.result.status.IsUnavailable())
       run->unreachable = true;
     if (!list) return;
@@ -282,10 +286,11 @@ void ScanOne(const Config& config, txn_recovery::Store* store, const SweepComman
   }
 }
 
-// What a watch's pass means for the exit code: the login refused (77), the database
-// unreachable (69), or something an operator must look at (1).
+// What a watch's pass means for the exit code: the login refused (77), a privilege missing
+// (79), the database unreachable (69), or something an operator must look at (1).
 struct Verdict {
   bool unauthenticated = false;
+  bool permission_denied = false;
   bool unreachable = false;
   bool incomplete = false;
 };
@@ -296,8 +301,10 @@ void Judge(const WatchRun& run, bool dry_run, Verdict* v) {
     v->incomplete = true;
     if (run.status.IsUnavailable()) v->unreachable = true;
     if (run.status.IsUnauthenticated()) v->unauthenticated = true;
+    if (run.status.IsPermissionDenied()) v->permission_denied = true;
   }
   if (run.unauthenticated) v->unauthenticated = true;
+  if (run.permission_denied) v->permission_denied = true;
   if (run.unreachable) v->unreachable = true;
   if (s.failed > 0 || s.quarantined_total > 0) v->incomplete = true;
   // A dry run that would quarantine something reports it as the real sweep would.
@@ -307,6 +314,7 @@ void Judge(const WatchRun& run, bool dry_run, Verdict* v) {
     v->incomplete = true;
     if (run.orphan_status.IsUnavailable()) v->unreachable = true;
     if (run.orphan_status.IsUnauthenticated()) v->unauthenticated = true;
+    if (run.orphan_status.IsPermissionDenied()) v->permission_denied = true;
   }
   const auto& o = run.orphans;
   // Anything reported but not undone needs an operator.
@@ -469,10 +477,11 @@ int RunSweep(const Config& config, txn_recovery::Store* store, const SweepComman
     }
   }
 
-  const int code = verdict.unauthenticated ? kExitAuthentication
-                   : verdict.unreachable   ? kExitUnavailable
-                   : verdict.incomplete    ? kExitIncomplete
-                                           : kExitOk;
+  const int code = verdict.unauthenticated     ? kExitAuthentication
+                   : verdict.permission_denied ? kExitPermission
+                   : verdict.unreachable       ? kExitUnavailable
+                   : verdict.incomplete        ? kExitIncomplete
+                                               : kExitOk;
   txn_recovery::Store::WireStats wire;
   const bool has_wire = store->GetWireStats(&wire);
   if (json) {

@@ -20,12 +20,6 @@ using txn_recovery::WatchSpec;
 
 namespace {
 
-int ExitFor(const Status& s) {
-  if (s.IsUnauthenticated()) return kExitAuthentication;
-  if (s.IsUnavailable()) return kExitUnavailable;
-  return kExitIncomplete;
-}
-
 // The watch and the _id the operator means: the candidates of the text typed, looked up in
 // every configured watch (--watch has narrowed the list already). Found exactly once, or
 // the exit code and the message on stderr.
@@ -48,7 +42,7 @@ int Locate(const Config& config, txn_recovery::Store* store, const std::string& 
       std::optional<txn_recovery::Document> doc;
       if (Status s = store->FindOne(w.ns, txn_recovery::Filter().Eq("_id", id), &doc); !s.ok()) {
         std::cerr << "txn-recoveryd: watch " << w.name << ": " << s.ToString() << "\n";
-        return ExitFor(s);
+        return ExitForStatus(s);
       }
       if (doc) found.push_back({&w, id});
     }
@@ -164,7 +158,7 @@ int RunExplain(const Config& config, txn_recovery::Store* store, const Transacti
                                        LeaseFor(config), &e);
       !s.ok()) {
     std::cerr << "txn-recoveryd: " << s.ToString() << "\n";
-    return ExitFor(s);
+    return ExitForStatus(s);
   }
   const FleetView fleet = ReadFleetView(config, store, *where.watch);
   if (!c.json) {
@@ -204,13 +198,14 @@ int RunRetry(const Config& config, txn_recovery::Store* store, const Transaction
                                      LeaseFor(config), &r);
       !s.ok()) {
     std::cerr << "txn-recoveryd: " << s.ToString() << "\n";
-    return ExitFor(s);
+    return ExitForStatus(s);
   }
   using txn_recovery::Outcome;
   const Outcome o = r.result.outcome;
   const bool ok = r.refused.empty() && (o == Outcome::kResolved || o == Outcome::kUntouched);
   const int code = ok                                                         ? kExitOk
                    : r.result.status.IsUnauthenticated()                      ? kExitAuthentication
+                   : r.result.status.IsPermissionDenied()                     ? kExitPermission
                    : o == Outcome::kFailed && r.result.status.IsUnavailable() ? kExitUnavailable
                                                                               : kExitIncomplete;
   const std::string detail = !r.refused.empty() ? r.refused : r.result.detail;
@@ -245,7 +240,7 @@ int RunRelease(const Config& config, txn_recovery::Store* store, const Transacti
   if (Status s = txn_recovery::ReleaseQuarantine(store, *where.watch, where.id, &released);
       !s.ok()) {
     std::cerr << "txn-recoveryd: " << s.ToString() << "\n";
-    return ExitFor(s);
+    return ExitForStatus(s);
   }
   const int code = released ? kExitOk : kExitIncomplete;
   if (c.json) {

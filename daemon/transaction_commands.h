@@ -2,7 +2,8 @@
 // transaction, found by its _id in the configured watches (or the one --watch names).
 // Exit codes: 0 done (explain: shown); 1 no such transaction, or it could not be done
 // (retry: refused, busy, failed or quarantined; release: not quarantined); 64 an _id found
-// in several watches, or not an _id; 69 the database unreachable; 77 credentials refused.
+// in several watches, or not an _id; 69 the database unreachable; 77 credentials refused;
+// 79 a privilege missing.
 #pragma once
 
 #include <ostream>

@@ -327,8 +327,9 @@ TEST_F(ForgedWire, ARunningDaemonSaysAuthenticationFailedInItsLogAndReadiness) {
 
 // Logged in, but without the role to update the transactions: Unauthorized (13) on every
 // write. Before, each transaction was charged for it and, after max_failures sweeps,
-// quarantined though nothing is wrong with it. Now it is the deployment's problem: exit 77,
-// no failure counted, nothing quarantined.
+// quarantined though nothing is wrong with it. Now it is the deployment's problem: exit 79
+// (a privilege missing, not the credentials of exit 77), no failure counted, nothing
+// quarantined.
 TEST_F(ForgedWire, AMissingPrivilegeIsNotChargedToTheTransactions) {
   Bank bank(backend_->store(), backend_->database());
   bank.Open(2);
@@ -341,7 +342,7 @@ TEST_F(ForgedWire, AMissingPrivilegeIsNotChargedToTheTransactions) {
   const std::string config = ProxiedConfig();
   for (int sweep = 0; sweep < 3; ++sweep) {  // max_failures is 2 in this configuration
     std::string out;
-    EXPECT_EQ(Sweep(config, &out), 77) << out;
+    EXPECT_EQ(Sweep(config, &out), 79) << out;
     EXPECT_NE(out.find("not authorized"), std::string::npos) << out;
   }
   // (The forged server forwards each request and rewrites only its reply, so the claims

@@ -30,9 +30,13 @@ TEST(ErrorStatus, RefusedCredentialsAndAMissingPrivilegeAreTheDeployments) {
   EXPECT_TRUE(
       mongo::StatusFromBsonError(Error(MONGOC_ERROR_SERVER, 18, "Authentication failed."), "update")
           .IsUnauthenticated());
-  EXPECT_TRUE(
-      mongo::StatusFromBsonError(Error(MONGOC_ERROR_SERVER, 13, "not authorized on bank"), "find")
-          .IsUnauthenticated());
+  // Logged in, a privilege missing: a role to grant, not credentials to fix; retried like
+  // an outage all the same.
+  const Status unauthorized =
+      mongo::StatusFromBsonError(Error(MONGOC_ERROR_SERVER, 13, "not authorized on bank"), "find");
+  EXPECT_TRUE(unauthorized.IsPermissionDenied()) << unauthorized.ToString();
+  EXPECT_FALSE(unauthorized.IsUnauthenticated());
+  EXPECT_TRUE(unauthorized.IsUnavailable());
 }
 
 // DocumentDB's gateway, its PostgreSQL restarting after a crash, refuses the login with

@@ -28,6 +28,10 @@ class [[nodiscard]] Status {
     // nothing against a transaction" rule applies unchanged; IsUnauthenticated() tells
     // the operator which of the two to fix.
     kUnauthenticated,
+    // Logged in, but the user lacks a privilege a request needs (a role that may not update
+    // the participants). Also a refinement of kUnavailable, for the same reason: nothing a
+    // transaction did, and it ends once an operator grants the role.
+    kPermissionDenied,
     kServerError,  // the database answered with an error (permission, write error)
     kAborted,      // the operation was deliberately stopped (shutdown, injected crash)
   };
@@ -45,6 +49,9 @@ class [[nodiscard]] Status {
   static Status Unauthenticated(std::string_view msg) {
     return Status(Code::kUnauthenticated, msg);
   }
+  static Status PermissionDenied(std::string_view msg) {
+    return Status(Code::kPermissionDenied, msg);
+  }
   static Status ServerError(std::string_view msg) { return Status(Code::kServerError, msg); }
   static Status Aborted(std::string_view msg) { return Status(Code::kAborted, msg); }
 
@@ -54,11 +61,13 @@ class [[nodiscard]] Status {
   bool IsInvalidArgument() const noexcept { return code() == Code::kInvalidArgument; }
   bool IsMalformed() const noexcept { return code() == Code::kMalformed; }
   bool IsConflict() const noexcept { return code() == Code::kConflict; }
-  // True for kUnavailable and its refinement kUnauthenticated.
+  // True for kUnavailable and its refinements kUnauthenticated and kPermissionDenied.
   bool IsUnavailable() const noexcept {
-    return code() == Code::kUnavailable || code() == Code::kUnauthenticated;
+    return code() == Code::kUnavailable || code() == Code::kUnauthenticated ||
+           code() == Code::kPermissionDenied;
   }
   bool IsUnauthenticated() const noexcept { return code() == Code::kUnauthenticated; }
+  bool IsPermissionDenied() const noexcept { return code() == Code::kPermissionDenied; }
   bool IsServerError() const noexcept { return code() == Code::kServerError; }
   bool IsAborted() const noexcept { return code() == Code::kAborted; }
 

@@ -23,6 +23,8 @@ std::string_view Status::CodeName(Code code) noexcept {
       return "Unavailable";
     case Code::kUnauthenticated:
       return "Unauthenticated";
+    case Code::kPermissionDenied:
+      return "PermissionDenied";
     case Code::kServerError:
       return "ServerError";
     case Code::kAborted:

@@ -55,7 +55,7 @@ Status StatusFromBsonError(const bson_error_t& error, std::string_view what) {
   // operator grants it (README, "What the daemon requires of the deployment").
   if ((error.domain == MONGOC_ERROR_SERVER || error.domain == MONGOC_ERROR_QUERY) &&
       error.code == 13)
-    return Status::Unauthenticated(std::string(what) + ": not authorized: " + detail);
+    return Status::PermissionDenied(std::string(what) + ": not authorized: " + detail);
   switch (error.domain) {
     case MONGOC_ERROR_SERVER_SELECTION:
     case MONGOC_ERROR_STREAM:
