@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "http_server.h"
+#include "txn_recovery/duration.h"
 #include "txn_recovery/mongo_store.h"
 #include "txn_recovery/status.h"
 #include "txn_recovery/sweeper.h"
@@ -160,11 +161,8 @@ std::string DescribeConfig(const Config& config);
 // described watch (as TOML), then one comment line per step, for every profile.
 std::string DescribeSteps(const txn_recovery::WatchSpec& watch);
 
-// A duration as Go and Prometheus write them: one or more number-unit pairs, largest unit
-// first, each unit once: "250ms", "30s", "1h30m", "1d12h", "1m30s500ms". Units: d, h, m,
-// s, ms. InvalidArgument otherwise (fractions, signs, spaces, no unit).
-txn_recovery::Status ParseDuration(std::string_view text, std::chrono::milliseconds* out);
-// The shortest text ParseDuration reads back as `d`: "1h30m", "45s", "0ms".
-std::string FormatDuration(std::chrono::milliseconds d);
+// The configuration's durations (txn_recovery/duration.h).
+using txn_recovery::FormatDuration;
+using txn_recovery::ParseDuration;
 
 }  // namespace txn_recoveryd

@@ -92,12 +92,6 @@ double UnixSeconds() {
          1000.0;
 }
 
-std::string Seconds(milliseconds d) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1fs", static_cast<double>(d.count()) / 1000.0);
-  return buf;
-}
-
 std::string ClockTime() {
   std::time_t t = std::time(nullptr);
   std::tm tm{};
@@ -840,12 +834,12 @@ void Daemon::CountWire() {
 void Daemon::PublishStatus(const SweepOutcome& o, milliseconds took, milliseconds next) {
   std::string status;
   if (o.authentication_failed) {
-    status =
-        "authentication failed: the database refused the credentials; retrying in " + Seconds(next);
+    status = "authentication failed: the database refused the credentials; retrying in " +
+             FormatDuration(next);
   } else if (!o.database_up) {
-    status = "database unreachable; retrying in " + Seconds(next);
+    status = "database unreachable; retrying in " + FormatDuration(next);
   } else {
-    status = "last sweep " + ClockTime() + " (" + Seconds(took) +
+    status = "last sweep " + ClockTime() + " (" + FormatDuration(took) +
              "): " + std::to_string(o.resolved) + " resolved, " + std::to_string(o.failed) +
              " failed; " + std::to_string(o.stuck) + " stuck";
     if (o.oldest) status += " (oldest " + std::to_string(o.oldest->count() / 1000) + "s)";

@@ -11,6 +11,7 @@
 
 #include "engine/seen_ids.h"
 #include "txn_recovery/candidates.h"
+#include "txn_recovery/duration.h"
 
 namespace txn_recovery {
 namespace {
@@ -422,10 +423,10 @@ class Sweeper::Pass {
       r->result.outcome = Outcome::kFailed;
       r->result.status = Status::InvalidArgument(
           "its " + watch_.profile.time_field + " " + Value(txn->last_modified).ToString() + " is " +
-          std::to_string(AgeOf(txn->last_modified, now).count() / 1000) +
-          "s ahead of the server's clock, more than max_clock_skew (" +
-          std::to_string(watch_.thresholds.max_clock_skew.count() / 1000) +
-          "s): not acted on until the server's clock reaches it");
+          FormatDuration(AgeOf(txn->last_modified, now)) +
+          " ahead of the server's clock, more than max_clock_skew (" +
+          FormatDuration(watch_.thresholds.max_clock_skew) +
+          "): not acted on until the server's clock reaches it");
       r->result.detail = r->result.status.message();
       Report(std::move(*r));
       return false;

@@ -4,6 +4,7 @@
 
 #include "shapes/profile_parsing.h"
 #include "txn_recovery/decision.h"
+#include "txn_recovery/duration.h"
 
 namespace txn_recovery {
 
@@ -15,18 +16,6 @@ std::string Describe(const ConfigProblems& problems) {
   }
   return out;
 }
-
-namespace {
-
-// "90s", "1500ms", "30m": a threshold as the configuration would write it, for messages.
-std::string Millis(std::chrono::milliseconds d) {
-  long long ms = d.count();
-  if (ms != 0 && ms % 60'000 == 0) return std::to_string(ms / 60'000) + "m";
-  if (ms != 0 && ms % 1000 == 0) return std::to_string(ms / 1000) + "s";
-  return std::to_string(ms) + "ms";
-}
-
-}  // namespace
 
 ConfigProblems ValidateThresholds(const Thresholds& t) {
   ConfigProblems out;
@@ -40,8 +29,8 @@ ConfigProblems ValidateThresholds(const Thresholds& t) {
     if (value.count() <= 0) out.push_back({key, "must be positive"});
   if (t.rollback_after <= t.resume_after)
     out.push_back({"rollback_after",
-                   "must be longer than resume_after (" + Millis(t.rollback_after) +
-                       " <= " + Millis(t.resume_after) + ")",
+                   "must be longer than resume_after (" + FormatDuration(t.rollback_after) +
+                       " <= " + FormatDuration(t.resume_after) + ")",
                    {"resume_after"}});
   return out;
 }
