@@ -5,8 +5,9 @@
 // There is one execution path. Execute is ExecuteBatch of one transaction; ExecuteBatch
 // drives several transactions in lockstep, each write of a phase sent together with the
 // same write of the others (one unordered bulk per collection). Every write is built by
-// one pure request builder (lib/src/engine/requests.h) and sent by one writer, which applies the
-// lease-deadline rule to each of them.
+// one pure request builder (lib/src/engine/requests.h) and goes through the batch's Send,
+// the one place that applies the lease-deadline rule and adds the fence, to the one
+// Writer (lib/src/engine/writer.h) that sends it.
 #pragma once
 
 #include <chrono>

@@ -70,8 +70,11 @@ struct SweepOptions {
       false;  // rehearse (StateMachine::RehearseBatch): read, decide, report; write nothing
   LeaseOptions lease;
   int workers = 4;  // threads executing transactions
-  // Documents per cursor batch, which is also how many candidates are held in memory at
-  // once: it bounds the sweep's memory however many transactions are stuck.
+  // Documents per cursor batch, which is also how many candidate documents are held in
+  // memory at once, however many are stuck. Not all of the sweep's memory: a share's sweep
+  // keeps the _id of every candidate it has read (to drop a document read twice), and a
+  // member's SweepMemory those it saw outside its share; both grow with the candidates
+  // (tens of bytes each), not with their documents.
   std::int32_t batch_size = 500;
   // Transactions a worker drives together: each phase of theirs is one bulk write per
   // collection (StateMachine::ExecuteBatch). Larger means fewer round trips and longer

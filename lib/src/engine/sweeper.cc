@@ -16,8 +16,8 @@
 namespace txn_recovery {
 namespace {
 
-// A bounded queue between the cursor reader and the workers: memory stays proportional to
-// the batch size however many transactions are stuck.
+// A bounded queue between the cursor reader and the workers: the documents held stay
+// proportional to the batch size however many transactions are stuck.
 class WorkQueue {
  public:
   explicit WorkQueue(std::size_t capacity) : capacity_(capacity) {}
