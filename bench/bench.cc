@@ -59,6 +59,7 @@
 
 #include "child_process.h"
 #include "config.h"
+#include "index_cost.h"
 #include "sweep_command.h"
 #include "txn_recovery/mongo_store.h"
 #include "txn_recovery/query_log.h"
@@ -594,7 +595,8 @@ struct Options {
   std::vector<std::int64_t> ns, idle, dry;
   std::vector<std::int64_t> fleet;  // sweeps at once (--fleet)
   std::int64_t fleet_n = 30'000;
-  std::int64_t writes_n = -1;  // -1: the first of `ns`; 0: none
+  std::int64_t index_cost_writes = 0;  // --index-cost: the application's writes per round
+  std::int64_t writes_n = -1;          // -1: the first of `ns`; 0: none
   std::vector<std::string> profiles{"transfer"};
   double baseline_budget = 600;
   int workers = 4, batch_size = 500, limit_threads = 4;
@@ -1465,6 +1467,41 @@ int Main(const Options& o) {
       }
     }
   }
+  if (o.index_cost_writes > 0) {
+    // The transfer watch as the daemon reads it, for the indexes it requires on the accounts.
+    txn_recoveryd::Config daemon_config;
+    Check(txn_recoveryd::LoadConfig(
+              config,
+              [&](const std::string& name) -> std::optional<std::string> {
+                if (name == "TXN_RECOVERYD_MONGODB_URI") return o.uri;
+                return std::nullopt;
+              },
+              &daemon_config),
+          "the daemon's configuration");
+    const auto transfer =
+        std::find_if(daemon_config.watches.begin(), daemon_config.watches.end(),
+                     [](const WatchSpec& w) { return w.profile.transfer() != nullptr; });
+    if (transfer == daemon_config.watches.end())
+      throw std::runtime_error("--index-cost needs the transfer profile in --profiles");
+    bench::IndexCostOptions io;
+    io.writes = o.index_cost_writes;
+    Table t(
+        "The application's own writes to its accounts (a guarded $inc and $push of its "
+        "marker, then the $pull; unordered bulks of 500) with the indexes the daemon "
+        "requires there, and without",
+        {"indexes", "writes", "wall s", "writes/s", "server CPU s", "overhead"});
+    for (const bench::IndexCostRow& row :
+         bench::MeasureIndexCost(store.get(), *transfer, io, server)) {
+      t.Print({row.variant, Int(row.writes), Fmt("%.2f", row.seconds),
+               Fmt("%.0f", static_cast<double>(row.writes) / row.seconds), Opt(row.server_cpu),
+               Fmt("%+.1f %%", 100 * row.overhead)});
+      nlohmann::json j = {{"run", "index-cost"},     {"variant", row.variant},
+                          {"indexes", row.indexes},  {"writes", row.writes},
+                          {"seconds", row.seconds},  {"server_cpu", Json(row.server_cpu)},
+                          {"overhead", row.overhead}};
+      report.Add(std::move(j));
+    }
+  }
   std::printf("\nload average at the end: %s\n", LoadAverage().c_str());
   report.doc()["machine"]["load_average_end"] = LoadAverage();
   report.Save();
@@ -1523,6 +1560,9 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
                  "Sweeps run at once, comma-separated (e.g. 1,2,3): each count twice, every "
                  "sweep of everything, then each of its --share (empty: none)");
   app.add_option("--fleet-n", o.fleet_n, "Stuck transactions for the --fleet runs");
+  app.add_option("--index-cost", o.index_cost_writes,
+                 "The application's writes to its accounts per round, with and without each "
+                 "index the daemon requires there (0: not measured)");
   app.add_option("--json", o.json_path, "Also write every figure to this JSON file");
   app.add_option("--daemon", o.daemon, "The txn-recoveryd binary");
   CLI11_PARSE(app, argc, argv);

@@ -1,0 +1,104 @@
+#include "index_cost.h"
+
+#include <algorithm>
+#include <chrono>
+#include <stdexcept>
+
+#include "txn_recovery/indexes.h"
+
+namespace txn_recovery::bench {
+namespace {
+
+using Steady = std::chrono::steady_clock;
+
+void Must(const Status& s, const std::string& what) {
+  if (!s.ok()) throw std::runtime_error(what + ": " + s.ToString());
+}
+
+struct Round {
+  double seconds = 0;
+  std::optional<double> server_cpu;
+};
+
+// One round: the participants rebuilt with `indexes`, then the application's writes.
+Round RunRound(MongoStore* store, const Namespace& accounts, const std::string& marker,
+               const std::vector<IndexSpec>& indexes, const IndexCostOptions& o,
+               const ProcessTreeCpu& server) {
+  Must(store->DropDatabase(accounts.database), "drop " + accounts.database);
+  std::vector<Document> docs;
+  for (std::int64_t a = 0; a < o.accounts; ++a) {
+    docs.push_back(Document{{"_id", a}, {"balance", std::int64_t{1'000'000}}, {marker, Array{}}});
+    if (docs.size() == 1000 || a + 1 == o.accounts) {
+      Must(store->InsertMany(accounts, docs), "insert the accounts");
+      docs.clear();
+    }
+  }
+  if (!indexes.empty()) Must(store->CreateIndexes(accounts, indexes), "create the indexes");
+  const std::optional<double> cpu0 = server.empty() ? std::nullopt : server.Seconds();
+  const auto t0 = Steady::now();
+  std::int64_t txn = 1;
+  for (std::int64_t done = 0; done < o.writes;) {
+    // A bulk of debits, each pushing its transaction's marker where it is not yet (the
+    // manual's guard), then the bulk of the pulls of those markers: half the writes each.
+    std::vector<UpdateRequest> push, pull;
+    for (std::int32_t k = 0; k < o.bulk / 2 && done < o.writes; ++k, ++txn, done += 2) {
+      const Value account{(txn * 7919) % o.accounts};
+      const Value t{txn};
+      push.push_back({Filter().Eq("_id", account).Ne(marker, t),
+                      Update().Inc("balance", std::int64_t{-1}).Push(marker, t)});
+      pull.push_back({Filter().Eq("_id", account).Eq(marker, t), Update().Pull(marker, t)});
+    }
+    BulkResult r;
+    Must(store->UpdateEach(accounts, push, &r), "the debits");
+    Must(store->UpdateEach(accounts, pull, &r), "the pulls");
+  }
+  Round round;
+  round.seconds = std::chrono::duration<double>(Steady::now() - t0).count();
+  if (cpu0) {
+    if (const std::optional<double> cpu1 = server.Seconds()) round.server_cpu = *cpu1 - *cpu0;
+  }
+  return round;
+}
+
+}  // namespace
+
+std::vector<IndexCostRow> MeasureIndexCost(MongoStore* store, const WatchSpec& watch,
+                                           const IndexCostOptions& o,
+                                           const ProcessTreeCpu& server) {
+  const TransferProfile* transfer = watch.profile.transfer();
+  if (transfer == nullptr) throw std::runtime_error("the index cost is measured on a transfer");
+  const Namespace accounts{watch.ns.database, transfer->participants_collection};
+  std::vector<IndexSpec> required;
+  for (const RequiredIndex& r : RequiredIndexes(watch))
+    if (r.ns == accounts) required.push_back(r.spec);
+  // None, each alone, all of them (when there are two or more).
+  std::vector<std::pair<std::string, std::vector<IndexSpec>>> variants = {{"none", {}}};
+  for (const IndexSpec& spec : required) variants.push_back({"only " + spec.ToString(), {spec}});
+  if (required.size() > 1) variants.push_back({"all the daemon's", required});
+
+  std::vector<std::vector<Round>> rounds(variants.size());
+  for (int r = 0; r < o.rounds; ++r)
+    for (std::size_t v = 0; v < variants.size(); ++v)
+      rounds[v].push_back(
+          RunRound(store, accounts, transfer->marker_field, variants[v].second, o, server));
+  std::vector<IndexCostRow> rows;
+  for (std::size_t v = 0; v < variants.size(); ++v) {
+    auto& rs = rounds[v];
+    std::sort(rs.begin(), rs.end(),
+              [](const Round& a, const Round& b) { return a.seconds < b.seconds; });
+    const Round& median = rs[rs.size() / 2];
+    IndexCostRow row;
+    row.variant = variants[v].first;
+    for (const IndexSpec& spec : variants[v].second)
+      row.indexes += (row.indexes.empty() ? "" : ", ") + spec.ToString();
+    row.writes = o.writes;
+    row.seconds = median.seconds;
+    row.server_cpu = median.server_cpu;
+    rows.push_back(row);
+  }
+  for (IndexCostRow& row : rows) row.overhead = row.seconds / rows.front().seconds - 1;
+  Must(store->DropDatabase(accounts.database), "drop " + accounts.database);
+  return rows;
+}
+
+}  // namespace txn_recovery::bench

@@ -1,0 +1,44 @@
+// What the daemon's indexes on an application's participant collections cost the
+// application's own writes. On DocumentDB every index of a collection is maintained by every
+// update of it (the document is one PostgreSQL column: no update is heap-only), so an index
+// the daemon asks for is paid by the application's every debit and credit, not only by the
+// daemon. Measured as the application writes: the MongoDB manual's transfer steps on the
+// participants (a guarded $inc with the $push of its marker, then the $pull), in unordered
+// bulks, with and without each index the daemon requires there (RequiredIndexes).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "child_process.h"
+#include "txn_recovery/mongo_store.h"
+#include "txn_recovery/watch.h"
+
+namespace txn_recovery::bench {
+
+struct IndexCostRow {
+  std::string variant;  // "none", then each index alone, then all of them
+  std::string indexes;  // the keys, as IndexSpec::ToString writes them
+  std::int64_t writes = 0;
+  double seconds = 0;                // the median round's wall time
+  std::optional<double> server_cpu;  // the median round's server CPU seconds
+  double overhead = 0;               // seconds / the "none" row's seconds - 1
+};
+
+struct IndexCostOptions {
+  std::int64_t accounts = 10'000;
+  std::int64_t writes = 100'000;  // participant writes per round (half $push, half $pull)
+  std::int32_t bulk = 500;
+  int rounds = 3;  // per variant, interleaved; the median is kept
+};
+
+// For the participants of `watch` (a transfer watch: its participants collection; the
+// database is dropped and rebuilt for each round), one row per variant. `server` measures
+// the server's CPU (may be empty).
+std::vector<IndexCostRow> MeasureIndexCost(MongoStore* store, const WatchSpec& watch,
+                                           const IndexCostOptions& options,
+                                           const ProcessTreeCpu& server);
+
+}  // namespace txn_recovery::bench
