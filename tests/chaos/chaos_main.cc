@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -30,6 +31,7 @@
 #include <optional>
 #include <random>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -256,6 +258,7 @@ struct Daemon {
   std::optional<Clock::time_point> leaving;     // SIGTERMed then: it drains and leaves
   bool left = false;                            // left the fleet; a member joining may reuse it
   int incarnation = 0;
+  int serial = 0;  // which daemon process this is, over the whole run (its log's name)
 };
 
 class Run {
@@ -373,14 +376,22 @@ class Run {
   }
 
   // What a daemon's log says it did (it logs each resolution at info level), read before
-  // its process record, log included, is replaced.
+  // its process record, log included, is replaced. Each transaction a process resolved is
+  // noted with the process: a transaction resolved by two processes was driven by two (a
+  // late-write check looks at a finished transaction and may come from any of them).
   void Harvest(const Daemon& d) {
     if (!d.proc) return;
     std::istringstream log(d.proc->Stderr());
     for (std::string line; std::getline(log, line);) {
-      if (line.find(" resolved: ") != std::string::npos &&
-          line.find("action=check-late-writes") != std::string::npos)
-        late_writes_undone_++;
+      if (line.find(" resolved: ") != std::string::npos) {
+        if (line.find("action=check-late-writes") != std::string::npos) {
+          late_writes_undone_++;
+        } else if (auto at = line.find(" txn_id="); at != std::string::npos) {
+          // Fields in order: watch, txn_id, action (sweep_command.cc, LogTransaction).
+          at += std::strlen(" txn_id=");
+          resolved_by_[line.substr(at, line.find(" action=", at) - at)].insert(d.serial);
+        }
+      }
       if (line.find(" failed: ") != std::string::npos) daemon_failures_++;
       // "fleet of DB.COLL: N live member(s) sweep it, ...": a member's view changed, which
       // is what the membership faults are for.
@@ -407,7 +418,7 @@ class Run {
     d.leaving.reset();
     d.left = false;
     d.incarnation++;
-    ++daemon_spawns_;
+    d.serial = ++daemon_spawns_;
   }
 
   // The daemons that are members now: running, neither leaving nor left nor waiting for a
@@ -784,6 +795,15 @@ class Run {
 
   void Check() {
     for (auto& v : app_->Violations()) violations_.push_back(v);
+    // No transaction driven by two: each resolved by one daemon process at most.
+    for (const auto& [txn, serials] : resolved_by_) {
+      if (serials.size() < 2) continue;
+      if (++resolved_by_two_ > 5) continue;  // the first few named
+      std::string who;
+      for (int s : serials) who += (who.empty() ? "" : ", ") + std::to_string(s);
+      violations_.push_back("driven by two: transaction " + txn + " resolved by daemon processes " +
+                            who + " (their logs)");
+    }
     // How each transaction ended and who ended it, from the lease sub-document.
     const Profile& p = app_->profile();
     for (const Document& t : testing::AllDocs(store_.get(), app_->transactions())) {
@@ -850,6 +870,8 @@ class Run {
         std::to_string(daemon_spawns_) + " (" + std::to_string(joined_) + ")");
     row("fleet views changed (daemon logs), largest",
         std::to_string(view_changes_) + ", " + std::to_string(largest_view_) + " members");
+    row("transactions resolved (daemon logs)", resolved_by_.size());
+    row("  of them by two daemons", resolved_by_two_);
     row("late writes undone (daemon logs)", late_writes_undone_);
     row("daemon attempts failed, retried", daemon_failures_);
     std::ostringstream q;
@@ -917,6 +939,8 @@ class Run {
   std::vector<Daemon> daemons_;
   std::int64_t worker_spawns_ = 0;
   int daemon_spawns_ = 0, initial_daemons_ = 0, joined_ = 0;
+  std::map<std::string, std::set<int>> resolved_by_;  // transaction -> the daemons (serial)
+  std::int64_t resolved_by_two_ = 0;
   std::int64_t view_changes_ = 0;
   int largest_view_ = 0;
   std::optional<Clock::time_point> proxy_stalled_until_, cut_until_;
