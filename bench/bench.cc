@@ -65,6 +65,7 @@
 #include <optional>
 #include <sstream>
 #include <thread>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 
@@ -623,8 +624,9 @@ struct Options {
   std::string takeover_heartbeat = "1s", takeover_expiry = "3s", takeover_interval = "1s",
               takeover_lease = "15s", takeover_resume_after = "5s";
   std::vector<double> takeover_stop{5, 20};
-  std::string fleet_logs;      // a directory: every run daemon's JSON log is kept there
-  std::int64_t writes_n = -1;  // -1: the first of `ns`; 0: none
+  std::string fleet_logs;                // a directory: every run daemon's JSON log is kept there
+  std::string fleet_log_level = "info";  // "debug" adds each busy claim to their logs
+  std::int64_t writes_n = -1;            // -1: the first of `ns`; 0: none
   std::vector<std::string> profiles{"transfer"};
   double baseline_budget = 600;
   int workers = 4, batch_size = 500, limit_threads = 4;
@@ -1256,7 +1258,8 @@ class RunDaemon {
       f << "[daemon]\ninterval = \"" << fs.interval << "\"\n[fleet]\nenabled = true\n";
       if (!fs.heartbeat.empty()) f << "heartbeat = \"" << fs.heartbeat << "\"\n";
       if (!fs.expiry.empty()) f << "expiry = \"" << fs.expiry << "\"\n";
-      f << "[http]\nlisten = \"127.0.0.1:0\"\n[log]\nlevel = \"info\"\nformat = \"json\"\n";
+      f << "[http]\nlisten = \"127.0.0.1:0\"\n[log]\nlevel = \"" << o.fleet_log_level
+        << "\"\nformat = \"json\"\n";
       for (const auto& w : watches) f << w;
     }
     std::vector<std::string> unset;
@@ -2029,6 +2032,7 @@ int Main(const Options& o) {
             (leased ? left.leased : left.share).insert(IdKey(*id));
           }
         }
+        const Steady::time_point t_fault = Steady::now();
         double wall_cont = 0;
         if (fault == "stop") {
           std::this_thread::sleep_for(Seconds(stop_s));
@@ -2036,27 +2040,37 @@ int Main(const Options& o) {
           wall_cont = UnixNow();
         }
         const bool done = await_left(f, drained, std::chrono::milliseconds(250));
+        // Everything, by the server: a stopped daemon logs what it wrote before the stop
+        // only once continued, so its log's times say when it woke, not when it wrote.
+        const double all_s = Seconds(Steady::now() - t_fault).count();
         (void)settled_metrics(f);
         std::vector<DaemonLog> logs;
         std::string problems = stop_fleet(f, &logs);
         const Resolutions res(logs);
-        // When the last of a set was resolved, after the fault; and how many of it no log
-        // names (resolved by the victim's last writes, which its log did not keep).
-        auto last_of = [&](const std::unordered_set<std::string>& set, std::int64_t* unlogged) {
+        // When the last of a set was resolved by the others, after the fault (their logs:
+        // they were never stopped, so a line's time is its write's, within a bulk); how
+        // many the victim resolved itself (its writes in flight at the fault, or once
+        // continued: their time is unknown), and how many no log names (the killed
+        // daemon's last writes, which its log did not keep).
+        std::int64_t by_itself = 0, unlogged = 0;
+        std::unordered_map<std::string, double> by_others;  // txn -> its first resolution
+        for (std::size_t d = 1; d < logs.size(); ++d)
+          for (const auto& r : logs[d].resolved)
+            if (r.action != "check-late-writes") by_others.emplace(r.txn, r.at);
+        auto last_of = [&](const std::unordered_set<std::string>& set) {
           double last = 0;
           for (const auto& id : set) {
-            auto it = res.at.find(id);
-            if (it == res.at.end())
-              ++*unlogged;
-            else
+            if (auto it = by_others.find(id); it != by_others.end())
               last = std::max(last, it->second - wall_fault);
+            else if (res.by.count(id))
+              ++by_itself;
+            else
+              ++unlogged;
           }
           return last;
         };
-        std::int64_t unlogged = 0;
-        const double share_s = last_of(left.share, &unlogged);
-        const double leased_s = last_of(left.leased, &unlogged);
-        const double all_s = res.last - wall_fault;
+        const double share_s = last_of(left.share);
+        const double leased_s = last_of(left.leased);
         nlohmann::json j;
         // A SIGKILLed daemon's last resolutions may be on the server and not in its log (it
         // logs a bulk's transactions once the bulk returns): those are named, not failed.
@@ -2074,7 +2088,9 @@ int Main(const Options& o) {
         check += problems;
         if (!done) check = "NOT DRAINED in " + Fmt("%.0f", o.fleet_timeout) + " s; " + check;
         if (seen_members != 3) check += "; " + std::to_string(seen_members) + " live members seen";
-        if (unlogged) check += "; " + Int(unlogged) + " of its share in no log";
+        if (unlogged) check += "; " + Int(unlogged) + " of what it held in no log";
+        if (by_itself)
+          check += "; " + Int(by_itself) + " of what it held (share or leases) resolved by itself";
         std::string what = fault == "kill" ? "SIGKILL" : "SIGSTOP " + Fmt("%.0f", stop_s) + " s";
         if (fault == "stop") {
           // What the stopped member did once continued: resolutions (its own share, or its
@@ -2115,6 +2131,7 @@ int Main(const Options& o) {
         j["lease_bound_seconds"] = lease_bound;
         j["all_done_seconds"] = all_s;
         j["unlogged"] = unlogged;
+        j["its_share_resolved_by_itself"] = by_itself;
         report.Add(std::move(j));
       };
       run("kill", 0);
@@ -2193,6 +2210,9 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
                "resolved, then (a run each) one SIGSTOPped for each --takeover-stop");
   app.add_option("--fleet-logs", o.fleet_logs,
                  "A directory where each run daemon's JSON log is kept (runN-daemonI.jsonl)");
+  app.add_option("--fleet-log-level", o.fleet_log_level,
+                 "log.level of the run daemons (info; debug logs every busy claim, for a look "
+                 "at --fleet-logs, and costs time)");
   app.add_option("--takeover-stop", takeover_stop,
                  "Seconds of each take-over SIGSTOP, comma-separated (empty: none)");
   app.add_option("--takeover-heartbeat", o.takeover_heartbeat, "fleet.heartbeat of the take-over");
