@@ -2037,17 +2037,21 @@ int Main(const Options& o) {
             (leased ? left.leased : left.share).insert(IdKey(*id));
           }
         }
+        // Everything, by the server: the poll that first finds nothing unfinished, during the
+        // stop too (a stopped daemon logs what it wrote before the stop only once continued,
+        // so its log's times say when it woke, not when it wrote).
+        std::optional<Steady::time_point> drained_at;
         double wall_cont = 0;
         if (fault == "stop") {
-          std::this_thread::sleep_until(
-              t_fault + std::chrono::duration_cast<Steady::duration>(Seconds(stop_s)));
+          const auto until =
+              t_fault + std::chrono::duration_cast<Steady::duration>(Seconds(stop_s));
+          for (; Steady::now() < until; std::this_thread::sleep_for(std::chrono::milliseconds(250)))
+            if (!drained_at && unfinished() == 0) drained_at = Steady::now();
           victim.proc().Signal(SIGCONT);
           wall_cont = UnixNow();
         }
-        const bool done = await_left(f, drained, std::chrono::milliseconds(250));
-        // Everything, by the server: a stopped daemon logs what it wrote before the stop
-        // only once continued, so its log's times say when it woke, not when it wrote.
-        const double all_s = Seconds(Steady::now() - t_fault).count();
+        const bool done = drained_at || await_left(f, drained, std::chrono::milliseconds(250));
+        const double all_s = Seconds(drained_at.value_or(Steady::now()) - t_fault).count();
         (void)settled_metrics(f);
         std::vector<DaemonLog> logs;
         std::string problems = stop_fleet(f, &logs);
