@@ -1092,8 +1092,8 @@ std::string Failures(const RunResult& r, nlohmann::json* row) {
 // is gone and reads each daemon's log afterwards: who resolved what, and when.
 
 // One daemon's JSON log (log.format = "json"): its member id, its metrics port, and every
-// transaction it resolved (the daemon logs each as it happens: "resolved: <before> ->
-// <after>", with txn_id and action).
+// transaction it resolved ("resolved: <before> -> <after>", with txn_id and action; logged
+// once the bulk that resolved it returns, so a daemon stopped in between logs it late).
 struct DaemonLog {
   std::string owner;  // "... started as <owner>: ..." (its lease owner and member id)
   int http_port = 0;  // "health and metrics on http://127.0.0.1:<port>"
