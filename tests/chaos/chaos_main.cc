@@ -2,9 +2,11 @@
 // processes running the application's steps), one to three real `txn-recoveryd run` daemons, and
 // a TCP proxy between all of them and the database; faults injected while they run
 // (SIGKILL of workers and daemons, a worker stopped past the threshold, connections
-// dropped, reset, stalled, the database cut off). Then quiescence, docs/chaos.md's invariant
-// checker, and a summary table. Every random choice comes from --seed (printed), so a run
-// can be replayed with the same choices; timing still varies from run to run.
+// dropped, reset, stalled, the database cut off), and changes of the daemons' fleet
+// (docs/fleet.md): members joining, leaving, killed and stopped past the fleet's expiry. Then
+// quiescence, docs/chaos.md's invariant checker, and a summary table. Every random choice comes
+// from --seed (printed), so a run can be replayed with the same choices; timing still varies from
+// run to run.
 //
 // Failover mode (--failovers N --failover-state-dir DIR): against the replicated DocumentDB
 // engine of DIR (scripts/testdb-start.sh --engine documentdb --replicated), the only fault
@@ -20,6 +22,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -28,6 +31,7 @@
 #include <optional>
 #include <random>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -200,10 +204,16 @@ enum class Fault {
   kConnReset,
   kConnStall,
   kDatabaseCut,
+  kMemberJoin,
+  kMemberLeave,
+  kMemberKill,
+  kMemberStall,
 };
 constexpr Fault kAllFaults[] = {Fault::kWorkerKill,  Fault::kWorkerStall,   Fault::kDaemonKill,
                                 Fault::kDaemonStall, Fault::kDaemonsOutage, Fault::kConnDrop,
-                                Fault::kConnReset,   Fault::kConnStall,     Fault::kDatabaseCut};
+                                Fault::kConnReset,   Fault::kConnStall,     Fault::kDatabaseCut,
+                                Fault::kMemberJoin,  Fault::kMemberLeave,   Fault::kMemberKill,
+                                Fault::kMemberStall};
 const char* FaultName(Fault f) {
   switch (f) {
     case Fault::kWorkerKill:
@@ -224,6 +234,14 @@ const char* FaultName(Fault f) {
       return "connections stalled";
     case Fault::kDatabaseCut:
       return "database cut off, then restored";
+    case Fault::kMemberJoin:
+      return "member joins (a daemon started)";
+    case Fault::kMemberLeave:
+      return "member leaves (SIGTERM, record deleted)";
+    case Fault::kMemberKill:
+      return "member SIGKILL, restarted past expiry";
+    case Fault::kMemberStall:
+      return "member SIGSTOP past expiry, SIGCONT";
   }
   return "?";
 }
@@ -237,7 +255,10 @@ struct Daemon {
   std::unique_ptr<Subprocess> proc;
   std::optional<Clock::time_point> restart_at;  // killed; restarted then
   std::optional<Clock::time_point> resume_at;   // SIGSTOPped until then
+  std::optional<Clock::time_point> leaving;     // SIGTERMed then: it drains and leaves
+  bool left = false;                            // left the fleet; a member joining may reuse it
   int incarnation = 0;
+  int serial = 0;  // which daemon process this is, over the whole run (its log's name)
 };
 
 class Run {
@@ -319,6 +340,7 @@ class Run {
 
     int n = o_.daemons ? o_.daemons : std::uniform_int_distribution<int>(1, 3)(rng_);
     daemons_.resize(static_cast<std::size_t>(n));
+    initial_daemons_ = n;
     for (auto& d : daemons_) StartDaemon(d);
     workers_.resize(static_cast<std::size_t>(o_.workers));
     for (auto& w : workers_) StartWorker(w);
@@ -337,6 +359,12 @@ class Run {
       << "\"\nmax_failures = 1000\n"
          "[daemon]\ninterval = \"700ms\"\njitter = 0.3\nbackoff_initial = \"100ms\"\n"
          "backoff_max = \"1s\"\ndrain_deadline = \"3s\"\n"
+         // A short heartbeat and expiry, so that a member killed or stopped drops out of
+         // the others' view, and one joining enters it, within a fault or two.
+         "[fleet]\nheartbeat = \""
+      << txn_recoveryd::FormatDuration(kFleetHeartbeat) << "\"\nexpiry = \""
+      << txn_recoveryd::FormatDuration(kFleetExpiry)
+      << "\"\n"
          "[log]\nlevel = \"info\"\n"
          "[[watch]]\nname = \"chaos\"\ndatabase = \""
       << database_ << "\"\ncollection = \"" << app_->transactions().collection << "\"\n"
@@ -348,15 +376,31 @@ class Run {
   }
 
   // What a daemon's log says it did (it logs each resolution at info level), read before
-  // its process record, log included, is replaced.
+  // its process record, log included, is replaced. Each transaction a process resolved is
+  // noted with the process: a transaction resolved by two processes was driven by two (a
+  // late-write check looks at a finished transaction and may come from any of them).
   void Harvest(const Daemon& d) {
     if (!d.proc) return;
     std::istringstream log(d.proc->Stderr());
     for (std::string line; std::getline(log, line);) {
-      if (line.find(" resolved: ") != std::string::npos &&
-          line.find("action=check-late-writes") != std::string::npos)
-        late_writes_undone_++;
+      if (line.find(" resolved: ") != std::string::npos) {
+        if (line.find("action=check-late-writes") != std::string::npos) {
+          late_writes_undone_++;
+        } else if (auto at = line.find(" txn_id="); at != std::string::npos) {
+          // Fields in order: watch, txn_id, action (sweep_command.cc, LogTransaction).
+          at += std::strlen(" txn_id=");
+          resolved_by_[line.substr(at, line.find(" action=", at) - at)].insert(d.serial);
+        }
+      }
       if (line.find(" failed: ") != std::string::npos) daemon_failures_++;
+      // "fleet of DB.COLL: N live member(s) sweep it, ...": a member's view changed, which
+      // is what the membership faults are for.
+      if (auto at = line.find(" live member(s) sweep it"); at != std::string::npos) {
+        ++view_changes_;
+        const std::size_t n = line.rfind(' ', at - 1);
+        if (n != std::string::npos)
+          largest_view_ = std::max(largest_view_, std::atoi(line.c_str() + n + 1));
+      }
     }
   }
 
@@ -371,7 +415,21 @@ class Run {
                                  "CREDENTIALS_DIRECTORY", "TXN_RECOVERYD_LOG_FORMAT"});
     d.restart_at.reset();
     d.resume_at.reset();
+    d.leaving.reset();
+    d.left = false;
     d.incarnation++;
+    d.serial = ++daemon_spawns_;
+  }
+
+  // The daemons that are members now: running, neither leaving nor left nor waiting for a
+  // restart (`unstopped`: nor SIGSTOPped).
+  std::vector<std::size_t> Members(bool unstopped = false) const {
+    std::vector<std::size_t> out;
+    for (std::size_t i = 0; i < daemons_.size(); ++i) {
+      const Daemon& d = daemons_[i];
+      if (!d.left && !d.leaving && !d.restart_at && !(unstopped && d.resume_at)) out.push_back(i);
+    }
+    return out;
   }
 
   void StartWorker(Worker& w) {
@@ -437,6 +495,27 @@ class Run {
     }
     for (std::size_t i = 0; i < daemons_.size(); ++i) {
       Daemon& d = daemons_[i];
+      if (d.left) continue;
+      if (d.leaving) {
+        // Leaving: it must drain and exit 0 (drain_deadline is 3s) and delete its record.
+        if (!d.proc->Running()) {
+          auto rc = d.proc->Wait(milliseconds(0));
+          if (rc.value_or(-1) != 0)
+            violations_.push_back("daemon " + std::to_string(i) +
+                                  " leaving did not exit 0 (status " +
+                                  std::to_string(rc.value_or(-1)) + "): " + Tail(d.proc->Stderr()));
+          d.leaving.reset();
+          d.left = true;
+        } else if (now - *d.leaving > std::chrono::seconds(15)) {
+          violations_.push_back("daemon " + std::to_string(i) +
+                                " still running 15s after SIGTERM: " + Tail(d.proc->Stderr()));
+          d.proc->Signal(SIGKILL);
+          d.proc->Wait(std::chrono::seconds(5));
+          d.leaving.reset();
+          d.left = true;
+        }
+        continue;
+      }
       if (d.restart_at) {
         if (now >= *d.restart_at) StartDaemon(d);
         continue;
@@ -486,19 +565,59 @@ class Run {
                                             kRollbackAfter + std::chrono::seconds(3));
         break;
       }
-      case Fault::kDaemonKill: {
-        std::size_t i = Pick<std::size_t>(0, daemons_.size() - 1);
-        Daemon& d = daemons_[i];
-        if (d.restart_at) return Inject(Fault::kConnDrop);
+      case Fault::kDaemonKill:
+      case Fault::kMemberKill: {
+        auto members = Members();
+        if (members.empty()) return Inject(Fault::kConnDrop);
+        Daemon& d = daemons_[members[Pick<std::size_t>(0, members.size() - 1)]];
         d.proc->Signal(SIGKILL);
         d.proc->Wait(std::chrono::seconds(5));
         d.resume_at.reset();
-        d.restart_at = Clock::now() + PickMs(milliseconds(0), milliseconds(2000));
+        // Restarted (a new member, with a new id) before its record expires, or only once
+        // it has: then the others see it gone and take its buckets meanwhile.
+        d.restart_at =
+            Clock::now() + (f == Fault::kDaemonKill ? PickMs(milliseconds(0), milliseconds(2000))
+                                                    : PickMs(kFleetExpiry + milliseconds(500),
+                                                             kFleetExpiry + milliseconds(3000)));
+        break;
+      }
+      case Fault::kMemberStall: {
+        // Past the fleet's expiry, within its lease: the others drop it from their view
+        // and take its buckets; it wakes with live leases and a view of the fleet that is
+        // stale, and carries on (docs/fleet.md, "Why stale views stay safe").
+        auto members = Members(/*unstopped=*/true);
+        if (members.empty()) return Inject(Fault::kConnReset);
+        Daemon& d = daemons_[members[Pick<std::size_t>(0, members.size() - 1)]];
+        d.proc->Signal(SIGSTOP);
+        d.resume_at = Clock::now() +
+                      PickMs(kFleetExpiry + milliseconds(500), kFleetExpiry + milliseconds(4000));
+        break;
+      }
+      case Fault::kMemberJoin: {
+        std::size_t present = 0;
+        for (const auto& d : daemons_) present += d.left ? 0 : 1;
+        if (present >= kMaxDaemons) return Inject(Fault::kMemberLeave);
+        auto slot =
+            std::find_if(daemons_.begin(), daemons_.end(), [](const Daemon& d) { return d.left; });
+        if (slot == daemons_.end()) slot = daemons_.emplace(daemons_.end());
+        StartDaemon(*slot);
+        ++joined_;
+        break;
+      }
+      case Fault::kMemberLeave: {
+        // A clean stop: it drains, deletes its member record, exits 0 (Tend checks). At
+        // least one member stays.
+        auto members = Members(/*unstopped=*/true);
+        if (members.size() < 2) return Inject(Fault::kConnDrop);
+        Daemon& d = daemons_[members[Pick<std::size_t>(0, members.size() - 1)]];
+        d.proc->Signal(SIGTERM);
+        d.leaving = Clock::now();
         break;
       }
       case Fault::kDaemonStall: {
-        Daemon& d = daemons_[Pick<std::size_t>(0, daemons_.size() - 1)];
-        if (d.restart_at || d.resume_at) return Inject(Fault::kConnReset);
+        auto members = Members(/*unstopped=*/true);
+        if (members.empty()) return Inject(Fault::kConnReset);
+        Daemon& d = daemons_[members[Pick<std::size_t>(0, members.size() - 1)]];
         d.proc->Signal(SIGSTOP);
         // Sometimes past its lease: it must not write when it wakes (another daemon may
         // have taken over), and what it had sent before is repeatable.
@@ -511,7 +630,7 @@ class Run {
         auto until = Clock::now() + PickMs(kRollbackAfter + milliseconds(1000),
                                            kRollbackAfter + milliseconds(4000));
         for (auto& d : daemons_) {
-          if (d.restart_at) continue;
+          if (d.restart_at || d.leaving || d.left) continue;
           if (!d.resume_at) d.proc->Signal(SIGSTOP);
           d.resume_at = std::max(until, d.resume_at.value_or(until));
         }
@@ -548,7 +667,7 @@ class Run {
       Tend();
       if (Clock::now() >= next) {
         // Drawn from a shuffled bag of every kind: each kind comes up once in every round
-        // of nine, so even a short run sees them all.
+        // of thirteen, so even a short run sees them all.
         if (bag_.empty()) {
           bag_.assign(std::begin(kAllFaults), std::end(kAllFaults));
           std::shuffle(bag_.begin(), bag_.end(), rng_);
@@ -628,7 +747,13 @@ class Run {
       }
     }
     workers_.clear();
+    // A member still leaving finishes leaving; one that left stays gone.
+    for (auto until = Clock::now() + std::chrono::seconds(16);
+         Clock::now() < until &&
+         std::any_of(daemons_.begin(), daemons_.end(), [](const Daemon& d) { return d.leaving; });)
+      Pause(milliseconds(100));
     for (auto& d : daemons_) {
+      if (d.left) continue;
       if (d.restart_at) StartDaemon(d);
       if (d.resume_at) d.proc->Signal(SIGCONT);
       d.resume_at.reset();
@@ -654,6 +779,10 @@ class Run {
                             " of quiescence: " + std::to_string(app_->InFlight()));
     for (std::size_t i = 0; i < daemons_.size(); ++i) {
       Daemon& d = daemons_[i];
+      if (d.left) {  // stopped when it left, and checked then
+        Harvest(d);
+        continue;
+      }
       d.proc->Signal(SIGTERM);
       auto rc = d.proc->Wait(std::chrono::seconds(15));
       Harvest(d);
@@ -666,6 +795,15 @@ class Run {
 
   void Check() {
     for (auto& v : app_->Violations()) violations_.push_back(v);
+    // No transaction driven by two: each resolved by one daemon process at most.
+    for (const auto& [txn, serials] : resolved_by_) {
+      if (serials.size() < 2) continue;
+      if (++resolved_by_two_ > 5) continue;  // the first few named
+      std::string who;
+      for (int s : serials) who += (who.empty() ? "" : ", ") + std::to_string(s);
+      violations_.push_back("driven by two: transaction " + txn + " resolved by daemon processes " +
+                            who + " (their logs)");
+    }
     // How each transaction ended and who ended it, from the lease sub-document.
     const Profile& p = app_->profile();
     for (const Document& t : testing::AllDocs(store_.get(), app_->transactions())) {
@@ -728,6 +866,12 @@ class Run {
     }
     row("recoveries (resolvedAction -> outcome)", "");
     for (const auto& [k, n] : recoveries_) row("  " + k, n);
+    row("daemon processes started (members joined)",
+        std::to_string(daemon_spawns_) + " (" + std::to_string(joined_) + ")");
+    row("fleet views changed (daemon logs), largest",
+        std::to_string(view_changes_) + ", " + std::to_string(largest_view_) + " members");
+    row("transactions resolved (daemon logs)", resolved_by_.size());
+    row("  of them by two daemons", resolved_by_two_);
     row("late writes undone (daemon logs)", late_writes_undone_);
     row("daemon attempts failed, retried", daemon_failures_);
     std::ostringstream q;
@@ -737,19 +881,19 @@ class Run {
 
     std::size_t w = 0;
     for (const auto& [k, v] : rows) w = std::max(w, k.size());
-    std::string rule = "+" + std::string(w + 2, '-') + "+" + std::string(26, '-') + "+";
+    std::string rule = "+" + std::string(w + 2, '-') + "+" + std::string(30, '-') + "+";
     std::cout << rule << "\n";
     std::cout << "| " << std::left << std::setw(static_cast<int>(w))
               << "seed " + std::to_string(o_.seed) + ", profile " + o_.profile << " | "
-              << std::setw(24)
+              << std::setw(28)
               << (o_.failovers ? std::to_string(o_.failovers) + " failovers"
                                : txn_recoveryd::FormatDuration(o_.duration)) +
-                     ", " + std::to_string(daemons_.size()) + " daemon(s)"
+                     ", " + std::to_string(initial_daemons_) + " daemon(s) at first"
               << " |\n"
               << rule << "\n";
     for (const auto& [k, v] : rows)
       std::cout << "| " << std::left << std::setw(static_cast<int>(w)) << k << " | " << std::right
-                << std::setw(24) << v << " |\n";
+                << std::setw(28) << v << " |\n";
     std::cout << rule << "\n";
     for (const auto& v : violations_) std::cout << "VIOLATION: " << v << "\n";
     std::cout << "replay: txn-recovery-chaos --profile " << o_.profile << " --seed " << o_.seed;
@@ -759,7 +903,7 @@ class Run {
                 << o_.failover_state_dir;
     else
       std::cout << " --duration " << txn_recoveryd::FormatDuration(o_.duration);
-    std::cout << " --workers " << o_.workers << " --daemons " << daemons_.size() << std::endl;
+    std::cout << " --workers " << o_.workers << " --daemons " << initial_daemons_ << std::endl;
   }
 
   void TearDown() {
@@ -778,6 +922,9 @@ class Run {
   static constexpr milliseconds kInitialTimeout{3000};
   static constexpr milliseconds kLateWriteWindow{40000};
   static constexpr milliseconds kLease{15000};
+  static constexpr milliseconds kFleetHeartbeat{500};
+  static constexpr milliseconds kFleetExpiry{2000};
+  static constexpr std::size_t kMaxDaemons = 4;  // members joining stop there
 
   Options o_;
   std::mt19937_64 rng_;
@@ -791,6 +938,11 @@ class Run {
   std::vector<Worker> workers_;
   std::vector<Daemon> daemons_;
   std::int64_t worker_spawns_ = 0;
+  int daemon_spawns_ = 0, initial_daemons_ = 0, joined_ = 0;
+  std::map<std::string, std::set<int>> resolved_by_;  // transaction -> the daemons (serial)
+  std::int64_t resolved_by_two_ = 0;
+  std::int64_t view_changes_ = 0;
+  int largest_view_ = 0;
   std::optional<Clock::time_point> proxy_stalled_until_, cut_until_;
   Clock::time_point start_;
 
