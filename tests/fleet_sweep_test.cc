@@ -229,6 +229,30 @@ TEST_P(FleetSweep, AViewRefreshedBetweenBatchesLeavesTheNewcomersBucketsFromTheN
   for (const auto& v : bank_->Violations(before)) ADD_FAILURE() << v;
 }
 
+// A member of two sees the other leave (killed; its record expired) in the middle of a
+// backlog: the ids it passed over as the other's are read again in the same sweep and
+// driven, instead of waiting for its next sweep.
+TEST_P(FleetSweep, WhenAMemberLeavesMidSweepItsSharePassedOverIsDrivenInTheSameSweep) {
+  const Snapshot before = bank_->Take();
+  constexpr int kTransfers = 40;
+  for (int i = 0; i < kTransfers; ++i)
+    bank_->Transfer(Bank::Account(i % 4), Bank::Account((i + 1) % 4), 1, 3);
+  bank_->AgeAll(kStuck);
+  int refreshes = 0;
+  std::vector<TxnReport> reports;
+  const WatchSummary s = SweepShare("daemon-0", Share{0, 2}, &reports, false, [&](SweepOptions* o) {
+    o->workers = 1;
+    o->refresh_share = [&refreshes] { return ++refreshes <= 2 ? Share{0, 2} : Share{0, 1}; };
+  });
+  ASSERT_TRUE(s.status.ok()) << s.status.ToString();
+  EXPECT_EQ(s.resolved, kTransfers) << "the departed member's share waited for the next sweep";
+  EXPECT_EQ(s.outside_share, 0);
+  std::set<std::string> once;
+  for (const TxnReport& r : reports)
+    EXPECT_TRUE(once.insert(r.id.ToString()).second) << r.id.ToString();
+  for (const auto& v : bank_->Violations(before)) ADD_FAILURE() << v;
+}
+
 TEST_P(FleetSweep, WithoutAShareASweepDrivesEverything) {
   const Snapshot before = bank_->Take();
   for (int i = 0; i < 10; ++i) bank_->Transfer("A0", "A1", 1, 3);

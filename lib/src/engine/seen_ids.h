@@ -19,6 +19,8 @@ class SeenIds {
   // True the first time `id` is offered to this set. Ids are compared by their exact
   // encoding: two readings of one document carry the same.
   bool First(const Value& id) { return seen_.insert(id.ToString()).second; }
+  // `id` (by its ToString) may be offered again as a first reading.
+  void Forget(const std::string& id) { seen_.erase(id); }
 
  private:
   std::set<std::string> seen_;

@@ -165,10 +165,13 @@ class Sweeper::Pass {
     if (watch_.profile.missing_time == MissingTime::kFirstSeen && s_->options_.memory) {
       if (Status st = FinishedCarryTimes(&finished_carry_times); !st.ok()) return st;
     }
-    std::unique_ptr<Cursor> cursor = std::make_unique<CandidateCursor>(
-        s_->store_, watch_.ns, CandidateReads(watch_, server_start_, finished_carry_times),
-        find_options);
-    if (s_->options_.share) cursor = std::make_unique<ShareCursor>(this, std::move(cursor));
+    auto candidates = [this, finished_carry_times, find_options]() -> std::unique_ptr<Cursor> {
+      return std::make_unique<CandidateCursor>(
+          s_->store_, watch_.ns, CandidateReads(watch_, server_start_, finished_carry_times),
+          find_options);
+    };
+    std::unique_ptr<Cursor> cursor =
+        s_->options_.share ? std::make_unique<ShareCursor>(this, candidates) : candidates();
     const int workers = std::max(1, s_->options_.workers);
     const std::size_t capacity =
         static_cast<std::size_t>(std::max<std::int32_t>(1, s_->options_.batch_size));
@@ -239,8 +242,11 @@ class Sweeper::Pass {
   // outside it are taken too (SweepOptions::overdue_after).
   class ShareCursor final : public Cursor {
    public:
-    ShareCursor(Pass* pass, std::unique_ptr<Cursor> ids)
-        : pass_(pass), ids_(std::move(ids)), share_(*pass->s_->options_.share) {
+    ShareCursor(Pass* pass, std::function<std::unique_ptr<Cursor>()> read_ids)
+        : pass_(pass),
+          read_ids_(std::move(read_ids)),
+          ids_(read_ids_()),
+          share_(*pass->s_->options_.share) {
       if (pass_->s_->options_.memory && pass_->s_->options_.overdue_after) {
         sightings_ = pass_->s_->options_.memory.get();
         sightings_->BeginSightings(pass_->watch_.ns);
@@ -262,7 +268,26 @@ class Sweeper::Pass {
 
    private:
     Status FetchNext() {
-      if (const auto& refresh = pass_->s_->options_.refresh_share) share_ = refresh();
+      if (const auto& refresh = pass_->s_->options_.refresh_share) {
+        const Share next = refresh();
+        // A member left (or expired): ids passed over may be this member's now. Read the
+        // candidates' ids again rather than leave those to the next sweep, which after a
+        // backlog is a whole sweep away; what was driven is no candidate any more, and what
+        // was fetched is not read twice (seen_). A few times per sweep at most: a view that
+        // flaps must not make a sweep read its candidates again at every batch.
+        if (next.count < share_.count && !passed_over_.empty() && rereads_ < kMaxRereads) {
+          ++rereads_;
+          for (const std::string& id : passed_over_) seen_.Forget(id);
+          {
+            std::lock_guard lock(pass_->report_mu_);
+            pass_->summary_->outside_share -= static_cast<std::int64_t>(passed_over_.size());
+          }
+          passed_over_.clear();
+          ids_ = read_ids_();
+          ids_done_ = false;
+        }
+        share_ = next;
+      }
       const std::size_t bulk =
           static_cast<std::size_t>(std::max<std::int32_t>(1, pass_->s_->options_.bulk_size));
       std::vector<Value> mine;
@@ -284,6 +309,7 @@ class Sweeper::Pass {
           pass_->NoteOverdue(*id, BucketOf(*id) % share_.count);
           mine.push_back(*id);
         } else {
+          passed_over_.insert(id->ToString());
           std::lock_guard lock(pass_->report_mu_);
           pass_->summary_->outside_share++;
         }
@@ -306,10 +332,14 @@ class Sweeper::Pass {
     }
 
     Pass* pass_;
+    std::function<std::unique_ptr<Cursor>()> read_ids_;  // the candidates' ids, from the start
     std::unique_ptr<Cursor> ids_;
     std::unique_ptr<Cursor> fetched_;
     bool ids_done_ = false;
-    SeenIds seen_;  // the ids read so far: as many as the candidates, no more
+    SeenIds seen_;                       // the ids read so far: as many as the candidates, no more
+    std::set<std::string> passed_over_;  // outside the share since the view last changed
+    static constexpr int kMaxRereads = 4;
+    int rereads_ = 0;
     Share share_;
     SweepMemory* sightings_ = nullptr;  // with the overdue rule
   };
