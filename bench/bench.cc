@@ -876,6 +876,21 @@ struct ServerWork {
   }
 };
 
+// The bench's configuration file as the daemon reads it, the URI from the environment the
+// daemons get (never the file).
+txn_recoveryd::Config DaemonConfig(const std::string& config_path, const std::string& uri) {
+  txn_recoveryd::Config config;
+  Check(txn_recoveryd::LoadConfig(
+            config_path,
+            [&](const std::string& name) -> std::optional<std::string> {
+              if (name == "TXN_RECOVERYD_MONGODB_URI") return uri;
+              return std::nullopt;
+            },
+            &config),
+        "the daemon's configuration");
+  return config;
+}
+
 // The same sweep as `txn-recoveryd sweep --json` (the daemon's RunSweep on the daemon's
 // configuration file), run in this process through a QueryLog, then every read it sent
 // explained by the server, or replayed and timed where the server does not answer explain:
@@ -887,15 +902,7 @@ ServerWork ExamineSweep(MongoStore* store, const std::string& config_path, const
   ServerWork w;
   w.explained =
       store->Explain({ReadQuery::Kind::kFind, probe, Filter().Eq("_id", 1), {}}, &plan).ok();
-  txn_recoveryd::Config config;
-  Check(txn_recoveryd::LoadConfig(
-            config_path,
-            [&](const std::string& name) -> std::optional<std::string> {
-              if (name == "TXN_RECOVERYD_MONGODB_URI") return uri;
-              return std::nullopt;
-            },
-            &config),
-        "the daemon's configuration");
+  const txn_recoveryd::Config config = DaemonConfig(config_path, uri);
   QueryLog log(store);
   txn_recoveryd::SweepCommandOptions options;
   options.json = true;
@@ -1216,15 +1223,7 @@ std::map<std::string, double> SumFamilies(const std::string& text) {
 // starts, as a fleet finds them in production: on DocumentDB the first daemon to create
 // them waited 10-12 s for 2,000 transfers, which a drain time must not include.
 void CreateIndexes(Store* store, const std::string& config_path, const std::string& uri) {
-  txn_recoveryd::Config config;
-  Check(txn_recoveryd::LoadConfig(
-            config_path,
-            [&](const std::string& name) -> std::optional<std::string> {
-              if (name == "TXN_RECOVERYD_MONGODB_URI") return uri;
-              return std::nullopt;
-            },
-            &config),
-        "the daemon's configuration");
+  const txn_recoveryd::Config config = DaemonConfig(config_path, uri);
   Check(txn_recoveryd::PrepareIndexes(config, store, /*dry_run=*/false), "create the indexes");
 }
 
@@ -1770,15 +1769,7 @@ int Main(const Options& o) {
   }
   if (o.index_cost_writes > 0) {
     // The transfer watch as the daemon reads it, for the indexes it requires on the accounts.
-    txn_recoveryd::Config daemon_config;
-    Check(txn_recoveryd::LoadConfig(
-              config,
-              [&](const std::string& name) -> std::optional<std::string> {
-                if (name == "TXN_RECOVERYD_MONGODB_URI") return o.uri;
-                return std::nullopt;
-              },
-              &daemon_config),
-          "the daemon's configuration");
+    const txn_recoveryd::Config daemon_config = DaemonConfig(config, o.uri);
     const auto transfer =
         std::find_if(daemon_config.watches.begin(), daemon_config.watches.end(),
                      [](const WatchSpec& w) { return w.profile.transfer() != nullptr; });

@@ -27,6 +27,17 @@ class OneTransaction : public ::testing::Test {
   ProcessResult Run(const std::string& command, const std::string& id) {
     return RunTxnRecoveryd({command, "--config", config_, id});
   }
+  // Two hosts of a fleet that sweep the bank's transactions: host-a at position 0 (its id
+  // sorts first), host-b at 1.
+  void JoinTwoMembers() {
+    const Namespace members{backend_->database(), "txn_recoveryd_members"};
+    for (const char* member : {"host-b:2:x", "host-a:1:y"})
+      ASSERT_TRUE(
+          Heartbeat(
+              backend_->store(), members,
+              MemberRecord{member, std::string(member).substr(0, 6), "v", {"transactions"}, {}})
+              .ok());
+  }
   std::unique_ptr<TestBackend> backend_;
   std::unique_ptr<Bank> bank_;
   std::string config_;
@@ -152,12 +163,8 @@ TEST_F(OneTransaction, ExplainNamesTheMemberOfTheFleetWhoseShareHoldsTheTransact
   ASSERT_EQ(alone.exit_code, 0) << alone.err;
   EXPECT_NE(alone.out.find("no live member sweeps this watch"), std::string::npos) << alone.out;
 
+  ASSERT_NO_FATAL_FAILURE(JoinTwoMembers());
   const Namespace members{backend_->database(), "txn_recoveryd_members"};
-  for (const char* member : {"host-b:2:x", "host-a:1:y"})
-    ASSERT_TRUE(
-        Heartbeat(backend_->store(), members,
-                  MemberRecord{member, std::string(member).substr(0, 6), "v", {"transactions"}, {}})
-            .ok());
   // A member of the database that sweeps another collection holds nothing here.
   ASSERT_TRUE(Heartbeat(backend_->store(), members,
                         MemberRecord{"host-c:3:z", "host-c", "v", {"other"}, {}})
@@ -188,12 +195,7 @@ TEST_F(OneTransaction, ADryRunAndInspectListEachTransactionWithItsBucketAndHolde
     ids.push_back(bank_->Transfer("A0", "A1", 1, 3));
     bank_->Age(ids.back(), std::chrono::minutes(2));
   }
-  const Namespace members{backend_->database(), "txn_recoveryd_members"};
-  for (const char* member : {"host-b:2:x", "host-a:1:y"})
-    ASSERT_TRUE(
-        Heartbeat(backend_->store(), members,
-                  MemberRecord{member, std::string(member).substr(0, 6), "v", {"transactions"}, {}})
-            .ok());
+  ASSERT_NO_FATAL_FAILURE(JoinTwoMembers());
   auto holder_of = [](const Value& id) {
     return BucketOf(id) % 2 == 0 ? std::string("host-a:1:y") : std::string("host-b:2:x");
   };
