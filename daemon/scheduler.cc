@@ -178,6 +178,8 @@ class Daemon {
   Status StartHttp(const HttpConfig& http, std::unique_ptr<HealthServer>* server);
   void Reload();
   SweepOutcome SweepAll();
+  // A round whose ping failed: counted and said, nothing swept.
+  SweepOutcome DatabaseDown(const Status& ping);
   // The periodic orphan scan of every watch (orphans.h), with its metrics.
   void ScanOrphans(const txn_recovery::LeaseOptions& lease, SweepOutcome* out);
   // Fleet membership (docs/fleet.md), per database of the watches: heartbeats, lists the
@@ -687,29 +689,9 @@ void Daemon::LeaveFleetOf(const std::string& database) {
 }
 
 Daemon::SweepOutcome Daemon::SweepAll() {
-  SweepOutcome out;
   Status ping = store_->Ping();
-  if (!ping.ok()) {
-    out.database_up = false;
-    database_up_ = false;
-    metrics_.Set("txn_recoveryd_database_up", {}, 0);
-    for (const auto& w : config_.watches) {
-      metrics_.Inc("txn_recoveryd_sweeps_total", {{"watch", w.name}});
-      metrics_.Inc("txn_recoveryd_sweep_failures_total", {{"watch", w.name}});
-    }
-    // Logged on every attempt; the rate limiter keeps an outage to a line a minute.
-    if (ping.IsUnauthenticated()) {
-      out.authentication_failed = true;
-      database_auth_failed_ = true;
-      spdlog::error("authentication failed: the database refused the credentials of {}: {}",
-                    txn_recovery::RedactUri(config_.mongodb.uri), ping.message());
-    } else {
-      database_auth_failed_ = false;
-      spdlog::warn("database unreachable ({}): {}", txn_recovery::RedactUri(config_.mongodb.uri),
-                   ping.message());
-    }
-    return out;
-  }
+  if (!ping.ok()) return DatabaseDown(ping);
+  SweepOutcome out;
   database_auth_failed_ = false;
   if (!database_up_.exchange(true))
     spdlog::info("database reachable at {}", txn_recovery::RedactUri(config_.mongodb.uri));
@@ -718,13 +700,8 @@ Daemon::SweepOutcome Daemon::SweepAll() {
   if (!indexes_checked_)
     indexes_checked_ = !PrepareIndexes(config_, store_.get(), false).IsUnavailable();
 
-  txn_recovery::SweepOptions so;
-  so.workers = config_.sweep.workers;
-  so.batch_size = config_.sweep.batch_size;
-  so.bulk_size = config_.sweep.bulk_size;
+  txn_recovery::SweepOptions so = SweepOptionsFor(config_);
   so.lease.owner = owner_;
-  so.lease.duration = config_.sweep.lease_duration;
-  so.max_failures = config_.sweep.max_failures;
   so.stop = &stop_;
   so.memory = sweep_memory_;
   if (config_.fleet.enabled) so.overdue_after = config_.fleet.overdue_after;
@@ -769,6 +746,30 @@ Daemon::SweepOutcome Daemon::SweepAll() {
     database_auth_failed_ = out.authentication_failed;
     database_up_ = false;
     metrics_.Set("txn_recoveryd_database_up", {}, 0);
+  }
+  return out;
+}
+
+// The database did not answer the round's ping: every watch's sweep counted as failed, and
+// said once per attempt (the rate limiter keeps an outage to a line a minute).
+Daemon::SweepOutcome Daemon::DatabaseDown(const Status& ping) {
+  SweepOutcome out;
+  out.database_up = false;
+  database_up_ = false;
+  metrics_.Set("txn_recoveryd_database_up", {}, 0);
+  for (const auto& w : config_.watches) {
+    metrics_.Inc("txn_recoveryd_sweeps_total", {{"watch", w.name}});
+    metrics_.Inc("txn_recoveryd_sweep_failures_total", {{"watch", w.name}});
+  }
+  if (ping.IsUnauthenticated()) {
+    out.authentication_failed = true;
+    database_auth_failed_ = true;
+    spdlog::error("authentication failed: the database refused the credentials of {}: {}",
+                  txn_recovery::RedactUri(config_.mongodb.uri), ping.message());
+  } else {
+    database_auth_failed_ = false;
+    spdlog::warn("database unreachable ({}): {}", txn_recovery::RedactUri(config_.mongodb.uri),
+                 ping.message());
   }
   return out;
 }

@@ -212,14 +212,9 @@ void PrintTransaction(const TxnReport& r, const FleetView& fleet, std::ostream& 
 }
 
 txn_recovery::SweepOptions SweeperOptions(const Config& config, const SweepCommandOptions& o) {
-  txn_recovery::SweepOptions so;
+  txn_recovery::SweepOptions so = SweepOptionsFor(config);
   so.dry_run = o.dry_run;
-  so.workers = config.sweep.workers;
-  so.batch_size = config.sweep.batch_size;
-  so.bulk_size = config.sweep.bulk_size;
   so.lease.owner = txn_recovery::MakeOwnerId();
-  so.lease.duration = config.sweep.lease_duration;
-  so.max_failures = config.sweep.max_failures;
   so.share = o.share;
   return so;
 }
@@ -446,6 +441,16 @@ std::string ParseShare(const std::string& text, txn_recovery::Share* share) {
   if (k >= n) return "--share " + text + ": K must be 0 to N-1 (" + std::to_string(n - 1) + ")";
   *share = txn_recovery::Share{k, n};
   return "";
+}
+
+txn_recovery::SweepOptions SweepOptionsFor(const Config& config) {
+  txn_recovery::SweepOptions so;
+  so.workers = config.sweep.workers;
+  so.batch_size = config.sweep.batch_size;
+  so.bulk_size = config.sweep.bulk_size;
+  so.lease.duration = config.sweep.lease_duration;
+  so.max_failures = config.sweep.max_failures;
+  return so;
 }
 
 int RunSweep(const Config& config, txn_recovery::Store* store, const SweepCommandOptions& options,
