@@ -46,6 +46,16 @@ std::string Config(const std::string& uri, const std::vector<std::string>& datab
   return c;
 }
 
+// `n` transfers between the 8 accounts of `bank`, left by the application after its debit
+// and five minutes old: stuck, past resume_after, far from rollback_after.
+std::vector<Value> StuckTransfers(Bank* bank, int n) {
+  std::vector<Value> ids;
+  for (int i = 0; i < n; ++i)
+    ids.push_back(bank->Transfer(Bank::Account(i % 8), Bank::Account((i + 3) % 8), 1, 3));
+  for (const Value& id : ids) bank->Age(id, std::chrono::minutes(5));
+  return ids;
+}
+
 // `txn-recoveryd run` with its stderr in text format.
 std::unique_ptr<Subprocess> StartDaemon(const std::string& config_path,
                                         std::map<std::string, std::string> env = {},
@@ -621,13 +631,7 @@ TEST_F(DaemonRun, TwoDaemonsDivideTheWorkAndOneTakesOverTheShareOfTheOtherKilled
       },
       seconds(10)));
 
-  auto stuck = [&](int n) {
-    std::vector<Value> ids;
-    for (int i = 0; i < n; ++i)
-      ids.push_back(bank.Transfer(Bank::Account(i % 8), Bank::Account((i + 3) % 8), 1, 3));
-    for (const Value& id : ids) bank.Age(id, std::chrono::minutes(5));
-    return ids;
-  };
+  auto stuck = [&](int n) { return StuckTransfers(&bank, n); };
   auto resolved_by = [&](const std::vector<Value>& ids, std::map<std::string, int>* by) {
     by->clear();
     for (const Value& id : ids) {
@@ -693,10 +697,7 @@ TEST_F(DaemonRun, AMemberThatDoesNotSweepACollectionHoldsNoShareOfIt) {
       },
       seconds(20)))
       << a->Stderr() << b->Stderr();
-  std::vector<Value> ids;
-  for (int i = 0; i < 40; ++i)
-    ids.push_back(bank.Transfer(Bank::Account(i % 8), Bank::Account((i + 3) % 8), 1, 3));
-  for (const Value& id : ids) bank.Age(id, std::chrono::minutes(5));
+  const std::vector<Value> ids = StuckTransfers(&bank, 40);
   ASSERT_TRUE(Eventually([&] { return bank.AllIn(ids, "done"); }, seconds(30)))
       << a->Stderr() << b->Stderr();
   for (const auto& v : bank.Violations(before)) ADD_FAILURE() << v;
@@ -729,11 +730,9 @@ TEST_F(DaemonRun, AMemberThatNeverDrivesItsShareLeavesItsOverdueTransactionsToTh
       },
       seconds(20)))
       << idle->Stderr() << b->Stderr();
-  std::vector<Value> ids;
-  for (int i = 0; i < 40; ++i)
-    ids.push_back(bank.Transfer(Bank::Account(i % 8), Bank::Account((i + 3) % 8), 1, 3));
-  // Past B's resume_after (1 minute) by more than overdue_after; far from A's.
-  for (const Value& id : ids) bank.Age(id, std::chrono::minutes(5));
+  // Five minutes old: past B's resume_after (1 minute) by more than overdue_after; far
+  // from A's.
+  const std::vector<Value> ids = StuckTransfers(&bank, 40);
   ASSERT_TRUE(Eventually([&] { return bank.AllIn(ids, "done"); }, seconds(30)))
       << idle->Stderr() << b->Stderr();
   for (const auto& v : bank.Violations(before)) ADD_FAILURE() << v;
