@@ -474,6 +474,31 @@ TEST_P(TransferRecovery, LateWriteByAStalledApplicationIsUndoneOnTheNextSweep) {
   ExpectInvariants(before);
 }
 
+// A busy account: three applied transfers from A0, finished in one batch. Each finish
+// leaves its trace on A0 and on its destination; once done, each trace costs one request,
+// the one the participant's read calls for, and A0 is left as the application would have
+// left it in that same sweep (its three traces removed by two pulls, then the sub-document).
+TEST_P(TransferRecovery, TracesOfABusyAccountAreRemovedInTheSameSweepOneRequestEach) {
+  bank_->Open(4);
+  Snapshot before = bank_->Take();
+  std::vector<Value> ids;
+  for (const char* to : {"A1", "A2", "A3"}) {
+    ids.push_back(bank_->Transfer("A0", to, 10, 5));  // applied, both markers still there
+    bank_->Age(ids.back(), kStuck);
+  }
+  FaultStore counting(backend_->store());
+  WatchSummary s =
+      SweepOnce(&counting, backend_->clock(), bank_->Watch(), "daemon-1", nullptr, 1, false);
+  EXPECT_EQ(s.resolved, 3);
+  for (const Value& id : ids) EXPECT_EQ(bank_->State(id), "done");
+  const Snapshot after = bank_->Take();
+  for (const auto& [account, doc] : after.accounts)
+    EXPECT_EQ(doc.Get("recovery"), nullptr) << account << ": " << Value(doc).ToString();
+  // 3 claims, 6 pulls, 3 moves to done, 6 clean-ups (one per trace; two each before).
+  EXPECT_EQ(counting.writes(), 3 + 6 + 3 + 6);
+  ExpectInvariants(before);
+}
+
 TEST_P(TransferRecovery, DryRunWritesNothingAndSaysWhatItWouldDo) {
   bank_->Open(6);
   Value resume = bank_->Transfer("A0", "A1", 10, 3);

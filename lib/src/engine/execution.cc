@@ -225,8 +225,14 @@ class StateMachine::Batch {
     // How each step (by its index in txn->steps) is finished: decided by the apply's read
     // on a resume, by the finish's own read otherwise; empty until read.
     std::vector<FinishAs> finish_as;
-    // By step: a finish of it left, or a read found, a trace on that participant.
+    // By step finished as kPull: whether the trace it leaves is all the sub-document will
+    // hold, as its participant was read.
+    std::vector<bool> pull_leaves_all;
+    // By step: a finish of it left, or a read found, a trace on that participant; and
+    // whether, as read, that trace is all the daemon's sub-document there holds (which
+    // of requests::Untrace's two requests removes it).
     std::vector<bool> traced_at;
+    std::vector<bool> trace_all_at;
   };
 
   // One write on behalf of `item`, for its participant `step` (null for the transaction
@@ -463,10 +469,15 @@ class StateMachine::Batch {
     return std::any_of(docs.begin(), docs.end(),
                        [&](const Document& d) { return HasTrace(d, id); });
   }
-  static void MarkTraced(Item* it, const ParticipantStep* step) {
+  static void MarkTraced(Item* it, const ParticipantStep* step, bool all_it_holds) {
     const std::vector<ParticipantStep>& all = it->txn->steps;
-    if (it->traced_at.empty()) it->traced_at.assign(all.size(), false);
-    it->traced_at[static_cast<std::size_t>(step - all.data())] = true;
+    if (it->traced_at.empty()) {
+      it->traced_at.assign(all.size(), false);
+      it->trace_all_at.assign(all.size(), false);
+    }
+    const auto k = static_cast<std::size_t>(step - all.data());
+    it->traced_at[k] = true;
+    it->trace_all_at[k] = all_it_holds;
   }
 
   // Records how `it`'s `step` is to be finished, `doc` being its participant as read.
@@ -474,10 +485,16 @@ class StateMachine::Batch {
     const std::vector<ParticipantStep>& all = it->txn->steps;
     if (it->finish_as.empty()) it->finish_as.assign(all.size(), FinishAs::kNothing);
     const bool trace = HasTrace(doc, it->txn->id);
-    if (trace) MarkTraced(it, step);
-    if (applying || HasMarker(doc, *step, it->txn->id))
-      it->finish_as[static_cast<std::size_t>(step - all.data())] =
-          trace ? FinishAs::kUndoDuplicate : FinishAs::kPull;
+    if (trace) MarkTraced(it, step, requests::TraceIsAll(doc, it->txn->id, paths_, false));
+    const auto k = static_cast<std::size_t>(step - all.data());
+    if (applying || HasMarker(doc, *step, it->txn->id)) {
+      it->finish_as[k] = trace ? FinishAs::kUndoDuplicate : FinishAs::kPull;
+      // A pull leaves the trace: whether it will then be all the sub-document holds.
+      if (!trace) {
+        if (it->pull_leaves_all.empty()) it->pull_leaves_all.assign(all.size(), false);
+        it->pull_leaves_all[k] = requests::TraceIsAll(doc, it->txn->id, paths_, true);
+      }
+    }
   }
 
   // The participant steps of the writes the server accepted, read back.
@@ -740,20 +757,43 @@ class StateMachine::Batch {
   }
 
   // Removes the traces of the finishes of `items` (each terminal) from the participants a
-  // finish left one on or a read found one on (Item::traced_at): the two exclusive requests
-  // of requests::Untrace for each, one bulk per collection in the order of its documents.
+  // finish left one on or a read found one on (Item::traced_at): for each, the one request
+  // of requests::Untrace that the read calls for (requests::UntraceAsRead), one bulk per
+  // collection in the order of its documents. Several traces of this batch on one
+  // participant (a busy account) were all read on the same document: each but the last is
+  // pulled, and the last takes the sub-document with it where each read says the traces
+  // are all it holds.
   void RemoveTraces(const std::vector<Item*>& items) {
-    std::vector<Write> writes;
+    struct Trace {
+      Item* it;
+      const ParticipantStep* step;
+      bool all;
+    };
+    std::vector<Trace> traces;
+    std::unordered_map<std::string, std::vector<std::size_t>> by_participant;
     for (Item* it : items)
       for (std::size_t k = 0; k < it->traced_at.size(); ++k) {
         if (!it->traced_at[k]) continue;
         const ParticipantStep& step = it->txn->steps[k];
-        auto [whole, part] = requests::Untrace(step.target, it->txn->id, paths_);
-        writes.push_back({it, &step, step.ns, std::move(whole), /*best_effort=*/true,
-                          "remove the finish's trace on " + step.describe});
-        writes.push_back({it, &step, step.ns, std::move(part), /*best_effort=*/true,
-                          "or pull it from the daemon's sub-document"});
+        by_participant[step.ns.ToString() + " " + step.target.ToString()].push_back(
+            traces.size());
+        traces.push_back({it, &step, static_cast<bool>(it->trace_all_at[k])});
       }
+    for (auto& [participant, indices] : by_participant) {
+      if (indices.size() < 2) continue;
+      const bool all = std::all_of(indices.begin(), indices.end(),
+                                   [&](std::size_t i) { return traces[i].all; });
+      for (std::size_t i : indices) traces[i].all = false;
+      traces[indices.back()].all = all;
+    }
+    std::vector<Write> writes;
+    for (const Trace& t : traces)
+      writes.push_back({t.it, t.step, t.step->ns,
+                        requests::UntraceAsRead(t.step->target, t.it->txn->id, paths_, t.all),
+                        /*best_effort=*/true,
+                        (t.all ? "remove the daemon's sub-document (the finish's trace) from "
+                               : "pull the finish's trace from ") +
+                            t.step->describe});
     (void)Send(writes);
   }
 
@@ -817,7 +857,7 @@ class StateMachine::Batch {
             writer_.Note(step.ns, "(nothing: no marker to pull) " + step.describe);
             break;
           case FinishAs::kPull:
-            MarkTraced(it, &step);
+            MarkTraced(it, &step, it->pull_leaves_all[k]);
             writes.push_back({it, &step, step.ns, std::move(pull), false,
                               "finish: pull the marker of " + step.describe});
             break;
@@ -969,8 +1009,10 @@ class StateMachine::Batch {
                  });
       else
         writer_.Note(step->ns, "(nothing: no late write of " + step->describe + ")");
-      if (HasTrace(found[i], it->txn->id)) {
-        MarkTraced(it, step);
+      if (const auto t = std::find_if(found[i].begin(), found[i].end(),
+                                      [&](const Document& d) { return HasTrace(d, it->txn->id); });
+          t != found[i].end()) {
+        MarkTraced(it, step, requests::TraceIsAll(*t, it->txn->id, paths_, false));
         if (traced.empty() || traced.back() != it) traced.push_back(it);
       }
     }

@@ -174,6 +174,22 @@ std::pair<UpdateRequest, UpdateRequest> Untrace(const Filter& participant, const
           {std::move(part), Update().Pull(paths.Finished(), txn_id)}};
 }
 
+UpdateRequest UntraceAsRead(const Filter& participant, const Value& txn_id,
+                            const RecoveryPaths& paths, bool trace_is_all) {
+  auto [whole, part] = Untrace(participant, txn_id, paths);
+  return trace_is_all ? std::move(whole) : std::move(part);
+}
+
+bool TraceIsAll(const Document& participant, const Value& txn_id, const RecoveryPaths& paths,
+                bool adding) {
+  const Value* sub = participant.GetPath(paths.field());
+  if (adding) {
+    const Document* d = sub ? sub->as_document() : nullptr;
+    return sub == nullptr || (d != nullptr && d->empty());
+  }
+  return Filter().Eq(paths.field(), Value(Document{{"finished", Array{txn_id}}})).Matches(participant);
+}
+
 UpdateRequest FinishTagged(const TaggedSet& set) {
   return {set.members, set.finish};
 }

@@ -80,15 +80,28 @@ UpdateRequest LateUndo(const ParticipantStep& step, const Value& txn_id, TxnStat
                        const Document& participant);
 // Removes the trace of the finish of `txn_id`, terminal (no finish can follow), from the
 // one participant `participant` names. Two single-document requests whose filters exclude
-// each other, sent in one bulk: the daemon's sub-document removed whole where the trace is
-// all it holds (so that the participant is left exactly as the application would have left
-// it), the trace pulled from it otherwise. Single-document, so that the bulk keeps the order
-// of its documents like every other (MongoStore::UpdateEach): an update of many documents
-// locked them in the server's order, and two daemons' writes then deadlocked on DocumentDB.
+// each other: the daemon's sub-document removed whole where the trace is all it holds (so
+// that the participant is left exactly as the application would have left it), the trace
+// pulled from it otherwise. Single-document, so that the bulk keeps the order of its
+// documents like every other (MongoStore::UpdateEach): an update of many documents locked
+// them in the server's order, and two daemons' writes then deadlocked on DocumentDB.
 // Without a lease of its own: a transaction's clean-up keeps to its lease-deadline rule,
 // the late-write check's and the orphan scan's need none (model/recovery.pml, untrace).
 std::pair<UpdateRequest, UpdateRequest> Untrace(const Filter& participant, const Value& txn_id,
                                                 const RecoveryPaths& paths);
+// The one of Untrace's two requests that a read of the participant calls for: the removal
+// of the whole sub-document when `TraceIsAll`, the pull otherwise. The other one would
+// match nothing; sending both cost every traced participant a statement for nothing.
+// Should the read be overtaken (another daemon's finish left or removed a trace of another
+// transaction on the same participant meanwhile), the request matches nothing and the
+// trace stays for the late-write check, whose own read chooses again.
+UpdateRequest UntraceAsRead(const Filter& participant, const Value& txn_id,
+                            const RecoveryPaths& paths, bool trace_is_all);
+// Whether the trace of `txn_id` is, or will be, all the daemon's sub-document of
+// `participant` (as read) holds: with `adding`, once a finish has pushed that trace on a
+// participant read without it; otherwise as read.
+bool TraceIsAll(const Document& participant, const Value& txn_id, const RecoveryPaths& paths,
+                bool adding);
 
 // The update a late write on a `terminal` transaction is undone with.
 const Update& LateUndoUpdate(const ParticipantStep& step, TxnState terminal);
