@@ -50,7 +50,21 @@
  *   claims nor writes, daemon 1 is healthy; checks liveness, below), HUNG_LEAVES (with
  *   HUNG: the hung member leaves the watch out of its record once NFAIL of its sweeps
  *   failed), KLIVE=k (with HUNG: the liveness bound in ticks, default 5), COLD_START (with
- *   FLEET: no member record at the start; each member is seen once it has heartbeated).
+ *   FLEET: no member record at the start; each member is seen once it has heartbeated),
+ *   BEFORE_FOLD (the claim takes the lease only, and a resume takes over only when its read
+ *   shows a step not applied: the engine before the claim folds; with it, FOLD_CANCEL,
+ *   FOLD_ROLLBACK, FOLD_RESUME bring one fold back), FOLD_RESUMING_AGAIN (the claim of a
+ *   resume read as resuming writes resuming again, instead of only taking the lease),
+ *   FOLD_MIXED (daemon 0 folds, daemon ND - 1 does not: a fleet upgraded one member at a
+ *   time), CLAIM_IN_FLIGHT (the claim sent, then reaching the server in a later step,
+ *   fenced by the lease it takes),
+ *   seeded bugs of the folds: BUG_FOLD_ROLLBACK_UNREAD, BUG_FOLD_CANCEL_UNREAD (the folded
+ *   claim of a roll back, of a cancel, without the state and time as read),
+ *   BUG_FOLD_RESUME_LEASE_ONLY (the take-over written into the lease, the state left
+ *   pending), BUG_CLAIM_UNFENCED (with CLAIM_IN_FLIGHT: the claim without its fence),
+ *   BUG_FOLD_LEASE_IGNORED (a folded claim without "lease absent or expired"),
+ *   BUG_APPLY_UNREAD (with BEFORE_FOLD: the take-over only when a step is left to apply,
+ *   but every apply sent whatever the read showed).
  *
  * Liveness (HUNG only; model/README.md, "Liveness"): a bounded property asserted by the
  * clock, under a fairness assumption that only HUNG makes: between two ticks the healthy
@@ -62,12 +76,31 @@
 
 /* The protocol as the engine runs it has both changes the model asked of resume (model/
  * README.md, findings); BEFORE_TAKEOVER and BEFORE_TRACE each bring one old behaviour
- * back, so that the table shows the checker still finding what they lost. */
+ * back, so that the table shows the checker still finding what they lost. The claim
+ * folds below are the protocol the engine is to run; BEFORE_FOLD is the one it runs. */
 #ifndef BEFORE_TAKEOVER
 #define FIX_RESUMING
 #endif
 #ifndef BEFORE_TRACE
 #define FIX_FINISH_TRACE
+#endif
+/* The claim folds (model/README.md, "The claim folds"), the default: the claim of a
+ * cancel, a roll back or a resume is itself the action's first transition, in the same
+ * compare-and-set that takes the lease. FOLD_CANCEL: initial -> cancelled, and no lease at
+ * all; FOLD_ROLLBACK: -> canceling, with the lease; FOLD_RESUME: pending -> resuming, with
+ * the lease, whether or not a step is left to apply (the take-over; a resume read as
+ * resuming only takes the lease; there is no take-over to fold with BEFORE_TAKEOVER).
+ * BEFORE_FOLD: the claim takes the lease only, as before; with it, -DFOLD_CANCEL,
+ * -DFOLD_ROLLBACK or -DFOLD_RESUME brings one fold back alone. */
+#ifndef BEFORE_FOLD
+#define FOLD_CANCEL
+#define FOLD_ROLLBACK
+#ifdef FIX_RESUMING
+#define FOLD_RESUME
+#endif
+#endif
+#if defined(FOLD_RESUME) && !defined(FIX_RESUMING)
+#error "FOLD_RESUME folds the take-over of FIX_RESUMING into the claim: not with BEFORE_TAKEOVER"
 #endif
 #ifndef NTX
 #define NTX 1
@@ -146,6 +179,9 @@ bool rbk[NTX];       /* the transaction reached canceling/rollback (or cancelled
 /* ---------------------------------------------------------------- daemon registers */
 bool fresh[NTX * ND]; /* daemon d's read of txn t still matches state+time: [t * ND + d] */
 byte drem[ND];        /* daemon d: its own deadline - its clock, saturating at 0 */
+#ifdef CLAIM_IN_FLIGHT
+byte cx[ND];          /* daemon d's claim on its way: its expiry - server now + 1, or 0 */
+#endif
 
 #define MK(t, a) mk[(t) * NACC + (a)]
 #define NET(t, s) net[(t) * 2 + (s)]
@@ -518,6 +554,9 @@ proctype clock() {
        i = 0;
        do
        :: i < ND -> if :: drem[i] > 0 -> drem[i]-- :: else -> skip fi;
+#ifdef CLAIM_IN_FLIGHT
+         if :: cx[i] > 0 -> cx[i]-- :: else -> skip fi;
+#endif
 #ifdef FLEET
          if :: hb[i] > 0 -> hb[i]-- :: else -> skip fi;
 #endif
@@ -748,6 +787,83 @@ stop:
 #define RENEW lexp[t] = LEASE + 1; drem[me] = LEASE - MARGIN
 #endif
 
+/* The claim folds. FOLDS(a): daemon me's claim for action a is that action's first
+ * transition (-DFOLD_MIXED: only daemon 0 folds, daemon ND - 1 claims as before, as in a
+ * fleet upgraded one member at a time). FOLD_TO(a): the state it writes. */
+#ifdef BUG_SHARE_AS_PERMISSION
+#define FOLDER (0) /* no claim, so nothing to fold the first transition into */
+#elif defined(FOLD_MIXED)
+#define FOLDER (me == 0)
+#else
+#define FOLDER (1)
+#endif
+#ifdef FOLD_CANCEL
+#define FOLDS_CANCEL FOLDER
+#else
+#define FOLDS_CANCEL 0
+#endif
+#ifdef FOLD_ROLLBACK
+#define FOLDS_ROLLBACK FOLDER
+#else
+#define FOLDS_ROLLBACK 0
+#endif
+#ifdef FOLD_RESUME
+#define FOLDS_RESUME FOLDER
+#else
+#define FOLDS_RESUME 0
+#endif
+/* A resume read as resuming has been taken over already: its claim only takes the lease,
+ * as the engine folds it. -DFOLD_RESUMING_AGAIN: it writes resuming again, with the time. */
+#ifdef FOLD_RESUMING_AGAIN
+#define RESUME_MOVES (1)
+#else
+#define RESUME_MOVES (raw == S_PENDING)
+#endif
+#define FOLDS(a) \
+  (((a) == A_CANCEL && FOLDS_CANCEL) || ((a) == A_ROLLBACK && FOLDS_ROLLBACK) || \
+   ((a) == A_RESUME && FOLDS_RESUME && RESUME_MOVES))
+#define FOLD_TO(a) \
+  ((a) == A_CANCEL -> S_CANCELLED : ((a) == A_ROLLBACK -> S_CANCELING : S_RESUMING))
+/* The claim's compare-and-set on the version read: state and time as read (FRESH: any write
+ * of the state and time since the read makes it stale). Seeded bugs: a folded claim of a
+ * roll back (BUG_FOLD_ROLLBACK_UNREAD) or of a cancel (BUG_FOLD_CANCEL_UNREAD) sent without
+ * it, on the lease's conditions alone. */
+#if defined(BUG_FOLD_ROLLBACK_UNREAD) && defined(BUG_FOLD_CANCEL_UNREAD)
+#define AS_READ (FRESH(t, me) || (FOLDS(act) && (act == A_ROLLBACK || act == A_CANCEL)))
+#elif defined(BUG_FOLD_ROLLBACK_UNREAD)
+#define AS_READ (FRESH(t, me) || (FOLDS(act) && act == A_ROLLBACK))
+#elif defined(BUG_FOLD_CANCEL_UNREAD)
+#define AS_READ (FRESH(t, me) || (FOLDS(act) && act == A_CANCEL))
+#else
+#define AS_READ FRESH(t, me)
+#endif
+/* -DBUG_FOLD_LEASE_IGNORED: a folded claim without "lease absent or expired". */
+#ifdef BUG_FOLD_LEASE_IGNORED
+#define LEASE_IGNORED FOLDS(act)
+#else
+#define LEASE_IGNORED 0
+#endif
+/* The claim in flight (-DCLAIM_IN_FLIGHT): the daemon sends its claim, and its deadline
+ * counts from the sending, as the engine's (Deadline(start)); the claim reaches the
+ * server in a later step, with the expiry computed when it was sent (cx: that expiry -
+ * server now + 1, saturating at 0, counted down by the clock) and fenced by it
+ * ($$NOW < expires - margin: here the daemon's own deadline, as every fence of the model).
+ * A claim that arrives too late takes nothing. -DBUG_CLAIM_UNFENCED (or -DNO_FENCE): the
+ * claim without its fence. A folded cancel takes no lease, so it has no fence. */
+#ifdef CLAIM_IN_FLIGHT
+#if defined(BUG_CLAIM_UNFENCED) || defined(NO_FENCE)
+#define CLAIM_FENCE (1)
+#else
+#define CLAIM_FENCE (drem[me] > 0 || (act == A_CANCEL && FOLDS_CANCEL))
+#endif
+#define CLAIM_EXP cx[me]
+#define CLAIM_DEADLINE skip
+#else
+#define CLAIM_FENCE (1)
+#define CLAIM_EXP (LEASE + 1)
+#define CLAIM_DEADLINE drem[me] = LEASE - MARGIN
+#endif
+
 /* Transition {_id, state: <as known>, lease.owner: me} -> state `to`, time now; renews the
  * lease, or (terminal) removes it and records the outcome. No match: the action fails. */
 inline transition(to) {
@@ -840,6 +956,22 @@ inline w_undo(s) {
 #define PULL_GUARD(a) (1) /* the pull trusts the read: no "trace absent" in its filter */
 #else
 #define PULL_GUARD(a) (!FIN(t, a))
+#endif
+/* A resume without the fold (BEFORE_FOLD, or the daemon of FOLD_MIXED that does not fold)
+ * is the engine's before the fold: it takes the transaction over only when its read shows a
+ * step not yet applied (with nothing to apply, its pending -> applied races the
+ * application's), and sends an apply only for such a step. Folded, the claim has taken it
+ * over and every apply is sent, guarded by the marker (one the read saw matches nothing). */
+#if defined(FIX_FINISH_TRACE) && !defined(BEFORE_FINISH_READ)
+#define UNFOLDED_TAKEOVER (!(RD_MK(0) && RD_MK(1)))
+#ifdef BUG_APPLY_UNREAD
+#define SENDS_APPLY(s) (1) /* every apply sent, the read notwithstanding (by hand only) */
+#else
+#define SENDS_APPLY(s) (FOLDS_RESUME || !RD_MK(s))
+#endif
+#else
+#define UNFOLDED_TAKEOVER (1)
+#define SENDS_APPLY(s) (1)
 #endif
 /* finish: {key, marker = t} -> $pull marker */
 inline w_finish(s) {
@@ -972,20 +1104,61 @@ top:
     BEGIN_DRIVE; ok = 1; printf("MSC: daemon %d: drives txn %d of its share, no claim\n", me, t)
   }
 #else
+#ifdef CLAIM_IN_FLIGHT
+  atomic {
+    drem[me] = LEASE - MARGIN; cx[me] = LEASE + 1;
+    printf("MSC: daemon %d: sends its claim of txn %d\n", me, t)
+  }
+#endif
+  /* A folded claim is also the action's first transition, in the same compare-and-set:
+   * the state it writes, the time now and the lease; a folded cancel ends the transaction
+   * there and leaves no lease. */
   atomic {
     if
-    :: FRESH(t, me) && !quar[t] && (own[t] == 0 || lexp[t] == 0) ->
+    :: AS_READ && !quar[t] && (own[t] == 0 || lexp[t] == 0 || LEASE_IGNORED) && CLAIM_FENCE ->
       LOG_TXN(t, DMAJ);
-      own[t] = me + 1; lexp[t] = LEASE + 1; drem[me] = LEASE - MARGIN; BEGIN_DRIVE; ok = 1
-    :: else -> ok = 0
+      BEGIN_DRIVE; ok = 1;
+      if
+      :: FOLDS(act) && act == A_CANCEL ->
+        /* a transfer's initial (tagged inserts have no initial state) */
+        printf("MSC: daemon %d: claims txn %d, writing %d, no lease: 1\n", me, t, S_CANCELLED);
+        st[t] = S_CANCELLED; age[t] = 0; touched(t);
+        GHOST_STATE(t, S_CANCELLED); own[t] = 0; lexp[t] = 0
+      :: FOLDS(act) && act != A_CANCEL ->
+        CLAIM_DEADLINE;
+#ifdef BUG_FOLD_RESUME_LEASE_ONLY
+        /* seeded bug: the take-over written into the lease sub-document, with the time;
+         * the state stays pending, and the daemon carries on as if it were resuming */
+        if
+        :: act == A_RESUME ->
+          printf("MSC: daemon %d: claims txn %d, writing the take-over into the lease: 1\n", me, t)
+        :: else ->
+          printf("MSC: daemon %d: claims txn %d, writing %d: 1\n", me, t, FOLD_TO(act));
+          DEADLINE_OK; st[t] = FOLD_TO(act); GHOST_STATE(t, FOLD_TO(act))
+        fi;
+#else
+        printf("MSC: daemon %d: claims txn %d, writing %d: 1\n", me, t, FOLD_TO(act));
+        DEADLINE_OK; st[t] = FOLD_TO(act); GHOST_STATE(t, FOLD_TO(act));
+#endif
+        age[t] = 0; touched(t); raw = st[t];
+        own[t] = me + 1; lexp[t] = CLAIM_EXP
+      :: else ->
+        printf("MSC: daemon %d: claims txn %d: 1\n", me, t);
+        CLAIM_DEADLINE; own[t] = me + 1; lexp[t] = CLAIM_EXP
+      fi
+    :: else -> ok = 0; printf("MSC: daemon %d: claims txn %d: 0\n", me, t)
     fi;
-    MAJ_ACK(DMAJ); printf("MSC: daemon %d: claims txn %d: %d\n", me, t, ok)
+#ifdef CLAIM_IN_FLIGHT
+    cx[me] = 0;
+#endif
+    MAJ_ACK(DMAJ)
   }
 #endif
   if :: !ok -> goto idle :: else -> skip fi;
 
   if
-  :: act == A_CANCEL -> transition(S_CANCELLED); goto idle
+  :: act == A_CANCEL && FOLDS(act) -> goto idle
+  :: act == A_CANCEL && !FOLDS(act) -> transition(S_CANCELLED); goto idle
   :: act == A_RESUME -> goto l_resume
   :: act == A_ROLLBACK -> goto l_rollback
   :: act == A_FINISH -> goto l_finish
@@ -1005,14 +1178,20 @@ l_resume: /* transfer only: a started tagged insert is never resumed */
 #ifdef FIX_RESUMING
   /* pending -> resuming before any apply: the application's own pending -> applied
    * then fails and it stops, so that it cannot pull a marker (finding 1) while one of
-   * our applies is on its way. */
+   * our applies is on its way. Folded, the claim wrote it. */
   if
-  :: raw == S_PENDING -> transition(S_RESUMING)
-  :: else -> skip
+  :: raw == S_PENDING && !FOLDS_RESUME && UNFOLDED_TAKEOVER -> transition(S_RESUMING)
+  :: else -> skip /* resuming as read, taken over by the folded claim, or nothing to apply */
   fi;
 #endif
-  w_apply(0);
+#if (defined(FOLD_RESUME) && !defined(FOLD_MIXED)) || !defined(FIX_FINISH_TRACE) || \
+    defined(BEFORE_FINISH_READ) || defined(BUG_APPLY_UNREAD)
+  w_apply(0); /* every apply sent (SENDS_APPLY is 1) */
   w_apply(1);
+#else
+  if :: SENDS_APPLY(0) -> w_apply(0) :: else -> skip fi;
+  if :: SENDS_APPLY(1) -> w_apply(1) :: else -> skip fi;
+#endif
   rd = rd | 5; /* both markers there: applied now, or before */
 #ifdef FIX_UNDO_OWN
   /* Rejected fix of finding 1: if the transaction is no longer ours and pending, take
@@ -1037,7 +1216,15 @@ l_resume: /* transfer only: a started tagged insert is never resumed */
 #endif
 
 l_rollback:
+#ifdef FOLD_ROLLBACK
+  /* a folded claim has written canceling already */
+  if
+  :: raw != S_CANCELING -> transition(S_CANCELING)
+  :: else -> skip
+  fi;
+#else
   transition(S_CANCELING);
+#endif
 l_finish_rollback:
 #ifdef TAGGED
   undo_tagged(0);

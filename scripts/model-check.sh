@@ -35,7 +35,7 @@ done
 # member: a transaction overdue was not terminal KLIVE ticks later, with the healthy
 # member sweeping every tick).
 configs=(
-  "manual-transfer-before-fixes|violation:money|-DBEFORE_TAKEOVER -DBEFORE_TRACE"
+  "manual-transfer-before-fixes|violation:money|-DBEFORE_TAKEOVER -DBEFORE_TRACE -DBEFORE_FOLD"
   "manual-transfer|clean|"
   "manual-transfer-2tx-1d|clean|-DNTX=2 -DND=1"
   "manual-transfer-no-resume|clean|-DNO_RESUME"
@@ -80,6 +80,22 @@ configs=(
   "fleet-hung-overdue-sighted-tagged-inserts|clean|-DFLEET -DHUNG -DOVERDUE_SIGHTED -DTAGGED"
   "fleet-hung-overdue-sighted-2tx|clean|-DFLEET -DHUNG -DOVERDUE_SIGHTED -DNTX=2"
   "seeded-g-fleet-sighting-forgotten|violation:liveness|-DFLEET -DHUNG -DOVERDUE_SIGHTED -DBUG_SIGHTING_PER_SWEEP"
+  "manual-transfer-1d|clean|-DND=1"
+  "manual-transfer-before-fold|clean|-DBEFORE_FOLD"
+  "manual-transfer-before-fold-2tx-1d|clean|-DBEFORE_FOLD -DNTX=2 -DND=1"
+  "tagged-inserts-before-fold|clean|-DBEFORE_FOLD -DTAGGED"
+  "fleet-tagged-inserts-before-fold|clean|-DBEFORE_FOLD -DFLEET -DTAGGED"
+  "claim-in-flight|clean|-DCLAIM_IN_FLIGHT"
+  "claim-in-flight-fence-only|clean|-DCLAIM_IN_FLIGHT -DNO_LOCAL_CHECK"
+  "fold-mixed-manual-transfer|clean|-DFOLD_MIXED"
+  "fold-mixed-fleet-manual-transfer|clean|-DFOLD_MIXED -DFLEET"
+  "fold-mixed-fleet-tagged-inserts|clean|-DFOLD_MIXED -DFLEET -DTAGGED"
+  "seeded-h-fold-rollback-unread|violation:one-way|-DBUG_FOLD_ROLLBACK_UNREAD"
+  "seeded-h-fold-rollback-unread-tagged-inserts|violation:one-way|-DTAGGED -DBUG_FOLD_ROLLBACK_UNREAD"
+  "seeded-i-fold-resume-lease-only|violation:money|-DBUG_FOLD_RESUME_LEASE_ONLY"
+  "seeded-j-fold-cancel-unread|violation:one-way|-DBUG_FOLD_CANCEL_UNREAD"
+  "seeded-k-fold-claim-unfenced|violation:deadline|-DCLAIM_IN_FLIGHT -DBUG_CLAIM_UNFENCED"
+  "seeded-l-fold-mixed-lease-ignored|violation:exclusive|-DFOLD_MIXED -DFLEET -DFOLD_RESUMING_AGAIN -DBUG_FOLD_LEASE_IGNORED"
 )
 
 if ((list)); then
