@@ -256,10 +256,10 @@ TEST_P(TaggedInsert, TransactionsTheApplicationEndedItselfAreLeftAsTheyAre) {
 
 // ---- Crash points of the recovery thread (the daemon) ----------------------------------
 //
-// Rolling back a started transaction the daemon writes: its lease, 1' (-> rollback), 2'
-// (delete in "orders", then in "lines"), 3' (-> done). Finishing: its lease, 4' (untag in
-// "orders", then in "lines"), 5' (-> done). Each test kills it before the write named, lets
-// its lease expire, and shows a successor finishing the job.
+// Rolling back a started transaction the daemon writes: its lease and 1' (-> rollback) in
+// one claim, 2' (delete in "orders", then in "lines"), 3' (-> done). Finishing: its lease, 4'
+// (untag in "orders", then in "lines"), 5' (-> done). Each test kills it before the write named,
+// lets its lease expire, and shows a successor finishing the job.
 
 class TaggedInsertDaemonKilled : public TaggedInsert {
  protected:
@@ -290,10 +290,10 @@ class TaggedInsertDaemonKilled : public TaggedInsert {
   }
 };
 
-TEST_P(TaggedInsertDaemonKilled, CrashPoint1Prime_BeforeMarkingRollback) {
+TEST_P(TaggedInsertDaemonKilled, CrashPoint1Prime_RightAfterTheClaimMarkedRollback) {
   Value tx = Started();
-  ASSERT_TRUE(SweepDyingAfter(1));  // the lease only
-  EXPECT_EQ(app_->State(tx), "started");
+  ASSERT_TRUE(SweepDyingAfter(1));  // the claim, with 1'
+  EXPECT_EQ(app_->State(tx), "rollback");
   EXPECT_EQ(app_->DocsOf(tx).present, app_->DocsPerTransaction());
   Successor(tx, kExpired);
   EXPECT_EQ(app_->State(tx), "done");
@@ -304,7 +304,7 @@ TEST_P(TaggedInsertDaemonKilled, CrashPoint1Prime_BeforeMarkingRollback) {
 
 TEST_P(TaggedInsertDaemonKilled, CrashPoint2Prime_DuringTheDeletes) {
   Value tx = Started();
-  ASSERT_TRUE(SweepDyingAfter(3));  // lease, 1', the deletes in "orders"
+  ASSERT_TRUE(SweepDyingAfter(2));  // the claim with 1', the deletes in "orders"
   EXPECT_EQ(app_->State(tx), "rollback") << "la tx est toujours en rollback";
   EXPECT_EQ(app_->DocsOf(tx).present, 2) << "the documents in \"lines\" remain";
   Successor(tx, kStuck);
@@ -316,7 +316,7 @@ TEST_P(TaggedInsertDaemonKilled, CrashPoint2Prime_DuringTheDeletes) {
 
 TEST_P(TaggedInsertDaemonKilled, CrashPoint3Prime_BeforeMarkingDone) {
   Value tx = Started();
-  ASSERT_TRUE(SweepDyingAfter(4));  // lease, 1', both deletes
+  ASSERT_TRUE(SweepDyingAfter(3));  // the claim with 1', both deletes
   EXPECT_EQ(app_->State(tx), "rollback") << "la tx est toujours en rollback";
   EXPECT_EQ(app_->DocsOf(tx).present, 0);
   Successor(tx, kStuck);

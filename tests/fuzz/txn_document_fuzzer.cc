@@ -79,10 +79,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     (void)Decide(txn, now, w.thresholds);
     const RecoveryPaths paths(w.lease_field);
     requests::LeaseTerms lease{"fuzzer", "1", now, now};
-    if (!Expressible(requests::Claim(txn, w.profile, paths, lease))) std::abort();
-    if (w.profile.ResumesPending() &&
-        !Expressible(requests::TakeOver(txn.id, txn.state_as_read, w.profile, paths, lease, now)))
-      std::abort();
+    for (Action a : {Action::kCancel, Action::kResume, Action::kRollback, Action::kFinish,
+                     Action::kFinishRollback})
+      if (!Expressible(requests::Claim(txn, a, w.profile, paths, lease))) std::abort();
     for (TxnState to :
          {TxnState::kApplied, TxnState::kDone, TxnState::kCanceling, TxnState::kCancelled})
       if (!Expressible(requests::Transition(txn.id, txn.state_as_read, to, Action::kResume,

@@ -46,6 +46,9 @@ class RecoveryPaths {
   std::string ResolvedAction() const { return field_ + ".resolvedAction"; }
   std::string Outcome() const { return field_ + ".outcome"; }
   std::string ResolvedAt() const { return field_ + ".resolvedAt"; }
+  // The nonce of the claim under which it was ended: a bulk whose counts disagree finds
+  // its own terminal moves by it (a cancel takes no lease to find them by).
+  std::string ResolvedClaim() const { return field_ + ".resolvedClaim"; }
   // On a participant (not a transaction): the transactions whose marker the daemon pulled
   // from it while finishing them. A marker found next to its transaction's id here was
   // pushed after the pull: a late duplicate, undone rather than pulled. Removed by the

@@ -54,14 +54,17 @@ enum class FinishAs {
   kUndoDuplicate,  // the marker next to a trace: a late duplicate, undone
 };
 
+// The phases after the claim, which has made the action's first state move
+// (requests::ClaimMoveOf): a cancel ends there, a roll back starts from canceling, a resume
+// from its take-over.
 std::vector<Phase> ProgramOf(Action a) {
   switch (a) {
     case Action::kCancel:
-      return {Phase::kToCancelled};
+      return {};
     case Action::kResume:
       return {Phase::kApply, Phase::kToApplied, Phase::kFinish, Phase::kToDone, Phase::kUntrace};
     case Action::kRollback:
-      return {Phase::kToCanceling, Phase::kUndo, Phase::kToCancelled};
+      return {Phase::kUndo, Phase::kToCancelled};
     case Action::kFinish:
       return {Phase::kFinish, Phase::kToDone, Phase::kUntrace};
     case Action::kFinishRollback:
@@ -69,6 +72,12 @@ std::vector<Phase> ProgramOf(Action a) {
     default:
       return {};
   }
+}
+
+// A resume whose step can never apply is rolled back instead: its claim took it over, so
+// the move to canceling is a transition of its own.
+std::vector<Phase> RollbackInsteadOfResume() {
+  return {Phase::kToCanceling, Phase::kUndo, Phase::kToCancelled};
 }
 
 // The state a transition phase moves to; nullopt for the participant phases.
@@ -215,7 +224,7 @@ class StateMachine::Batch {
     Value state_spelling;
     // Once claimed: the lease's terms and the local deadline for writing under it.
     bool leased = false;
-    bool taken_over = false;  // in a resuming spelling (read so, or written by TakeOver)
+    bool taken_over = false;  // in a resuming spelling (read so, or written by the claim)
     bool resolved = false;    // a terminal transition removed the lease
     bool released = false;    // the LeaseGuard gave it back (or left it to expire)
     requests::LeaseTerms lease;
@@ -506,59 +515,74 @@ class StateMachine::Batch {
 
   // ---- Claiming and releasing -------------------------------------------------------------
 
-  // Takes every lease in one bulk write. Each claim carries this batch's nonce, so that when
-  // some did not match, the ones that did are found by reading the nonce back. False when
-  // no lease was taken.
+  // Claims every item in one bulk write (requests::Claim), each with its action's first
+  // state move. Each claim carries this batch's nonce; when some did not match, the
+  // transactions are read back to find the ones that moved as ours did. A cancel ends in
+  // its claim. False when nothing is left to run under a lease.
   bool Claim() {
     std::vector<Write> writes;
     const DateTime now = m_->server_now_();
     // A rehearsal's claim is never read back: its nonce says what it stands for.
     const std::string nonce = writer_.recording() ? "<claim nonce>" : NewNonce();
+    std::vector<std::optional<requests::ClaimMove>> moves;
     for (Item& it : items_) {
       if (it.late) continue;
       it.lease.owner = m_->lease_.owner;
       it.lease.claim = nonce;
       SetExpiry(&it, now);
       // Fenced by the lease it takes: a claim that reaches the server too late for its
-      // lease to be used would only keep others out until it expired.
-      UpdateRequest claim = requests::Claim(*it.txn, profile(), paths_, it.lease);
+      // lease to be used must not move the transaction after its deadline (the model's
+      // seeded bug k), nor keep others out until it expired.
+      UpdateRequest claim =
+          requests::Claim(*it.txn, it.result->action, profile(), paths_, it.lease);
       claim.filter = requests::Fenced(std::move(claim.filter), it.lease);
-      writes.push_back({&it, nullptr, m_->txn_ns_, std::move(claim), false, "claim the lease"});
+      std::optional<requests::ClaimMove> move =
+          requests::ClaimMoveOf(*it.txn, it.result->action, profile());
+      std::string what = "claim the lease";
+      if (move && IsTerminal(move->state))
+        what = "mark " + *move->spelling.as_string() + " (no lease: nothing else to write)";
+      else if (move)
+        what += " and mark " + *move->spelling.as_string();
+      writes.push_back({&it, nullptr, m_->txn_ns_, std::move(claim), false, std::move(what)});
+      moves.push_back(std::move(move));
     }
     if (writes.empty()) return false;
     const auto start = m_->clock_->MonotonicNow();
     const Sent sent = Send(writes);
-    std::set<std::string> claimed;
-    Status read = Status::Ok();
-    if (!sent.all_matched()) {
-      std::vector<Value> ids;
-      for (std::size_t i : sent.accepted) ids.push_back(writes[i].item->txn->id);
-      std::vector<Document> mine;
-      read = ReadAll(m_->txn_ns_, Filter().In("_id", std::move(ids)).Eq(paths_.LeaseClaim(), nonce),
-                     &mine);
-      for (const Document& d : mine)
-        if (const Value* id = d.Get("_id")) claimed.insert(id->ToString());
-    }
+    std::map<std::string, Document> docs;
+    const bool read = sent.all_matched() || ReadBackTransactions(writes, sent, &docs);
     bool any = false;
     for (std::size_t i : sent.accepted) {
       Item* it = writes[i].item;
-      if (!read.ok()) {
+      const std::optional<requests::ClaimMove>& move = moves[i];
+      const bool terminal = move && IsTerminal(move->state);
+      if (!read) {
         // Some leases may be ours without our knowing which: release them all by nonce.
-        it->leased = true;
+        it->leased = !terminal;
         it->deadline = Deadline(start);
-        Fail(it, read);
-      } else if (sent.all_matched() || claimed.count(it->txn->id.ToString())) {
-        it->leased = true;
-        it->deadline = Deadline(start);
-        any = true;
-      } else {
+        continue;  // failed by ReadBackTransactions
+      }
+      const Value& spelling = move ? move->spelling : it->state_spelling;
+      if (!sent.all_matched() && !Moved(docs, *it, spelling, terminal)) {
         Fail(it,
              Status::Conflict("transaction " + it->txn->id.ToString() +
                               " changed since it was read or is leased by another daemon"),
              Outcome::kBusy);
+        continue;
       }
+      it->state_spelling = spelling;
+      if (move) it->result->final_state = move->state;
+      if (terminal) {
+        it->resolved = true;
+        it->result->outcome = Outcome::kResolved;
+        continue;
+      }
+      if (move && move->state == TxnState::kPending) it->taken_over = true;
+      it->leased = true;
+      it->deadline = Deadline(start);
+      any = true;
     }
-    if (!read.ok()) ReleaseHeld();
+    if (!read) ReleaseHeld();
     return any;
   }
 
@@ -668,12 +692,6 @@ class StateMachine::Batch {
       AddWrite(&writes, it, step, doc, step->apply, "apply: " + step->describe,
                [&, step = step, it = it] { return requests::Apply(*step, it->txn->id, doc); });
     }
-    std::vector<Item*> to_take_over;
-    for (const Write& w : writes)
-      if (Running(*w.item) && !w.item->taken_over &&
-          (to_take_over.empty() || to_take_over.back() != w.item))
-        to_take_over.push_back(w.item);
-    TakeOver(to_take_over);
     for (auto& [ns, note] : notes) writer_.Note(ns, std::move(note));
     std::erase_if(writes, [&](const Write& w) { return !Running(*w.item); });
     const Sent sent = Send(writes);
@@ -706,43 +724,8 @@ class StateMachine::Batch {
       }
       it->result->action = Action::kRollback;
       it->result->detail = "rolled back instead of resumed: " + it->cannot_apply;
-      it->program = ProgramOf(Action::kRollback);
+      it->program = RollbackInsteadOfResume();
       it->pc = 0;
-    }
-  }
-
-  // Takes each transaction of `list` over from the application (requests::TakeOver), one
-  // bulk; a transaction the application moved on meanwhile ends here, before the daemon
-  // wrote to any of its participants.
-  void TakeOver(const std::vector<Item*>& list) {
-    if (list.empty()) return;
-    const DateTime now = m_->server_now_();
-    const std::string what = "take it over (pending -> " + profile().states.resuming.front() + ")";
-    std::vector<Write> writes;
-    for (Item* it : list)
-      writes.push_back({it, nullptr, m_->txn_ns_,
-                        requests::TakeOver(it->txn->id, it->state_spelling, profile(), paths_,
-                                           it->lease, Expiry(now)),
-                        false, what});
-    const auto start = m_->clock_->MonotonicNow();
-    const Sent sent = Send(writes);
-    const Value resuming(profile().states.resuming.front());
-    std::map<std::string, Document> docs;
-    if (!sent.all_matched() && !ReadBackTransactions(writes, sent, &docs)) return;
-    for (std::size_t i : sent.accepted) {
-      Item* it = writes[i].item;
-      if (!sent.all_matched() && !Moved(docs, *it, resuming, /*terminal=*/false)) {
-        Fail(it,
-             LeaseLive(*it) ? Status::Conflict("transaction " + it->txn->id.ToString() +
-                                               " moved on before the daemon took it over")
-                            : LeaseExpired(*it),
-             Outcome::kBusy);
-        continue;
-      }
-      it->taken_over = true;
-      it->state_spelling = resuming;
-      SetExpiry(it, now);
-      it->deadline = Deadline(start);
     }
   }
 
@@ -775,14 +758,13 @@ class StateMachine::Batch {
       for (std::size_t k = 0; k < it->traced_at.size(); ++k) {
         if (!it->traced_at[k]) continue;
         const ParticipantStep& step = it->txn->steps[k];
-        by_participant[step.ns.ToString() + " " + step.target.ToString()].push_back(
-            traces.size());
+        by_participant[step.ns.ToString() + " " + step.target.ToString()].push_back(traces.size());
         traces.push_back({it, &step, static_cast<bool>(it->trace_all_at[k])});
       }
     for (auto& [participant, indices] : by_participant) {
       if (indices.size() < 2) continue;
-      const bool all = std::all_of(indices.begin(), indices.end(),
-                                   [&](std::size_t i) { return traces[i].all; });
+      const bool all =
+          std::all_of(indices.begin(), indices.end(), [&](std::size_t i) { return traces[i].all; });
       for (std::size_t i : indices) traces[i].all = false;
       traces[indices.back()].all = all;
     }
@@ -965,7 +947,8 @@ class StateMachine::Batch {
   }
 
   // Whether the transaction read back shows our move to the state spelled `state`: and, for
-  // a terminal move, resolved by us, otherwise our lease still on it.
+  // a terminal move, resolved by us under this batch's claim, otherwise our lease still on
+  // it (another worker of this process, or an earlier sweep, has the same owner).
   bool Moved(const std::map<std::string, Document>& docs, const Item& it, const Value& state,
              bool terminal) const {
     auto d = docs.find(it.txn->id.ToString());
@@ -974,7 +957,8 @@ class StateMachine::Batch {
     if (st == nullptr || !(*st == state)) return false;
     if (terminal) {
       const Value* by = d->second.GetPath(paths_.ResolvedBy());
-      return by && *by == Value(it.lease.owner);
+      const Value* claim = d->second.GetPath(paths_.ResolvedClaim());
+      return by && *by == Value(it.lease.owner) && claim && *claim == Value(it.lease.claim);
     }
     const Value* owner = d->second.GetPath(paths_.LeaseOwner());
     const Value* claim = d->second.GetPath(paths_.LeaseClaim());

@@ -27,7 +27,34 @@ Filter FromUnderLease(const Value& txn_id, const Value& from, const Profile& pro
   return f;
 }
 
+// How a transaction ended, recorded by the move that ends it (its lease, if any, removed).
+void RecordEnd(Update* u, TxnState to, Action action, const RecoveryPaths& paths,
+               const LeaseTerms& lease) {
+  u->Unset(paths.Lease())
+      .Set(paths.ResolvedBy(), lease.owner)
+      .Set(paths.ResolvedClaim(), lease.claim)
+      .Set(paths.ResolvedAction(), std::string(ActionName(action)))
+      .Set(paths.Outcome(), std::string(to == TxnState::kDone ? RecoveryPaths::kCommitted
+                                                              : RecoveryPaths::kRolledBack))
+      .CurrentDate(paths.ResolvedAt());
+}
+
 }  // namespace
+
+std::optional<ClaimMove> ClaimMoveOf(const Transaction& txn, Action action,
+                                     const Profile& profile) {
+  switch (action) {
+    case Action::kCancel:
+      return ClaimMove{Value(profile.states.Written(TxnState::kCancelled)), TxnState::kCancelled};
+    case Action::kRollback:
+      return ClaimMove{Value(profile.states.Written(TxnState::kCanceling)), TxnState::kCanceling};
+    case Action::kResume:
+      if (txn.taken_over || profile.states.resuming.empty()) return std::nullopt;
+      return ClaimMove{Value(profile.states.resuming.front()), TxnState::kPending};
+    default:
+      return std::nullopt;
+  }
+}
 
 Document NewMember(const std::string& id) {
   return Document{{"_id", id}, {"heartbeat", DateTime{0}}};
@@ -58,8 +85,8 @@ Filter Fenced(Filter filter, const LeaseTerms& lease) {
   return filter;
 }
 
-UpdateRequest Claim(const Transaction& txn, const Profile& profile, const RecoveryPaths& paths,
-                    const LeaseTerms& lease) {
+UpdateRequest Claim(const Transaction& txn, Action action, const Profile& profile,
+                    const RecoveryPaths& paths, const LeaseTerms& lease) {
   Filter f;
   f.Eq("_id", txn.id).Eq(profile.state_field, txn.state_as_read);
   if (txn.time_as_read && txn.time_as_read->as_datetime() != nullptr) {
@@ -79,9 +106,17 @@ UpdateRequest Claim(const Transaction& txn, const Profile& profile, const Recove
   // compared by the server itself. Our own live lease is not taken either: two workers of
   // one process must not drive one transaction at once any more than two hosts.
   f.AnyOf({Filter().NotExists(paths.Lease()), Filter().BeforeServerNow(paths.LeaseExpires())});
-  const Document record{{"owner", lease.owner}, {"expires", lease.expires}, {"claim", lease.claim}};
-  return {std::move(f),
-          Update().Set(paths.Lease(), record).Set(paths.Format(), RecoveryRecord::kFormat)};
+  Update u;
+  const std::optional<ClaimMove> move = ClaimMoveOf(txn, action, profile);
+  if (move) u.Set(profile.state_field, move->spelling).CurrentDate(profile.time_field);
+  if (move && IsTerminal(move->state)) {
+    RecordEnd(&u, move->state, action, paths, lease);
+  } else {
+    u.Set(paths.Lease(),
+          Document{{"owner", lease.owner}, {"expires", lease.expires}, {"claim", lease.claim}});
+  }
+  u.Set(paths.Format(), RecoveryRecord::kFormat);
+  return {std::move(f), std::move(u)};
 }
 
 UpdateRequest StampFirstSeen(const Value& txn_id, const Profile& profile,
@@ -105,26 +140,10 @@ UpdateRequest Transition(const Value& txn_id, const Value& from, TxnState to, Ac
   Update u;
   u.Set(profile.state_field, profile.states.Written(to)).CurrentDate(profile.time_field);
   if (IsTerminal(to)) {
-    u.Unset(paths.Lease())
-        .Set(paths.ResolvedBy(), lease.owner)
-        .Set(paths.ResolvedAction(), std::string(ActionName(action)))
-        .Set(paths.Outcome(), std::string(to == TxnState::kDone ? RecoveryPaths::kCommitted
-                                                                : RecoveryPaths::kRolledBack))
-        .CurrentDate(paths.ResolvedAt());
+    RecordEnd(&u, to, action, paths, lease);
   } else {
     u.Set(paths.LeaseExpires(), renewed_expires);
   }
-  return {std::move(f), std::move(u)};
-}
-
-UpdateRequest TakeOver(const Value& txn_id, const Value& from, const Profile& profile,
-                       const RecoveryPaths& paths, const LeaseTerms& lease,
-                       DateTime renewed_expires) {
-  Filter f = FromUnderLease(txn_id, from, profile, paths, lease);
-  Update u;
-  u.Set(profile.state_field, profile.states.resuming.front())
-      .CurrentDate(profile.time_field)
-      .Set(paths.LeaseExpires(), renewed_expires);
   return {std::move(f), std::move(u)};
 }
 
@@ -187,7 +206,9 @@ bool TraceIsAll(const Document& participant, const Value& txn_id, const Recovery
     const Document* d = sub ? sub->as_document() : nullptr;
     return sub == nullptr || (d != nullptr && d->empty());
   }
-  return Filter().Eq(paths.field(), Value(Document{{"finished", Array{txn_id}}})).Matches(participant);
+  return Filter()
+      .Eq(paths.field(), Value(Document{{"finished", Array{txn_id}}}))
+      .Matches(participant);
 }
 
 UpdateRequest FinishTagged(const TaggedSet& set) {

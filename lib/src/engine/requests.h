@@ -6,6 +6,7 @@
 // explains each one.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -28,19 +29,27 @@ struct LeaseTerms {
   DateTime fence;
 };
 
-// Takes the lease of `txn`, read as it is: same state, same time, not quarantined, owned
-// as the watch requires, and nobody's lease live on the server's clock.
-UpdateRequest Claim(const Transaction& txn, const Profile& profile, const RecoveryPaths& paths,
-                    const LeaseTerms& lease);
+// The first state move of `action` that its claim makes (model/recovery.pml, the claim's
+// fold): a roll back writes canceling, a resume takes the transaction over (the resuming
+// spelling; none when it was read so already), a cancel is terminal at once. A finish and
+// the finish of a rollback only take the lease.
+struct ClaimMove {
+  Value spelling;  // as written
+  TxnState state;
+};
+std::optional<ClaimMove> ClaimMoveOf(const Transaction& txn, Action action, const Profile& profile);
 
-// Takes a pending transaction over before the daemon's first participant write of a
-// resume: compare-and-set from `from` to the resuming spelling (and the time), under the
-// lease, renewing it. From then on the application's own compare-and-set from pending
-// fails, and it stops before it could pull the marker of a step the daemon applies (which
-// would let the daemon's apply land a second time, unguarded).
-UpdateRequest TakeOver(const Value& txn_id, const Value& from, const Profile& profile,
-                       const RecoveryPaths& paths, const LeaseTerms& lease,
-                       DateTime renewed_expires);
+// Claims `txn` for `action`, read as it is: same state, same time, not quarantined, owned
+// as the watch requires, and nobody's lease live on the server's clock; in the same
+// compare-and-set, the action's first state move (ClaimMoveOf) with the time. A claim that
+// moves the transaction takes the lease with it, except a cancel: terminal at once, it
+// records how the transaction ended and leaves no lease (nothing of it is written under
+// one). Taking a resume over in its claim stops the application's own compare-and-set
+// from pending before the daemon's first participant write, so that it cannot pull the
+// marker of a step the daemon applies (which would let the daemon's apply land a second
+// time, unguarded); it is made whether or not a step is left to apply.
+UpdateRequest Claim(const Transaction& txn, Action action, const Profile& profile,
+                    const RecoveryPaths& paths, const LeaseTerms& lease);
 
 // Stamps the first sighting of a transaction that carries no time (MissingTime::kFirstSeen)
 // with the server's time. Matches only while there is still neither a time nor a stamp, so
