@@ -64,7 +64,20 @@
  *   pending), BUG_CLAIM_UNFENCED (with CLAIM_IN_FLIGHT: the claim without its fence),
  *   BUG_FOLD_LEASE_IGNORED (a folded claim without "lease absent or expired"),
  *   BUG_APPLY_UNREAD (with BEFORE_FOLD: the take-over only when a step is left to apply,
- *   but every apply sent whatever the read showed).
+ *   but every apply sent whatever the read showed),
+ *   FOLD_FINISH_READ (fold D: a finish reads its participants before the claim; a read
+ *   with no marker makes the claim applied -> done itself), FOLD_ROLLBACK_READ (fold E:
+ *   a roll back reads its participants before the claim; a read with no marker makes the
+ *   claim pending -> cancelled; otherwise it undoes by that read, or with
+ *   FOLD_ROLLBACK_REREAD, by a read after the claim), READ_FOLD_MIXED (daemon 0 makes
+ *   the read folds, daemon ND - 1 does not: the upgrade to them one member at a time),
+ *   seeded bugs of the read folds: BUG_DONE_ANY_UNMARKED (the finish's claim made
+ *   terminal once one participant shows no marker), BUG_DONE_LEASE_IGNORED (the terminal
+ *   claim of a finish without "lease absent or expired"), BUG_CANCEL_DIRECT_UNREAD (the
+ *   direct cancel of a roll back without the state and time as read); by hand only:
+ *   BUG_DONE_DIRECT_UNREAD, BUG_CANCEL_DIRECT_MARKED, BUG_CANCEL_LEASE_IGNORED,
+ *   BUG_DIRECT_UNFENCED,
+ *   BUG_PARTICIPANTS_FIRST (model/README.md, finding 12).
  *
  * Liveness (HUNG only; model/README.md, "Liveness"): a bounded property asserted by the
  * clock, under a fairness assumption that only HUNG makes: between two ticks the healthy
@@ -101,6 +114,23 @@
 #endif
 #if defined(FOLD_RESUME) && !defined(FIX_RESUMING)
 #error "FOLD_RESUME folds the take-over of FIX_RESUMING into the claim: not with BEFORE_TAKEOVER"
+#endif
+/* The read folds (model/README.md, "The read folds", finding 12). FOLD_FINISH_READ (fold
+ * D): a finish reads its participants before its claim, with the transaction; if that read
+ * shows no marker on any participant, the claim is itself applied -> done (the outcome
+ * recorded, no lease) and only the traces the read found are removed; otherwise the claim
+ * takes the lease and the finish sends the requests that read calls for, without reading
+ * again. FOLD_ROLLBACK_READ (fold E): a roll back reads its participants before its claim;
+ * if that read shows no marker, the claim is itself pending -> cancelled (no lease);
+ * otherwise it writes canceling as the claim fold does and undoes each step the read shows
+ * a marker of (E1), or with FOLD_ROLLBACK_REREAD each step a read made after the claim
+ * shows a marker of (E2, the roll back's read as it was). The manual transfer only: a
+ * tagged insert's finish and roll back read nothing. */
+#if defined(FOLD_FINISH_READ) && (!defined(FIX_FINISH_TRACE) || defined(BEFORE_FINISH_READ))
+#error "FOLD_FINISH_READ moves the finish's read of its participants: not with BEFORE_TRACE or BEFORE_FINISH_READ"
+#endif
+#if defined(FOLD_ROLLBACK_READ) && !defined(FOLD_ROLLBACK)
+#error "FOLD_ROLLBACK_READ extends the roll back's claim fold: not with BEFORE_FOLD (without FOLD_ROLLBACK)"
 #endif
 #ifndef NTX
 #define NTX 1
@@ -824,22 +854,81 @@ stop:
    ((a) == A_RESUME && FOLDS_RESUME && RESUME_MOVES))
 #define FOLD_TO(a) \
   ((a) == A_CANCEL -> S_CANCELLED : ((a) == A_ROLLBACK -> S_CANCELING : S_RESUMING))
+/* The read folds (D, E). READ_FOLDER: daemon me makes them (-DREAD_FOLD_MIXED: only
+ * daemon 0, daemon ND - 1 makes the claim folds alone, as the engine does now; with
+ * -DFOLD_MIXED daemon ND - 1 makes no fold at all). Each reads the participants before
+ * the claim (PRE_READ); CLAIM_DONE, CLAIM_CANCELS_DIRECT: that read ends the action in
+ * the claim. */
+#ifdef READ_FOLD_MIXED
+#define READ_FOLDER (FOLDER && me == 0)
+#else
+#define READ_FOLDER FOLDER
+#endif
+#if defined(FOLD_FINISH_READ) && !defined(TAGGED)
+#define FOLDS_FINISH_READ READ_FOLDER
+#else
+#define FOLDS_FINISH_READ 0
+#endif
+#if defined(FOLD_ROLLBACK_READ) && !defined(TAGGED)
+#define FOLDS_ROLLBACK_READ (READ_FOLDER && FOLDS_ROLLBACK)
+#else
+#define FOLDS_ROLLBACK_READ 0
+#endif
+#ifdef BUG_FINISH_STALE_READ
+#define STALE_FINISH_READ 1 /* seeded bug e: the read before the claim, the pull trusting it */
+#else
+#define STALE_FINISH_READ 0
+#endif
+#define PRE_READ \
+  ((act == A_FINISH && (FOLDS_FINISH_READ || STALE_FINISH_READ)) || \
+   (act == A_ROLLBACK && FOLDS_ROLLBACK_READ))
+#ifdef BUG_DONE_ANY_UNMARKED
+/* seeded bug: the finish's claim made terminal once one participant shows no marker */
+#define NO_MARK_READ (!RD_MK(0) || !RD_MK(1))
+#else
+#define NO_MARK_READ (!RD_MK(0) && !RD_MK(1))
+#endif
+#define CLAIM_DONE (act == A_FINISH && FOLDS_FINISH_READ && NO_MARK_READ)
+#ifdef BUG_CANCEL_DIRECT_MARKED
+/* by hand: the direct cancel made whatever the read shows (the undos left to the
+ * late-write check) */
+#define CLAIM_CANCELS_DIRECT (act == A_ROLLBACK && FOLDS_ROLLBACK_READ)
+#else
+#define CLAIM_CANCELS_DIRECT (act == A_ROLLBACK && FOLDS_ROLLBACK_READ && !RD_MK(0) && !RD_MK(1))
+#endif
+#define CLAIM_ENDS (CLAIM_DONE || CLAIM_CANCELS_DIRECT)
 /* The claim's compare-and-set on the version read: state and time as read (FRESH: any write
  * of the state and time since the read makes it stale). Seeded bugs: a folded claim of a
  * roll back (BUG_FOLD_ROLLBACK_UNREAD) or of a cancel (BUG_FOLD_CANCEL_UNREAD) sent without
  * it, on the lease's conditions alone. */
 #if defined(BUG_FOLD_ROLLBACK_UNREAD) && defined(BUG_FOLD_CANCEL_UNREAD)
-#define AS_READ (FRESH(t, me) || (FOLDS(act) && (act == A_ROLLBACK || act == A_CANCEL)))
+#define AS_READ_FOLD (FRESH(t, me) || (FOLDS(act) && (act == A_ROLLBACK || act == A_CANCEL)))
 #elif defined(BUG_FOLD_ROLLBACK_UNREAD)
-#define AS_READ (FRESH(t, me) || (FOLDS(act) && act == A_ROLLBACK))
+#define AS_READ_FOLD (FRESH(t, me) || (FOLDS(act) && act == A_ROLLBACK))
 #elif defined(BUG_FOLD_CANCEL_UNREAD)
-#define AS_READ (FRESH(t, me) || (FOLDS(act) && act == A_CANCEL))
+#define AS_READ_FOLD (FRESH(t, me) || (FOLDS(act) && act == A_CANCEL))
 #else
-#define AS_READ FRESH(t, me)
+#define AS_READ_FOLD FRESH(t, me)
 #endif
-/* -DBUG_FOLD_LEASE_IGNORED: a folded claim without "lease absent or expired". */
+/* Seeded bugs of the read folds: the direct cancel (BUG_CANCEL_DIRECT_UNREAD) or, by
+ * hand, the terminal claim of a finish (BUG_DONE_DIRECT_UNREAD) without the state and time
+ * as read. */
+#if defined(BUG_CANCEL_DIRECT_UNREAD)
+#define AS_READ (AS_READ_FOLD || CLAIM_CANCELS_DIRECT)
+#elif defined(BUG_DONE_DIRECT_UNREAD)
+#define AS_READ (AS_READ_FOLD || CLAIM_DONE)
+#else
+#define AS_READ AS_READ_FOLD
+#endif
+/* -DBUG_FOLD_LEASE_IGNORED: a folded claim without "lease absent or expired";
+ * -DBUG_DONE_LEASE_IGNORED: the terminal claim of a finish without it; by hand,
+ * -DBUG_CANCEL_LEASE_IGNORED: the direct cancel of a roll back without it. */
 #ifdef BUG_FOLD_LEASE_IGNORED
 #define LEASE_IGNORED FOLDS(act)
+#elif defined(BUG_DONE_LEASE_IGNORED)
+#define LEASE_IGNORED CLAIM_DONE
+#elif defined(BUG_CANCEL_LEASE_IGNORED)
+#define LEASE_IGNORED CLAIM_CANCELS_DIRECT /* by hand */
 #else
 #define LEASE_IGNORED 0
 #endif
@@ -854,7 +943,12 @@ stop:
 #if defined(BUG_CLAIM_UNFENCED) || defined(NO_FENCE)
 #define CLAIM_FENCE (1)
 #else
+#ifdef BUG_DIRECT_UNFENCED
+/* by hand: the claims that end the action (a direct done or cancel) without the fence */
+#define CLAIM_FENCE (drem[me] > 0 || (act == A_CANCEL && FOLDS_CANCEL) || CLAIM_ENDS)
+#else
 #define CLAIM_FENCE (drem[me] > 0 || (act == A_CANCEL && FOLDS_CANCEL))
+#endif
 #endif
 #define CLAIM_EXP cx[me]
 #define CLAIM_DEADLINE skip
@@ -943,8 +1037,12 @@ inline w_undo(s) {
  * an earlier finish's pull) is left to the late-write check, as one pushed after done. */
 #define RD_MK(s) ((rd >> (2 * (s))) & 1)
 #define RD_FIN(s) ((rd >> (2 * (s) + 1)) & 1)
+#ifdef FIX_FINISH_TRACE
 #define READ_PARTICIPANTS \
   rd = MK(t, ACC(t, 0)) + 2 * FIN(t, ACC(t, 0)) + 4 * MK(t, ACC(t, 1)) + 8 * FIN(t, ACC(t, 1))
+#else
+#define READ_PARTICIPANTS rd = MK(t, ACC(t, 0)) + 4 * MK(t, ACC(t, 1))
+#endif
 #if defined(BEFORE_FINISH_READ)
 #define SEND_PULL(s) (1)
 #define SEND_DUP(s) (1)
@@ -1042,12 +1140,14 @@ inline read_txn() {
     unk = (st[t] == S_DONE && outc[t] == O_NONE);
     act = DECIDE(rs, ra);
     FRESH(t, me) = 1;
-#if defined(BUG_FINISH_STALE_READ) && defined(FIX_FINISH_TRACE)
-    if :: act == A_FINISH -> READ_PARTICIPANTS :: else -> skip fi;
-#endif
     printf("MSC: daemon %d: reads txn %d state %d age %d: action %d\n", me, t, rs, ra, act)
 }
 
+#ifdef BUG_PARTICIPANTS_FIRST
+#define PICK_READ READ_PARTICIPANTS; printf("MSC: daemon %d: reads the participants of txn %d: %d\n", me, t, rd)
+#else
+#define PICK_READ read_txn()
+#endif
 proctype daemon(byte me) {
   byte t, rs, ra, raw, act, a;
   byte rd; /* the finish's read of the participants: RD_MK, RD_FIN */
@@ -1074,10 +1174,10 @@ top:
    * sightings as they were, and the sweep then records what it found (SWEEP_SEES), in the
    * same step. */
   if
-  :: atomic { ELIGIBLE(0) && IN_SHARE(0, me) -> SWEEP_SEES(0); t = 0; read_txn() }
+  :: atomic { ELIGIBLE(0) && IN_SHARE(0, me) -> SWEEP_SEES(0); t = 0; PICK_READ }
   :: atomic {
        NTX > 1 && ELIGIBLE(NTX - 1) && IN_SHARE(NTX - 1, me) -> SWEEP_SEES(NTX - 1);
-       t = NTX - 1; read_txn()
+       t = NTX - 1; PICK_READ
      }
 #ifdef FLEET
   /* nothing of its share to do: the next interval's heartbeat */
@@ -1089,10 +1189,28 @@ top:
      goto top
 #endif
   fi;
+#ifdef BUG_PARTICIPANTS_FIRST
+  /* by hand: the participants read first (in the pick), the transaction only then */
+  atomic { read_txn() }
+  if :: act == A_NONE -> goto idle :: else -> skip fi;
+#endif
   if
   :: act == A_LATE -> goto l_late
   :: else -> skip
   fi;
+#if !defined(TAGGED) && !defined(BUG_PARTICIPANTS_FIRST) && \
+    (defined(FOLD_FINISH_READ) || defined(FOLD_ROLLBACK_READ) || defined(BUG_FINISH_STALE_READ))
+  /* The read folds (D, E): the participants read before the claim, after the transaction
+   * (a step of its own: anything may happen between the two reads, and after). */
+  if
+  :: PRE_READ ->
+    atomic {
+      READ_PARTICIPANTS;
+      printf("MSC: daemon %d: reads the participants of txn %d before its claim: %d\n", me, t, rd)
+    }
+  :: else -> skip
+  fi;
+#endif
 
   /* Claim: {_id, state and time as read, no quarantine, lease absent or expired on the
    * server's clock} -> lease = {me, expires: now + LEASE}; the deadline counts from here.
@@ -1119,12 +1237,18 @@ top:
       LOG_TXN(t, DMAJ);
       BEGIN_DRIVE; ok = 1;
       if
-      :: FOLDS(act) && act == A_CANCEL ->
-        /* a transfer's initial (tagged inserts have no initial state) */
+      :: CLAIM_DONE ->
+        /* fold D: the read showed no marker; applied -> done, the outcome, no lease */
+        printf("MSC: daemon %d: claims txn %d, writing %d, no lease: 1\n", me, t, S_DONE);
+        st[t] = S_DONE; outc[t] = O_COMMITTED; age[t] = 0; touched(t);
+        GHOST_STATE(t, S_DONE); own[t] = 0; lexp[t] = 0
+      :: (FOLDS(act) && act == A_CANCEL) || CLAIM_CANCELS_DIRECT ->
+        /* a transfer's initial (tagged inserts have no initial state), or with fold E a
+         * pending transfer whose read showed no marker */
         printf("MSC: daemon %d: claims txn %d, writing %d, no lease: 1\n", me, t, S_CANCELLED);
         st[t] = S_CANCELLED; age[t] = 0; touched(t);
         GHOST_STATE(t, S_CANCELLED); own[t] = 0; lexp[t] = 0
-      :: FOLDS(act) && act != A_CANCEL ->
+      :: FOLDS(act) && act != A_CANCEL && !CLAIM_ENDS ->
         CLAIM_DEADLINE;
 #ifdef BUG_FOLD_RESUME_LEASE_ONLY
         /* seeded bug: the take-over written into the lease sub-document, with the time;
@@ -1157,11 +1281,17 @@ top:
   if :: !ok -> goto idle :: else -> skip fi;
 
   if
+  :: CLAIM_DONE ->
+    /* nothing else is written but the traces the read found */
+    if :: RD_FIN(0) -> untrace(0) :: else -> skip fi;
+    if :: RD_FIN(1) -> untrace(1) :: else -> skip fi;
+    goto idle
+  :: CLAIM_CANCELS_DIRECT -> goto idle
   :: act == A_CANCEL && FOLDS(act) -> goto idle
   :: act == A_CANCEL && !FOLDS(act) -> transition(S_CANCELLED); goto idle
   :: act == A_RESUME -> goto l_resume
-  :: act == A_ROLLBACK -> goto l_rollback
-  :: act == A_FINISH -> goto l_finish
+  :: act == A_ROLLBACK && !CLAIM_CANCELS_DIRECT -> goto l_rollback
+  :: act == A_FINISH && !CLAIM_DONE -> goto l_finish
   :: act == A_FINISH_ROLLBACK -> goto l_finish_rollback
   fi;
 
@@ -1225,6 +1355,21 @@ l_rollback:
 #else
   transition(S_CANCELING);
 #endif
+#if defined(FOLD_ROLLBACK_READ) && !defined(TAGGED)
+  /* fold E: the undos the read before the claim calls for (E1), or with
+   * FOLD_ROLLBACK_REREAD a read made now, under the lease (E2) */
+  if
+  :: act == A_ROLLBACK && FOLDS_ROLLBACK_READ ->
+#ifdef FOLD_ROLLBACK_REREAD
+    atomic { READ_PARTICIPANTS; printf("MSC: daemon %d: reads the participants of txn %d: %d\n", me, t, rd) }
+#endif
+    if :: RD_MK(0) -> w_undo(0) :: else -> skip fi;
+    if :: RD_MK(1) -> w_undo(1) :: else -> skip fi;
+    transition(S_CANCELLED);
+    goto idle
+  :: else -> skip
+  fi;
+#endif
 l_finish_rollback:
 #ifdef TAGGED
   undo_tagged(0);
@@ -1244,9 +1389,7 @@ l_finish:
 #if defined(FIX_FINISH_TRACE) && !defined(BEFORE_FINISH_READ)
   if
   :: act == A_RESUME -> skip /* read by the apply */
-#ifdef BUG_FINISH_STALE_READ
-  :: act == A_FINISH -> skip /* read with the transaction, before the claim */
-#endif
+  :: act == A_FINISH && PRE_READ -> skip /* read before the claim: fold D (or bug e) */
   :: else ->
     atomic { READ_PARTICIPANTS; printf("MSC: daemon %d: reads the participants of txn %d: %d\n", me, t, rd) }
   fi;
