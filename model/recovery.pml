@@ -65,12 +65,15 @@
  *   BUG_FOLD_LEASE_IGNORED (a folded claim without "lease absent or expired"),
  *   BUG_APPLY_UNREAD (with BEFORE_FOLD: the take-over only when a step is left to apply,
  *   but every apply sent whatever the read showed),
- *   FOLD_FINISH_READ (fold D: a finish reads its participants before the claim; a read
- *   with no marker makes the claim applied -> done itself), FOLD_ROLLBACK_READ (fold E:
- *   a roll back reads its participants before the claim; a read with no marker makes the
- *   claim pending -> cancelled; otherwise it undoes by that read, or with
- *   FOLD_ROLLBACK_REREAD, by a read after the claim), READ_FOLD_MIXED (daemon 0 makes
- *   the read folds, daemon ND - 1 does not: the upgrade to them one member at a time),
+ *   BEFORE_READ_FOLDS (neither read fold: the protocol of the claim folds alone),
+ *   BEFORE_FOLD_FINISH_READ, BEFORE_FOLD_ROLLBACK_READ (one of them off); the read folds,
+ *   each also a switch with BEFORE_FOLD: FOLD_FINISH_READ (fold D: a finish reads its
+ *   participants before the claim; a read with no marker makes the claim applied -> done
+ *   itself), FOLD_ROLLBACK_READ (fold E: a roll back reads its participants before the
+ *   claim; a read with no marker makes the claim pending -> cancelled; otherwise it undoes
+ *   by a read after the claim), ROLLBACK_UNDO_PREREAD (fold E undoes by the read before
+ *   the claim, E1), READ_FOLD_MIXED (daemon 0 makes the read folds, daemon ND - 1 does
+ *   not: the upgrade to them one member at a time),
  *   seeded bugs of the read folds: BUG_DONE_ANY_UNMARKED (the finish's claim made
  *   terminal once one participant shows no marker), BUG_DONE_LEASE_IGNORED (the terminal
  *   claim of a finish without "lease absent or expired"), BUG_CANCEL_DIRECT_UNREAD (the
@@ -90,7 +93,8 @@
 /* The protocol as the engine runs it has both changes the model asked of resume (model/
  * README.md, findings); BEFORE_TAKEOVER and BEFORE_TRACE each bring one old behaviour
  * back, so that the table shows the checker still finding what they lost. The claim
- * folds below are the protocol the engine is to run; BEFORE_FOLD is the one it runs. */
+ * folds below and the read folds after them are the protocol the engine is to run;
+ * BEFORE_READ_FOLDS is the one it runs, BEFORE_FOLD the one it ran before. */
 #ifndef BEFORE_TAKEOVER
 #define FIX_RESUMING
 #endif
@@ -115,17 +119,30 @@
 #if defined(FOLD_RESUME) && !defined(FIX_RESUMING)
 #error "FOLD_RESUME folds the take-over of FIX_RESUMING into the claim: not with BEFORE_TAKEOVER"
 #endif
-/* The read folds (model/README.md, "The read folds", finding 12). FOLD_FINISH_READ (fold
- * D): a finish reads its participants before its claim, with the transaction; if that read
- * shows no marker on any participant, the claim is itself applied -> done (the outcome
- * recorded, no lease) and only the traces the read found are removed; otherwise the claim
- * takes the lease and the finish sends the requests that read calls for, without reading
- * again. FOLD_ROLLBACK_READ (fold E): a roll back reads its participants before its claim;
- * if that read shows no marker, the claim is itself pending -> cancelled (no lease);
- * otherwise it writes canceling as the claim fold does and undoes each step the read shows
- * a marker of (E1), or with FOLD_ROLLBACK_REREAD each step a read made after the claim
- * shows a marker of (E2, the roll back's read as it was). The manual transfer only: a
- * tagged insert's finish and roll back read nothing. */
+/* The read folds (model/README.md, "The read folds", finding 12), the default since the
+ * claim folds' (BEFORE_READ_FOLDS: neither, the protocol of finding 11;
+ * BEFORE_FOLD_FINISH_READ, BEFORE_FOLD_ROLLBACK_READ: one of them; BEFORE_FOLD: neither,
+ * with the claim folds). FOLD_FINISH_READ (fold D): a finish reads its participants before
+ * its claim, after the transaction; if that read shows no marker on any participant, the
+ * claim is itself applied -> done (the outcome recorded, no lease) and only the traces the
+ * read found are removed; otherwise the claim takes the lease and the finish sends the
+ * requests that read calls for, without reading again. FOLD_ROLLBACK_READ (fold E): a roll
+ * back reads its participants before its claim; if that read shows no marker, the claim is
+ * itself pending -> cancelled (no lease); otherwise it writes canceling as the claim fold
+ * does and undoes each step a read made after the claim, under the lease, shows a marker
+ * of (E2, as the engine reads a roll back's participants), or with ROLLBACK_UNDO_PREREAD
+ * each step the read before the claim shows a marker of (E1, no second read). The manual
+ * transfer only: a tagged insert's finish and roll back read nothing. Without FIX_FINISH_
+ * TRACE or with BEFORE_FINISH_READ there is no read of a finish to move: no fold D. */
+#ifndef BEFORE_FOLD
+#if defined(FIX_FINISH_TRACE) && !defined(BEFORE_FINISH_READ) && \
+    !defined(BEFORE_READ_FOLDS) && !defined(BEFORE_FOLD_FINISH_READ)
+#define FOLD_FINISH_READ
+#endif
+#if !defined(BEFORE_READ_FOLDS) && !defined(BEFORE_FOLD_ROLLBACK_READ)
+#define FOLD_ROLLBACK_READ
+#endif
+#endif
 #if defined(FOLD_FINISH_READ) && (!defined(FIX_FINISH_TRACE) || defined(BEFORE_FINISH_READ))
 #error "FOLD_FINISH_READ moves the finish's read of its participants: not with BEFORE_TRACE or BEFORE_FINISH_READ"
 #endif
@@ -1356,11 +1373,11 @@ l_rollback:
   transition(S_CANCELING);
 #endif
 #if defined(FOLD_ROLLBACK_READ) && !defined(TAGGED)
-  /* fold E: the undos the read before the claim calls for (E1), or with
-   * FOLD_ROLLBACK_REREAD a read made now, under the lease (E2) */
+  /* fold E: the undos a read made now, under the lease, calls for (E2), or with
+   * ROLLBACK_UNDO_PREREAD those the read before the claim called for (E1) */
   if
   :: act == A_ROLLBACK && FOLDS_ROLLBACK_READ ->
-#ifdef FOLD_ROLLBACK_REREAD
+#ifndef ROLLBACK_UNDO_PREREAD
     atomic { READ_PARTICIPANTS; printf("MSC: daemon %d: reads the participants of txn %d: %d\n", me, t, rd) }
 #endif
     if :: RD_MK(0) -> w_undo(0) :: else -> skip fi;

@@ -96,6 +96,14 @@ configs=(
   "seeded-j-fold-cancel-unread|violation:one-way|-DBUG_FOLD_CANCEL_UNREAD"
   "seeded-k-fold-claim-unfenced|violation:deadline|-DCLAIM_IN_FLIGHT -DBUG_CLAIM_UNFENCED"
   "seeded-l-fold-mixed-lease-ignored|violation:exclusive|-DFOLD_MIXED -DFLEET -DFOLD_RESUMING_AGAIN -DBUG_FOLD_LEASE_IGNORED"
+  "manual-transfer-before-read-folds|clean|-DBEFORE_READ_FOLDS"
+  "manual-transfer-rollback-undo-preread|clean|-DROLLBACK_UNDO_PREREAD"
+  "manual-transfer-rollback-undo-preread-2tx-1d|clean|-DROLLBACK_UNDO_PREREAD -DNTX=2 -DND=1"
+  "read-fold-mixed-manual-transfer|clean|-DREAD_FOLD_MIXED"
+  "read-fold-mixed-fleet-manual-transfer|clean|-DREAD_FOLD_MIXED -DFLEET"
+  "seeded-m-done-any-unmarked|violation:money|-DBUG_DONE_ANY_UNMARKED"
+  "seeded-n-done-lease-ignored|violation:money|-DBUG_DONE_LEASE_IGNORED"
+  "seeded-o-cancel-direct-unread|violation:one-way|-DBUG_CANCEL_DIRECT_UNREAD"
 )
 
 if ((list)); then
@@ -152,7 +160,8 @@ if [[ -n "$trail" ]]; then
   echo "(states: 1 initial, 2 pending/started, 3 applied/finishing, 4 done, 5 canceling/rollback,"
   echo " 6 cancelled, 7 resuming; actions: 1 cancel, 2 resume, 3 roll back, 4 finish,"
   echo " 5 finish the rollback, 6 late-write check; ': 1' matched, ': 0' matched nothing;"
-  echo " live members, a fleet's view: 1 daemon 0, 2 daemon 1, 3 both):"
+  echo " live members, a fleet's view: 1 daemon 0, 2 daemon 1, 3 both; a read of the"
+  echo " participants: 1 marker of step 0, 2 its trace, 4 marker of step 1, 8 its trace):"
   # shellcheck disable=SC2086
   spin $flags -t -k recovery.pml.trail "$model" 2>&1 | sed -n 's/^ *MSC: /  /p'
   echo "  -> $(echo "$text" | cut -c1-240)"
