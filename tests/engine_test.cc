@@ -385,10 +385,12 @@ TEST_P(LateClaim, AClaimThatReachesTheServerAfterItsFenceChangesNothing) {
 }
 
 const StallCase kClaimCases[] = {
-    {"resume", 3, kStuck, 2},      // the take-over
-    {"rollback", 3, kExpired, 2},  // canceling
-    {"cancel", 1, kExpired, 2},    // cancelled, no lease
-    {"finish", 6, kStuck, 2},      // the lease alone
+    {"resume", 3, kStuck, 2},                      // the take-over
+    {"rollback", 3, kExpired, 2},                  // canceling
+    {"cancel", 1, kExpired, 2},                    // cancelled, no lease
+    {"finish", 6, kStuck, 2},                      // the lease alone
+    {"finish_nothing_left", 7, kStuck, 2},         // done, no lease
+    {"rollback_nothing_applied", 2, kExpired, 2},  // cancelled, no lease
 };
 
 INSTANTIATE_TEST_SUITE_P(EachAction, LateClaim, ::testing::ValuesIn(kClaimCases),

@@ -80,6 +80,8 @@ const KilledCase kDaemonKilledCases[] = {
     {4, kExpired, "cancelled"},  // roll back with both applied
     {5, kStuck, "done"},         // finish applied
     {6, kStuck, "done"},         // finish with one marker pulled
+    {2, kExpired, "cancelled"},  // roll back with nothing applied: cancelled in its claim
+    {7, kStuck, "done"},         // finish with both markers pulled: done in its claim
 };
 
 INSTANTIATE_TEST_SUITE_P(EveryDaemonWrite, DaemonKilled,

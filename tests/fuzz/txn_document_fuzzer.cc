@@ -81,7 +81,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     requests::LeaseTerms lease{"fuzzer", "1", now, now};
     for (Action a : {Action::kCancel, Action::kResume, Action::kRollback, Action::kFinish,
                      Action::kFinishRollback})
-      if (!Expressible(requests::Claim(txn, a, w.profile, paths, lease))) std::abort();
+      for (bool nothing_to_write : {false, true})
+        if (!Expressible(requests::Claim(txn, a, nothing_to_write, w.profile, paths, lease)))
+          std::abort();
     for (TxnState to :
          {TxnState::kApplied, TxnState::kDone, TxnState::kCanceling, TxnState::kCancelled})
       if (!Expressible(requests::Transition(txn.id, txn.state_as_read, to, Action::kResume,

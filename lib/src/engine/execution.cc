@@ -205,6 +205,7 @@ class StateMachine::Batch {
       items_.push_back(std::move(it));
     }
     CheckLateWrites();
+    ReadBeforeClaim();
     if (Claim()) {
       LeaseGuard guard(this);
       Run();
@@ -225,8 +226,11 @@ class StateMachine::Batch {
     // Once claimed: the lease's terms and the local deadline for writing under it.
     bool leased = false;
     bool taken_over = false;  // in a resuming spelling (read so, or written by the claim)
-    bool resolved = false;    // a terminal transition removed the lease
-    bool released = false;    // the LeaseGuard gave it back (or left it to expire)
+    // A finish or roll back whose participants, read before the claim, carry no marker of
+    // it: its claim ends it (requests::ClaimMoveOf).
+    bool nothing_to_write = false;
+    bool resolved = false;  // a terminal transition removed the lease
+    bool released = false;  // the LeaseGuard gave it back (or left it to expire)
     requests::LeaseTerms lease;
     std::chrono::steady_clock::time_point deadline{};
     std::string cannot_apply;  // why a resume turns into a rollback
@@ -526,21 +530,21 @@ class StateMachine::Batch {
     const std::string nonce = writer_.recording() ? "<claim nonce>" : NewNonce();
     std::vector<std::optional<requests::ClaimMove>> moves;
     for (Item& it : items_) {
-      if (it.late) continue;
+      if (it.late || it.ended) continue;
       it.lease.owner = m_->lease_.owner;
       it.lease.claim = nonce;
       SetExpiry(&it, now);
       // Fenced by the lease it takes: a claim that reaches the server too late for its
       // lease to be used must not move the transaction after its deadline (the model's
       // seeded bug k), nor keep others out until it expired.
-      UpdateRequest claim =
-          requests::Claim(*it.txn, it.result->action, profile(), paths_, it.lease);
+      UpdateRequest claim = requests::Claim(*it.txn, it.result->action, it.nothing_to_write,
+                                            profile(), paths_, it.lease);
       claim.filter = requests::Fenced(std::move(claim.filter), it.lease);
       std::optional<requests::ClaimMove> move =
-          requests::ClaimMoveOf(*it.txn, it.result->action, profile());
+          requests::ClaimMoveOf(*it.txn, it.result->action, it.nothing_to_write, profile());
       std::string what = "claim the lease";
       if (move && IsTerminal(move->state))
-        what = "mark " + *move->spelling.as_string() + " (no lease: nothing else to write)";
+        what = "mark " + *move->spelling.as_string() + " in the claim (no lease)";
       else if (move)
         what += " and mark " + *move->spelling.as_string();
       writes.push_back({&it, nullptr, m_->txn_ns_, std::move(claim), false, std::move(what)});
@@ -575,6 +579,11 @@ class StateMachine::Batch {
       if (terminal) {
         it->resolved = true;
         it->result->outcome = Outcome::kResolved;
+        // Traces of an earlier finish that the read found are still removed.
+        it->program.clear();
+        if (!it->traced_at.empty()) it->program.push_back(Phase::kUntrace);
+        it->pc = 0;
+        any = any || Running(*it);
         continue;
       }
       if (move && move->state == TxnState::kPending) it->taken_over = true;
@@ -861,6 +870,36 @@ class StateMachine::Batch {
           it->result->operations_applied += static_cast<int>(*n);
       }
       if (Running(*it)) ++it->pc;
+    }
+  }
+
+  // The participants of each finish and roll back, read before the claim (model/
+  // recovery.pml, the read before the claim). A finish goes by this read: its requests keep
+  // both their conditions, so a read overtaken meanwhile only makes one of them match
+  // nothing, and what that leaves (a late duplicate's marker) is a late write of a terminal
+  // transaction for the late-write check. Either action that finds no marker of its
+  // transaction has nothing to write but its state, and its claim does that.
+  void ReadBeforeClaim() {
+    std::vector<Item*> finishes, rollbacks;
+    for (Item& it : items_) {
+      if (it.late || it.ended || it.txn->steps.empty()) continue;
+      if (it.result->action == Action::kFinish) finishes.push_back(&it);
+      if (it.result->action == Action::kRollback) rollbacks.push_back(&it);
+    }
+    ReadForFinish(finishes);
+    for (Item* it : finishes)
+      it->nothing_to_write = Running(*it) && it->txn->tagged_sets.empty() &&
+                             std::all_of(it->finish_as.begin(), it->finish_as.end(),
+                                         [](FinishAs f) { return f == FinishAs::kNothing; });
+    if (rollbacks.empty()) return;
+    const std::vector<StepRef> steps = StepsOf(rollbacks);
+    const std::vector<Found> found = ReadParticipants(steps);
+    CheckAll(steps, found);
+    for (Item* it : rollbacks) it->nothing_to_write = it->txn->tagged_sets.empty();
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      auto [it, step] = steps[i];
+      if (found[i].size() > 1) Fail(it, TwoDocuments(*step, found[i].size()));
+      if (AnyHasMarker(found[i], *step, it->txn->id)) it->nothing_to_write = false;
     }
   }
 

@@ -41,13 +41,17 @@ void RecordEnd(Update* u, TxnState to, Action action, const RecoveryPaths& paths
 
 }  // namespace
 
-std::optional<ClaimMove> ClaimMoveOf(const Transaction& txn, Action action,
+std::optional<ClaimMove> ClaimMoveOf(const Transaction& txn, Action action, bool nothing_to_write,
                                      const Profile& profile) {
+  const auto to = [&](TxnState s) { return ClaimMove{Value(profile.states.Written(s)), s}; };
   switch (action) {
     case Action::kCancel:
-      return ClaimMove{Value(profile.states.Written(TxnState::kCancelled)), TxnState::kCancelled};
+      return to(TxnState::kCancelled);
     case Action::kRollback:
-      return ClaimMove{Value(profile.states.Written(TxnState::kCanceling)), TxnState::kCanceling};
+      return to(nothing_to_write ? TxnState::kCancelled : TxnState::kCanceling);
+    case Action::kFinish:
+      if (nothing_to_write) return to(TxnState::kDone);
+      return std::nullopt;
     case Action::kResume:
       if (txn.taken_over || profile.states.resuming.empty()) return std::nullopt;
       return ClaimMove{Value(profile.states.resuming.front()), TxnState::kPending};
@@ -85,8 +89,8 @@ Filter Fenced(Filter filter, const LeaseTerms& lease) {
   return filter;
 }
 
-UpdateRequest Claim(const Transaction& txn, Action action, const Profile& profile,
-                    const RecoveryPaths& paths, const LeaseTerms& lease) {
+UpdateRequest Claim(const Transaction& txn, Action action, bool nothing_to_write,
+                    const Profile& profile, const RecoveryPaths& paths, const LeaseTerms& lease) {
   Filter f;
   f.Eq("_id", txn.id).Eq(profile.state_field, txn.state_as_read);
   if (txn.time_as_read && txn.time_as_read->as_datetime() != nullptr) {
@@ -107,7 +111,7 @@ UpdateRequest Claim(const Transaction& txn, Action action, const Profile& profil
   // one process must not drive one transaction at once any more than two hosts.
   f.AnyOf({Filter().NotExists(paths.Lease()), Filter().BeforeServerNow(paths.LeaseExpires())});
   Update u;
-  const std::optional<ClaimMove> move = ClaimMoveOf(txn, action, profile);
+  const std::optional<ClaimMove> move = ClaimMoveOf(txn, action, nothing_to_write, profile);
   if (move) u.Set(profile.state_field, move->spelling).CurrentDate(profile.time_field);
   if (move && IsTerminal(move->state)) {
     RecordEnd(&u, move->state, action, paths, lease);

@@ -32,24 +32,27 @@ struct LeaseTerms {
 // The first state move of `action` that its claim makes (model/recovery.pml, the claim's
 // fold): a roll back writes canceling, a resume takes the transaction over (the resuming
 // spelling; none when it was read so already), a cancel is terminal at once. A finish and
-// the finish of a rollback only take the lease.
+// the finish of a rollback only take the lease. With `nothing_to_write` (the participants,
+// read before the claim, carry no marker of the transaction: nothing to pull, nothing to
+// undo), a finish is done and a roll back cancelled in the claim itself.
 struct ClaimMove {
   Value spelling;  // as written
   TxnState state;
 };
-std::optional<ClaimMove> ClaimMoveOf(const Transaction& txn, Action action, const Profile& profile);
+std::optional<ClaimMove> ClaimMoveOf(const Transaction& txn, Action action, bool nothing_to_write,
+                                     const Profile& profile);
 
 // Claims `txn` for `action`, read as it is: same state, same time, not quarantined, owned
 // as the watch requires, and nobody's lease live on the server's clock; in the same
 // compare-and-set, the action's first state move (ClaimMoveOf) with the time. A claim that
-// moves the transaction takes the lease with it, except a cancel: terminal at once, it
-// records how the transaction ended and leaves no lease (nothing of it is written under
-// one). Taking a resume over in its claim stops the application's own compare-and-set
-// from pending before the daemon's first participant write, so that it cannot pull the
-// marker of a step the daemon applies (which would let the daemon's apply land a second
+// moves the transaction takes the lease with it, except a terminal one (a cancel, or an
+// action with nothing to write): it records how the transaction ended and leaves no lease
+// (nothing of it is written under one). Taking a resume over in its claim stops the application's
+// own compare-and-set from pending before the daemon's first participant write, so that it cannot
+// pull the marker of a step the daemon applies (which would let the daemon's apply land a second
 // time, unguarded); it is made whether or not a step is left to apply.
-UpdateRequest Claim(const Transaction& txn, Action action, const Profile& profile,
-                    const RecoveryPaths& paths, const LeaseTerms& lease);
+UpdateRequest Claim(const Transaction& txn, Action action, bool nothing_to_write,
+                    const Profile& profile, const RecoveryPaths& paths, const LeaseTerms& lease);
 
 // Stamps the first sighting of a transaction that carries no time (MissingTime::kFirstSeen)
 // with the server's time. Matches only while there is still neither a time nor a stamp, so
