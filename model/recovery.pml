@@ -1044,14 +1044,17 @@ inline w_undo(s) {
     a = 0
   }
 }
-/* The finish reads its participants first (one read, after the claim: under the lease)
- * and sends only the request the read calls for: the pull with its trace where the read
- * saw the marker and no trace, the undo of a duplicate where it saw both, nothing where
- * the marker is gone. Under the lease no other daemon's finish can leave a trace, and the
- * application never writes one, so no trace the read missed can appear before the pull
- * but this daemon's own; each request still carries its conditions, checked by the server
- * as it writes. A marker pushed after the read (a stalled application's late apply after
- * an earlier finish's pull) is left to the late-write check, as one pushed after done. */
+/* The finish reads its participants first, in one read, and sends only the request the
+ * read calls for: the pull with its trace where the read saw the marker and no trace, the
+ * undo of a duplicate where it saw both, nothing where the marker is gone. With the read
+ * fold (the default) that read is made before the claim, after the transaction's: another
+ * daemon's finish may then leave a trace between the read and the claim, and the pull the
+ * read called for matches nothing, since "trace absent" is in its filter (without it,
+ * seeded bug e). With -DBEFORE_READ_FOLDS the read is made after the claim, under the
+ * lease, where no trace the read missed can appear but this daemon's own. Either way each
+ * request carries its conditions, checked by the server as it writes, and a marker pushed
+ * after the read (a stalled application's late apply after an earlier finish's pull) is
+ * left to the late-write check, as one pushed after done. */
 #define RD_MK(s) ((rd >> (2 * (s))) & 1)
 #define RD_FIN(s) ((rd >> (2 * (s) + 1)) & 1)
 #ifdef FIX_FINISH_TRACE
