@@ -567,6 +567,15 @@ class StateMachine::Batch {
         continue;  // failed by ReadBackTransactions
       }
       const Value& spelling = move ? move->spelling : it->state_spelling;
+      if (!sent.all_matched() && !Moved(docs, *it, spelling, terminal) && EndedBySelf(docs, *it)) {
+        // A repeat of the candidate scan (DocumentDB returns a document updated during a
+        // scan again): this process ended the transaction meanwhile. Not busy: nothing is
+        // left to do for it.
+        it->ended = true;
+        it->result->outcome = Outcome::kUntouched;
+        it->result->detail = "already ended by this daemon (the candidate read returned it twice)";
+        continue;
+      }
       if (!sent.all_matched() && !Moved(docs, *it, spelling, terminal)) {
         Fail(it,
              Status::Conflict("transaction " + it->txn->id.ToString() +
@@ -967,6 +976,19 @@ class StateMachine::Batch {
         it->deadline = Deadline(start);
       }
     }
+  }
+
+  // Whether the transaction read back was ended by this process (the owner id is one per
+  // process): by this batch or, its candidate read having returned it twice, by another.
+  bool EndedBySelf(const std::map<std::string, Document>& docs, const Item& it) const {
+    auto d = docs.find(it.txn->id.ToString());
+    if (d == docs.end()) return false;
+    const Value* by = d->second.GetPath(paths_.ResolvedBy());
+    const Value* st = d->second.GetPath(profile().state_field);
+    if (by == nullptr || !(*by == Value(it.lease.owner)) || st == nullptr || !st->is_string())
+      return false;
+    const std::optional<TxnState> state = profile().states.Parse(*st->as_string());
+    return state && IsTerminal(*state);
   }
 
   // The transactions of the accepted `writes`, read back by _id into `docs`. False (and the
