@@ -71,8 +71,8 @@
  *   participants before the claim; a read with no marker makes the claim applied -> done
  *   itself), FOLD_ROLLBACK_READ (fold E: a roll back reads its participants before the
  *   claim; a read with no marker makes the claim pending -> cancelled; otherwise it undoes
- *   by a read after the claim), ROLLBACK_UNDO_PREREAD (fold E undoes by the read before
- *   the claim, E1), READ_FOLD_MIXED (daemon 0 makes the read folds, daemon ND - 1 does
+ *   by that read, E1, as the engine does), ROLLBACK_UNDO_REREAD (fold E undoes by a read
+ *   after the claim, under the lease, E2), READ_FOLD_MIXED (daemon 0 makes the read folds, daemon ND - 1 does
  *   not: the upgrade to them one member at a time),
  *   seeded bugs of the read folds: BUG_DONE_ANY_UNMARKED (the finish's claim made
  *   terminal once one participant shows no marker), BUG_DONE_LEASE_IGNORED (the terminal
@@ -129,9 +129,9 @@
  * requests that read calls for, without reading again. FOLD_ROLLBACK_READ (fold E): a roll
  * back reads its participants before its claim; if that read shows no marker, the claim is
  * itself pending -> cancelled (no lease); otherwise it writes canceling as the claim fold
- * does and undoes each step a read made after the claim, under the lease, shows a marker
- * of (E2, as the engine reads a roll back's participants), or with ROLLBACK_UNDO_PREREAD
- * each step the read before the claim shows a marker of (E1, no second read). The manual
+ * does and undoes each step the read before the claim shows a marker of (E1, no second
+ * read, as the engine does), or with ROLLBACK_UNDO_REREAD each step a read made after the
+ * claim, under the lease, shows a marker of (E2, the engine before). The manual
  * transfer only: a tagged insert's finish and roll back read nothing. Without FIX_FINISH_
  * TRACE or with BEFORE_FINISH_READ there is no read of a finish to move: no fold D. */
 #ifndef BEFORE_FOLD
@@ -142,6 +142,9 @@
 #if !defined(BEFORE_READ_FOLDS) && !defined(BEFORE_FOLD_ROLLBACK_READ)
 #define FOLD_ROLLBACK_READ
 #endif
+#endif
+#if defined(FOLD_ROLLBACK_READ) && !defined(ROLLBACK_UNDO_REREAD)
+#define ROLLBACK_UNDO_PREREAD
 #endif
 #if defined(FOLD_FINISH_READ) && (!defined(FIX_FINISH_TRACE) || defined(BEFORE_FINISH_READ))
 #error "FOLD_FINISH_READ moves the finish's read of its participants: not with BEFORE_TRACE or BEFORE_FINISH_READ"
@@ -1376,8 +1379,8 @@ l_rollback:
   transition(S_CANCELING);
 #endif
 #if defined(FOLD_ROLLBACK_READ) && !defined(TAGGED)
-  /* fold E: the undos a read made now, under the lease, calls for (E2), or with
-   * ROLLBACK_UNDO_PREREAD those the read before the claim called for (E1) */
+  /* fold E: the undos the read before the claim called for (E1, ROLLBACK_UNDO_PREREAD),
+   * or with ROLLBACK_UNDO_REREAD those a read made now, under the lease, calls for (E2) */
   if
   :: act == A_ROLLBACK && FOLDS_ROLLBACK_READ ->
 #ifndef ROLLBACK_UNDO_PREREAD

@@ -383,6 +383,35 @@ INSTANTIATE_TEST_SUITE_P(EveryWrite, LeaseDeadline,
                                        : "_stall_in_flight");
                          });
 
+// A roll back undoes what its read before the claim found (the model's E1). The stalled
+// application's credit lands between that read and the claim: the daemon cancels with the
+// debit undone and the credit still there, marked; the late-write check then undoes the
+// credit, and the money is back where it was.
+TEST(RollbackRead, AnApplyLandingBetweenTheReadAndTheClaimIsLeftToTheLateWriteCheck) {
+  Scene s;
+  Bank bank(&s.store, "test");
+  bank.Open(2);
+  const Snapshot before = bank.Take();
+  const Value id = bank.Transfer("A0", "A1", 100, 3);  // debited A0, then stalled
+  bank.Age(id, kExpired);
+  const WatchSpec watch = bank.Watch();
+  Planned p = Plan(&s.store, watch);
+  ASSERT_EQ(p.actions, std::vector<Action>{Action::kRollback});
+  s.fault.StallAt(1, FaultStore::Stall::kInFlight, &s.clock, milliseconds(0),
+                  [&] { Must(bank.RunStep(id, AppStep::kCreditDestination)); });
+  StateMachine m = MachineFor(&s.fault, &s.clock, watch, "daemon-1");
+  const std::vector<ExecuteResult> r = m.ExecuteBatch(p.Pointers(), p.actions);
+  ASSERT_EQ(r[0].outcome, Outcome::kResolved) << r[0].detail;
+  EXPECT_EQ(bank.State(id), "cancelled");
+  EXPECT_EQ(bank.Balance("A0"), 1000) << "the debit the read found is undone";
+  EXPECT_EQ(bank.Balance("A1"), 1100) << "the credit after the read is the late-write check's";
+  bank.Age(id, kStuck);
+  const WatchSummary late = SweepOnce(&s.store, &s.clock, watch, "daemon-2");
+  EXPECT_EQ(late.late_writes_undone, 1);
+  EXPECT_EQ(bank.Balance("A1"), 1000);
+  for (const auto& v : bank.Violations(before)) ADD_FAILURE() << v;
+}
+
 // A claim makes its action's first state move (the take-over, canceling, a cancel whole):
 // one that reaches the server after its fence, the daemon stalled with it in flight, moves
 // nothing and takes nothing, and its transactions are reported busy. (The model's seeded

@@ -229,6 +229,8 @@ class StateMachine::Batch {
     // A finish or roll back whose participants, read before the claim, carry no marker of
     // it: its claim ends it (requests::ClaimMoveOf).
     bool nothing_to_write = false;
+    // A roll back's participants as read before its claim, by step: what it undoes.
+    std::vector<std::vector<Document>> read_before_claim;
     bool resolved = false;  // a terminal transition removed the lease
     bool released = false;  // the LeaseGuard gave it back (or left it to expire)
     requests::LeaseTerms lease;
@@ -802,8 +804,22 @@ class StateMachine::Batch {
   // change still applied would leave the change for the late-write check to find.
   void Undo(const std::vector<Item*>& list) {
     const std::vector<StepRef> steps = StepsOf(list);
-    const std::vector<Found> before = ReadParticipants(steps);
-    CheckAll(steps, before);
+    // A roll back undoes by the read before its claim (the model's E1: an apply that lands
+    // after that read is a late write of the cancelled transaction, for the late-write
+    // check, like one that lands after the undos); a resume turned roll back reads now.
+    std::vector<StepRef> unread;
+    for (const StepRef& s : steps)
+      if (s.first->read_before_claim.empty()) unread.push_back(s);
+    std::vector<Found> fresh = ReadParticipants(unread);
+    CheckAll(unread, fresh);
+    std::vector<Found> before(steps.size());
+    for (std::size_t i = 0, u = 0; i < steps.size(); ++i) {
+      auto [it, step] = steps[i];
+      before[i] =
+          it->read_before_claim.empty()
+              ? std::move(fresh[u++])
+              : it->read_before_claim[static_cast<std::size_t>(step - it->txn->steps.data())];
+    }
     std::vector<Write> writes;
     for (std::size_t i = 0; i < steps.size(); ++i) {
       auto [it, step] = steps[i];
@@ -904,9 +920,13 @@ class StateMachine::Batch {
     const std::vector<StepRef> steps = StepsOf(rollbacks);
     const std::vector<Found> found = ReadParticipants(steps);
     CheckAll(steps, found);
-    for (Item* it : rollbacks) it->nothing_to_write = it->txn->tagged_sets.empty();
+    for (Item* it : rollbacks) {
+      it->nothing_to_write = it->txn->tagged_sets.empty();
+      it->read_before_claim.assign(it->txn->steps.size(), Found{});
+    }
     for (std::size_t i = 0; i < steps.size(); ++i) {
       auto [it, step] = steps[i];
+      it->read_before_claim[static_cast<std::size_t>(step - it->txn->steps.data())] = found[i];
       if (found[i].size() > 1) Fail(it, TwoDocuments(*step, found[i].size()));
       if (AnyHasMarker(found[i], *step, it->txn->id)) it->nothing_to_write = false;
     }
