@@ -301,6 +301,16 @@ struct StallCase {
   int transactions;  // how many such transfers one batch drives
 };
 
+// Opens the accounts of `c` and leaves its transfers as its application did, aged; the
+// balances as opened go to `opened` when given.
+void LeaveStuck(Bank* bank, const StallCase& c, Snapshot* opened = nullptr) {
+  bank->Open(2 * c.transactions);
+  if (opened != nullptr) *opened = bank->Take();
+  for (int i = 0; i < c.transactions; ++i)
+    bank->Age(bank->Transfer(Bank::Account(2 * i), Bank::Account(2 * i + 1), 100, c.app_steps),
+              c.age);
+}
+
 class LeaseDeadline : public ::testing::TestWithParam<std::tuple<StallCase, FaultStore::Stall>> {};
 
 // With the default lease (60s, margin 10s) the local deadline falls 50s after the claim and
@@ -318,10 +328,7 @@ TEST_P(LeaseDeadline, ADaemonStalledPastItsDeadlineWritesNothingMoreAtAnyWrite) 
   {
     Scene s;
     Bank bank(&s.store, "test");
-    bank.Open(2 * c.transactions);
-    for (int i = 0; i < c.transactions; ++i)
-      bank.Age(bank.Transfer(Bank::Account(2 * i), Bank::Account(2 * i + 1), 100, c.app_steps),
-               c.age);
+    LeaveStuck(&bank, c);
     const WatchSpec watch = bank.Watch();
     Planned p = Plan(&s.store, watch);
     StateMachine m = MachineFor(&s.fault, &s.clock, watch, "daemon-1");
@@ -334,11 +341,8 @@ TEST_P(LeaseDeadline, ADaemonStalledPastItsDeadlineWritesNothingMoreAtAnyWrite) 
     SCOPED_TRACE("stalled at write " + std::to_string(k) + " of " + std::to_string(writes));
     Scene s;
     Bank bank(&s.store, "test");
-    bank.Open(2 * c.transactions);
-    const Snapshot before = bank.Take();
-    for (int i = 0; i < c.transactions; ++i)
-      bank.Age(bank.Transfer(Bank::Account(2 * i), Bank::Account(2 * i + 1), 100, c.app_steps),
-               c.age);
+    Snapshot before;
+    LeaveStuck(&bank, c, &before);
     const WatchSpec watch = bank.Watch();
     Planned p = Plan(&s.store, watch);
     StateMachine stalled = MachineFor(&s.fault, &s.clock, watch, "daemon-1");
@@ -422,10 +426,7 @@ TEST_P(LateClaim, AClaimThatReachesTheServerAfterItsFenceChangesNothing) {
   const StallCase c = GetParam();
   Scene s;
   Bank bank(&s.store, "test");
-  bank.Open(2 * c.transactions);
-  for (int i = 0; i < c.transactions; ++i)
-    bank.Age(bank.Transfer(Bank::Account(2 * i), Bank::Account(2 * i + 1), 100, c.app_steps),
-             c.age);
+  LeaveStuck(&bank, c);
   const std::vector<std::string> txns = Rendered(s.store.Dump(bank.txns()));
   const std::vector<std::string> accounts = Rendered(s.store.Dump(bank.accounts()));
   const WatchSpec watch = bank.Watch();
