@@ -1074,8 +1074,9 @@ class StateMachine::Batch {
                  });
       else
         writer_.Note(step->ns, "(nothing: no late write of " + step->describe + ")");
+      const Value& id = it->txn->id;
       if (const auto t = std::find_if(found[i].begin(), found[i].end(),
-                                      [&](const Document& d) { return HasTrace(d, it->txn->id); });
+                                      [&](const Document& d) { return HasTrace(d, id); });
           t != found[i].end()) {
         MarkTraced(it, step, requests::TraceIsAll(*t, it->txn->id, paths_, false));
         if (traced.empty() || traced.back() != it) traced.push_back(it);
