@@ -354,7 +354,10 @@ TEST_F(ForgedWire, AMissingPrivilegeIsNotChargedToTheTransactions) {
   ASSERT_TRUE(t);
   EXPECT_EQ(t->GetPath("recovery.failures"), nullptr) << "nothing counted against it";
   EXPECT_EQ(t->GetPath("recovery.quarantine"), nullptr) << "nothing quarantined";
-  EXPECT_EQ(bank.State(id), "resuming") << "the first claim landed: taken over, nothing applied";
+  // The claim is forwarded before its reply is forged: whether it landed (a take-over)
+  // depends on the server; nothing else was written either way.
+  const std::string state = bank.State(id);
+  EXPECT_TRUE(state == "pending" || state == "resuming") << state;
 }
 
 // What DocumentDB answers a command PostgreSQL picked as a deadlock victim.
