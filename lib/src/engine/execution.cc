@@ -476,13 +476,9 @@ class StateMachine::Batch {
     return WithMarker(docs, step, id) != nullptr;
   }
 
-  // Whether a finish left its trace of transaction `id` on `doc`, or on one of `docs`.
+  // Whether a finish left its trace of transaction `id` on `doc`.
   bool HasTrace(const Document& doc, const Value& id) const {
     return Filter().Eq(paths_.Finished(), id).Matches(doc);
-  }
-  bool HasTrace(const Found& docs, const Value& id) const {
-    return std::any_of(docs.begin(), docs.end(),
-                       [&](const Document& d) { return HasTrace(d, id); });
   }
   static void MarkTraced(Item* it, const ParticipantStep* step, bool all_it_holds) {
     const std::vector<ParticipantStep>& all = it->txn->steps;
@@ -932,9 +928,9 @@ class StateMachine::Batch {
     }
   }
 
-  // Reads the participants of the items of `list` that no apply of this batch read (the
-  // finish of an applied transaction), one query per collection, and decides from each how
-  // its step is finished. A participant that does not fit, or a key naming two documents,
+  // Reads the participants of the finishes of `list` that no read has decided yet (before
+  // their claim: ReadBeforeClaim), one query per collection, and decides from each how its
+  // step is finished. A participant that does not fit, or a key naming two documents,
   // ends the transaction before anything is written to any of its participants.
   void ReadForFinish(const std::vector<Item*>& list) {
     std::vector<Item*> unread;
