@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -535,6 +536,18 @@ bool RefusesHint(const bson_error_t& error) {
          message.find("index") != std::string_view::npos;
 }
 
+// The limit a find is sent with. A read without one is sent with a limit no read reaches:
+// DocumentDB answers a find without a limit or a sort from a cursor it resumes by heap
+// position, and each getMore runs the query again and skips to that position, so a read of
+// N documents in batches of B reads its index range N/B times (N²/B: a sweep of
+// 300,000 stuck transactions spent 138 s of the server's time in getMore, 45 ms each). A
+// find with a limit it holds as a PostgreSQL cursor instead, run once, each getMore
+// reading on from where the last stopped. Other servers run a limit as a count.
+// docs/compatibility.md, "a cursor's next batch".
+std::int64_t LimitSent(const FindOptions& options) {
+  return options.limit > 0 ? options.limit : std::numeric_limits<std::int32_t>::max();
+}
+
 // {hint: {<key>: <dir>, ...}} when the read names an index.
 void AppendHint(bson_t* out, const std::vector<std::pair<std::string, int>>& hint) {
   if (hint.empty()) return;
@@ -557,7 +570,7 @@ Status MongoStore::Find(const Namespace& ns, const Filter& filter, const FindOpt
     bson_append_int32(&sort, options.sort_ascending_by->c_str(), -1, 1);
     bson_append_document_end(opts.get(), &sort);
   }
-  if (options.limit > 0) bson_append_int64(opts.get(), "limit", -1, options.limit);
+  bson_append_int64(opts.get(), "limit", -1, LimitSent(options));
   if (options.batch_size > 0) bson_append_int32(opts.get(), "batchSize", -1, options.batch_size);
   if (!options.projection.empty()) {
     bson_t projection;
@@ -1129,7 +1142,7 @@ Status MongoStore::Explain(const ReadQuery& query, QueryPlan* plan) {
       bson_append_int32(&sort, query.options.sort_ascending_by->c_str(), -1, 1);
       bson_append_document_end(&inner, &sort);
     }
-    if (query.options.limit > 0) bson_append_int64(&inner, "limit", -1, query.options.limit);
+    bson_append_int64(&inner, "limit", -1, LimitSent(query.options));
     if (!query.options.projection.empty()) {
       bson_t projection;
       bson_append_document_begin(&inner, "projection", -1, &projection);
