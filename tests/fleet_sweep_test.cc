@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "support/bank_test.h"
+#include "support/fault_store.h"
 #include "support/scenario.h"
 #include "txn_recovery/membership.h"
 #include "txn_recovery/sweeper.h"
@@ -22,7 +23,8 @@ class FleetSweep : public BankTest {
 
   WatchSummary SweepShare(const std::string& owner, std::optional<Share> share,
                           std::vector<TxnReport>* reports, bool dry_run = false,
-                          const std::function<void(SweepOptions*)>& tune = nullptr) {
+                          const std::function<void(SweepOptions*)>& tune = nullptr,
+                          Store* store = nullptr) {
     SweepOptions o;
     if (tune) tune(&o);
     o.dry_run = dry_run;
@@ -31,7 +33,7 @@ class FleetSweep : public BankTest {
     o.batch_size = 16;
     o.bulk_size = 5;
     o.share = share;
-    Sweeper sweeper(backend_->store(), backend_->clock(), o);
+    Sweeper sweeper(store != nullptr ? store : backend_->store(), backend_->clock(), o);
     WatchSummary summary;
     std::mutex mu;
     (void)sweeper.SweepWatch(
@@ -124,21 +126,25 @@ TEST_P(FleetSweep, AMemberThatDoesNotDriveItsShareLeavesWhatStaysStuckToTheOther
   for (const Value& id : ids) in_share += mine.Owns(id) ? 1 : 0;
   const int elsewhere = kTransfers - in_share;
   ASSERT_GT(elsewhere, 0);
-  // One memory across the member's sweeps, as a `run` daemon keeps it.
+  // One memory across the member's sweeps, as a `run` daemon keeps it. Time passes for the
+  // member through the server's time it reads (a real server's clock cannot be moved),
+  // in steps far longer than a sweep takes, so that how long the sweeps themselves take on a
+  // loaded machine cannot make a transaction overdue early.
   auto memory = std::make_shared<SweepMemory>();
-  constexpr std::chrono::milliseconds kOverdueAfter{1000};
+  FaultStore store(backend_->store());
+  constexpr std::chrono::milliseconds kOverdueAfter = std::chrono::minutes(1);
   auto sweep = [&](std::vector<TxnReport>* reports) {
-    WatchSummary s = SweepShare("daemon-1", mine, reports, false, [&](SweepOptions* o) {
-      o->memory = memory;
-      o->overdue_after = kOverdueAfter;
-    });
+    WatchSummary s = SweepShare(
+        "daemon-1", mine, reports, false,
+        [&](SweepOptions* o) {
+          o->memory = memory;
+          o->overdue_after = kOverdueAfter;
+        },
+        &store);
     EXPECT_TRUE(s.status.ok()) << s.status.ToString();
     return s;
   };
-  auto pass = [&](std::chrono::milliseconds d) {
-    backend_->Advance(d);
-    if (GetParam() != "memory") std::this_thread::sleep_for(d);
-  };
+  auto pass = [&](std::chrono::milliseconds d) { store.ShiftServerTime(d); };
 
   // However old, what was first seen now is not overdue: its holder may be draining it.
   std::vector<TxnReport> first;
@@ -146,12 +152,12 @@ TEST_P(FleetSweep, AMemberThatDoesNotDriveItsShareLeavesWhatStaysStuckToTheOther
   EXPECT_EQ(s.resolved, in_share);
   EXPECT_EQ(s.overdue_taken, 0);
   EXPECT_EQ(s.outside_share, elsewhere);
-  pass(std::chrono::milliseconds(400));
+  pass(std::chrono::seconds(20));
   std::vector<TxnReport> second;
   s = sweep(&second);
   EXPECT_EQ(s.resolved, 0);
   EXPECT_EQ(s.overdue_taken, 0) << "seen stuck for less than overdue_after";
-  pass(std::chrono::milliseconds(700));
+  pass(std::chrono::seconds(45));
 
   // Still stuck overdue_after after this member first saw it: taken, and said whose it was.
   std::vector<TxnReport> third;

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -54,12 +55,18 @@ class FaultStore final : public Store {
   // reply that reports fewer changes than were made, without an error, as DocumentDB's did
   // once (a bulk of 50 updates: 38 applied, nModified 0, no writeErrors).
   void ReportNoChanges() { report_no_changes_ = true; }
+  // The server's time as the daemon reads it (ServerTime) moves `d` further ahead: time
+  // passes for the daemon without a test waiting for it on a real server, whose own clock
+  // a test cannot move. The server's writes ($currentDate) keep its own clock.
+  void ShiftServerTime(std::chrono::milliseconds d) { server_time_shift_ += d.count(); }
   bool crashed() const { return crashed_; }
   int writes() const { return writes_; }
 
   Status ServerTime(DateTime* now) override {
     if (crashed_) return Dead();
-    return base_->ServerTime(now);
+    Status s = base_->ServerTime(now);
+    if (s.ok()) now->millis += server_time_shift_.load();
+    return s;
   }
   Status Find(const Namespace& ns, const Filter& f, const FindOptions& o,
               std::unique_ptr<Cursor>* c) override {
@@ -184,6 +191,7 @@ class FaultStore final : public Store {
   std::atomic<int> writes_left_{-1};
   std::atomic<int> writes_{0};
   std::atomic<bool> crashed_{false};
+  std::atomic<std::int64_t> server_time_shift_{0};
   Namespace refused_ns_;
   std::optional<Value> refused_id_;
   int stall_at_ = -1;
