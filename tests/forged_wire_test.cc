@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <latch>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -406,6 +407,56 @@ TEST_F(ForgedWire, AWriteLostToADeadlockIsSentAgainAndLandsOnce) {
   const Status s = store->UpdateEach(accounts, {debit}, &bulk);
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message().find("deadlock"), std::string::npos) << s.ToString();
+}
+
+// A sweep's workers send their first bulks at once, each comparing with the server's clock
+// ($$NOW in a filter: the lease fence). A server that refuses $$NOW there (DocumentDB,
+// docs/compatibility.md) is asked by one bulk; the others wait for its answer and are built
+// on the estimate, instead of each being refused whole and sent again (500 claims refused
+// at every start of a sweep with 4 workers). Each request still lands once.
+TEST_F(ForgedWire, BulksSentAtOnceAskTheServerOnceWhetherItTakesItsClockInAFilter) {
+  const Namespace ns{backend_->database(), "fenced"};
+  constexpr int kWorkers = 4, kPerBulk = 25;
+  std::vector<Document> docs;
+  for (int i = 0; i < kWorkers * kPerBulk; ++i) docs.push_back(Document{{"_id", i}});
+  ASSERT_TRUE(backend_->store()->InsertMany(ns, docs).ok());
+  std::unique_ptr<MongoStore> store;
+  MongoOptions mo;
+  mo.uri = proxy_->Uri(server_uri_);
+  ASSERT_TRUE(MongoStore::Open(mo, &store).ok());
+  DateTime now;
+  ASSERT_TRUE(store->ServerTime(&now).ok());
+  std::atomic<int> refused_for_now{0};
+  proxy_->SetRule([&](WireProxy::Reply* r) {
+    if (r->command == "update" && r->body.find("$$NOW") != std::string::npos) ++refused_for_now;
+    return Verdict{};
+  });
+  std::latch start(kWorkers);
+  std::vector<BulkResult> results(kWorkers);
+  std::vector<Status> statuses(kWorkers, Status::Ok());
+  {
+    std::vector<std::jthread> workers;
+    for (int w = 0; w < kWorkers; ++w) {
+      workers.emplace_back([&, w] {
+        std::vector<UpdateRequest> bulk;
+        for (int i = 0; i < kPerBulk; ++i)
+          bulk.push_back({Filter().Eq("_id", w * kPerBulk + i).ServerNowBefore(
+                              DateTime{now.millis + 600'000}),
+                          Update().Inc("n", 1)});
+        start.arrive_and_wait();
+        statuses[w] = store->UpdateEach(ns, bulk, &results[w]);
+      });
+    }
+  }
+  for (int w = 0; w < kWorkers; ++w) {
+    ASSERT_TRUE(statuses[w].ok()) << statuses[w].ToString();
+    EXPECT_EQ(results[w].matched, kPerBulk) << "worker " << w;
+    EXPECT_TRUE(results[w].refused.empty()) << "worker " << w;
+  }
+  EXPECT_LE(refused_for_now.load(), 1) << "bulks refused for $$NOW";
+  std::int64_t applied_once = 0;
+  ASSERT_TRUE(backend_->store()->Count(ns, Filter().Eq("n", 1), &applied_once).ok());
+  EXPECT_EQ(applied_once, kWorkers * kPerBulk);
 }
 
 TEST_F(ForgedWire, PerTransactionWarningsDuringAnOutageAreRateLimited) {

@@ -209,6 +209,13 @@ struct MongoStore::Impl {
   bool SwitchToDaemonClock(const std::string& refusal);
 
   std::atomic<MongoOptions::ServerClock> server_clock{MongoOptions::ServerClock::kAuto};
+  // Whether a server in kAuto takes $$NOW in a filter is known once a bulk that compares
+  // with it has been refused for it (SwitchToDaemonClock) or has matched a document (one
+  // evaluated it). Until then one such bulk asks at a time (UpdateEach): the sweep's
+  // workers each sent their first bulk at once, and DocumentDB refused all of them (500
+  // claims, sent again, at every start of a sweep with 4 workers).
+  std::mutex now_probe_mu;
+  std::atomic<bool> now_answered{false};
   // Whether the server takes `enableOrderedIndex` in an index's options (IndexSpec::ordered):
   // unknown until an index asks for it, then what the server said. A server that refused
   // it (mongod) orders every compound index.
@@ -843,6 +850,16 @@ Status MongoStore::UpdateEach(const Namespace& ns, const std::vector<UpdateReque
   // Sent in lock order, not the caller's: the contract lets a bulk apply its requests in
   // any order; refusals are mapped back.
   const std::vector<std::size_t> order = LockOrder(requests);
+  // Held until this bulk's answer says whether the server takes $$NOW (Impl::now_answered);
+  // taken before the filters are built, which then compare on the estimate where a bulk
+  // before this one was refused.
+  std::unique_lock<std::mutex> asking;
+  if (!impl_->now_answered && impl_->server_clock == MongoOptions::ServerClock::kAuto &&
+      std::any_of(requests.begin(), requests.end(),
+                  [](const UpdateRequest& r) { return r.filter.UsesServerClock(); })) {
+    asking = std::unique_lock(impl_->now_probe_mu);
+    if (impl_->now_answered) asking.unlock();
+  }
   std::vector<std::pair<mongo::BsonPtr, mongo::BsonPtr>> owned;
   owned.reserve(requests.size());
   for (std::size_t i : order) {
@@ -894,7 +911,10 @@ Status MongoStore::UpdateEach(const Namespace& ns, const std::vector<UpdateReque
       again.push_back(requests[i]);
       index.push_back(i);
     }
-  if (again.empty() || !impl_->SwitchToDaemonClock("$$NOW")) return Status::Ok();
+  const bool switched = !again.empty() && impl_->SwitchToDaemonClock("$$NOW");
+  if (asking.owns_lock() && (switched || result->matched > 0)) impl_->now_answered = true;
+  if (asking.owns_lock()) asking.unlock();
+  if (!switched) return Status::Ok();
   std::erase_if(result->refused, [](const auto& r) {
     return r.second.message().find("$$NOW") != std::string::npos;
   });
