@@ -189,6 +189,7 @@ class Daemon {
   // The share of watch `w`; nullopt (everything) when the fleet is off or the last
   // heartbeat in its database failed.
   std::optional<txn_recovery::Share> ShareIn(const txn_recovery::WatchSpec& w) const;
+  bool OrphanScanIsMine(const txn_recovery::WatchSpec& w);
   // Deletes this instance's records at a clean stop, so that the others take its share now.
   void LeaveFleet();
   void LeaveFleetOf(const std::string& database);
@@ -774,6 +775,32 @@ Daemon::SweepOutcome Daemon::DatabaseDown(const Status& ping) {
   return out;
 }
 
+// The scan reads every marked participant whatever the share: in a fleet, one member per
+// period runs it, whichever claims it first (txn_recovery::ClaimOrphanScan). The period is
+// this member's shortest wait between two of its scans, so that alone it claims every scan it
+// tries; with others, the fleet scans each watch about once per orphan_scan_interval, and
+// a member that is live but does not scan holds the scan up for one period at most.
+bool Daemon::OrphanScanIsMine(const txn_recovery::WatchSpec& w) {
+  if (!ShareIn(w)) return true;  // not in a fleet (or no view of it): as a lone daemon
+  const txn_recovery::Namespace ns{w.ns.database, config_.fleet.members_collection};
+  const double shortest = 1.0 - std::clamp(config_.daemon.jitter, 0.0, 1.0);
+  const auto period = milliseconds(static_cast<std::int64_t>(
+      static_cast<double>(config_.daemon.orphan_scan_interval.count()) * shortest * 0.95));
+  bool claimed = false;
+  LogFields f({{"watch", w.name}});
+  if (Status s =
+          txn_recovery::ClaimOrphanScan(store_.get(), ns, w.ns.collection, owner_, period, &claimed);
+      !s.ok()) {
+    spdlog::warn("orphan scan of {} not claimed (left to the next attempt): {}", w.ns.ToString(),
+                 s.ToString());
+    return false;
+  }
+  if (!claimed)
+    spdlog::debug("orphan scan of {}: another member claimed it within {}", w.ns.ToString(),
+                  FormatDuration(period));
+  return claimed;
+}
+
 void Daemon::ScanOrphans(const txn_recovery::LeaseOptions& lease, SweepOutcome* out) {
   txn_recovery::OrphanOptions oo;
   oo.lease = lease;
@@ -784,9 +811,7 @@ void Daemon::ScanOrphans(const txn_recovery::LeaseOptions& lease, SweepOutcome* 
   using Kind = txn_recovery::OrphanFinding::Kind;
   for (const auto& w : config_.watches) {
     if (stop_.load()) return;
-    // The scan reads every marked participant whatever the share: in a fleet, the member
-    // at position 0 of the watch's share runs it, the others leave it to that one.
-    if (std::optional<txn_recovery::Share> share = ShareIn(w); share && share->self != 0) continue;
+    if (!OrphanScanIsMine(w)) continue;
     txn_recovery::OrphanSummary summary;
     Status s = txn_recovery::ScanOrphans(
         store_.get(), txn_recovery::Clock::Real(), w, oo,

@@ -749,14 +749,17 @@ TEST_F(DaemonRun, AMemberThatNeverDrivesItsShareLeavesItsOverdueTransactionsToTh
   EXPECT_EQ(b->Wait(seconds(10)), 0);
 }
 
-// The orphan scan reads every marked participant whatever the share: of two members of a
-// watch, only the one at position 0 runs it.
-TEST_F(DaemonRun, OfTwoMembersOnlyTheOneAtPositionZeroScansForOrphans) {
+// The orphan scan reads every marked participant whatever the share: two members of a
+// watch run it about once per orphan_scan_interval between them, not once each (whichever
+// claims it first; the hand-over from a member that stops scanning:
+// Membership.OneMemberPerPeriodRunsTheOrphanScanAndAnotherTakesItOverWhenItStops).
+TEST_F(DaemonRun, OfTwoMembersTheOrphanScanRunsOncePerIntervalBetweenThem) {
   const std::string config = WriteTestFile(
       ".toml", "[mongodb]\nuri = \"" + uri_ +
                    "\"\nserver_selection_timeout = \"1s\"\n"
                    "[daemon]\ninterval = \"300ms\"\norphan_scan_interval = \"500ms\"\n"
-                   "drain_deadline = \"5s\"\n[log]\nlevel = \"info\"\n[fleet]\nexpiry = \"2s\"\n"
+                   "jitter = 0\ndrain_deadline = \"5s\"\n[log]\nlevel = \"info\"\n"
+                   "[fleet]\nexpiry = \"2s\"\n"
                    "[http]\nlisten = \"127.0.0.1:0\"\n[[watch]]\nname = \"w0\"\ndatabase = \"" +
                    backend_->database() + "\"\n");
   auto a = StartDaemon(config);
@@ -775,12 +778,14 @@ TEST_F(DaemonRun, OfTwoMembersOnlyTheOneAtPositionZeroScansForOrphans) {
     return SumMetric(HttpGet(port, "/metrics").body, "txn_recoveryd_orphan_scans_total",
                      "watch=\"w0\"");
   };
-  // Each may have scanned once on its own before it saw the other; counted from here.
   const double a0 = scans(port_a), b0 = scans(port_b);
   std::this_thread::sleep_for(seconds(4));
   const double da = scans(port_a) - a0, db = scans(port_b) - b0;
-  EXPECT_TRUE((da >= 2 && db == 0) || (db >= 2 && da == 0))
-      << "scans since both were listed: " << da << " and " << db;
+  // One per claim period (475 ms: the interval less 5 %) at most: 9 in 4 s. Each alone scans
+  // once per round that finds its interval passed, every 600 ms here: 12 together,
+  // measured with the claim switched off. Fewer on a loaded machine, whose timers slip.
+  EXPECT_LE(da + db, 9) << "scans in 4 s: " << da << " and " << db;
+  EXPECT_GE(da + db, 2) << "scans in 4 s: " << da << " and " << db;
   a->Signal(SIGTERM);
   b->Signal(SIGTERM);
   EXPECT_EQ(a->Wait(seconds(10)), 0);

@@ -5,8 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <latch>
 #include <set>
+#include <thread>
 
+#include "support/fault_store.h"
 #include "support/scenario.h"
 #include "support/test_env.h"
 
@@ -174,6 +178,61 @@ INSTANTIATE_TEST_SUITE_P(Backends, Membership, ::testing::Values("memory", "mong
                          [](const auto& info) { return info.param; });
 
 // ---- The bucket function and shares: pure ------------------------------------------------
+
+// The orphan scan reads every marked participant whatever the share: one member per period
+// runs it, whichever claims it first. A member that keeps heartbeating but stops scanning
+// (hung in a long batch, its scans failing) holds it up for one period, not for as long as
+// it lives. The server's time as the members read it is moved on (a real server's clock
+// cannot be); its own stamps keep its clock.
+TEST_P(Membership, OneMemberPerPeriodRunsTheOrphanScanAndAnotherTakesItOverWhenItStops) {
+  FaultStore server(store());
+  constexpr milliseconds kPeriod = seconds(60);
+  Must(Heartbeat(store(), ns_, Member("m-a")));
+  Must(Heartbeat(store(), ns_, Member("m-b")));
+  auto claim = [&](const std::string& collection, const std::string& member) {
+    bool claimed = false;
+    Must(ClaimOrphanScan(&server, ns_, collection, member, kPeriod, &claimed));
+    return claimed;
+  };
+  EXPECT_TRUE(claim("transactions", "m-a")) << "the first claim of a watch never scanned";
+  EXPECT_FALSE(claim("transactions", "m-b")) << "m-a claimed it within the period";
+  EXPECT_TRUE(claim("orders", "m-b")) << "each watch has its own claims";
+
+  // m-a heartbeats on, and never scans again.
+  server.ShiftServerTime(kPeriod - seconds(5));
+  Must(Heartbeat(store(), ns_, Member("m-a")));
+  EXPECT_FALSE(claim("transactions", "m-b")) << "within m-a's period still";
+  server.ShiftServerTime(seconds(10));
+  EXPECT_TRUE(claim("transactions", "m-b")) << "m-a held the scan up for one period, no longer";
+
+  // The claims are kept beside the member records, never listed or removed as members.
+  EXPECT_EQ(Ids(Live(ServerNow())), (std::vector<std::string>{"m-a", "m-b"}));
+  std::int64_t removed = 0;
+  Must(RemoveExpired(store(), ns_, kExpiry, Plus(ServerNow(), seconds(3600)), &removed));
+  EXPECT_EQ(removed, 2);
+  std::int64_t left = 0;
+  Must(store()->Count(ns_, Filter(), &left));
+  EXPECT_EQ(left, 2) << "the orphan scan records of the two watches";
+}
+
+// Members that claim a watch's first orphan scan at once (its record not created yet): one
+// runs it.
+TEST_P(Membership, OfMembersClaimingTheFirstOrphanScanAtOnceOneRunsIt) {
+  constexpr int kMembers = 4;
+  std::atomic<int> claimed{0};
+  std::latch start(kMembers);
+  {
+    std::vector<std::jthread> members;
+    for (int i = 0; i < kMembers; ++i)
+      members.emplace_back([&, i] {
+        start.arrive_and_wait();
+        bool mine = false;
+        Must(ClaimOrphanScan(store(), ns_, "ledger", "m-" + std::to_string(i), seconds(60), &mine));
+        if (mine) ++claimed;
+      });
+  }
+  EXPECT_EQ(claimed.load(), 1);
+}
 
 TEST(Buckets, NumbersEqualToMongoDbAreOneBucket) {
   EXPECT_EQ(BucketOf(Value(std::int32_t{-7})), BucketOf(Value(-7.0)));

@@ -51,6 +51,17 @@ Status RemoveExpired(Store* store, const Namespace& ns, std::chrono::millisecond
 // to expire.
 Status Leave(Store* store, const Namespace& ns, const std::string& self_id);
 
+// The orphan scan reads every marked participant of a watch, whatever the share: one member
+// of a fleet runs it per period, whichever claims it first once the last claim is older
+// than `period` on the server's clock. A member that is live but does not scan (hung in a
+// long batch, its scans failing) therefore holds the scan up for one period, not for as
+// long as it lives. Two scans at once are harmless (every write of the scan is guarded),
+// only wasted reads. The claim is recorded in the members collection `ns` beside the
+// member records (never listed as one). *claimed: whether this member's claim landed and
+// it runs the scan now.
+Status ClaimOrphanScan(Store* store, const Namespace& ns, const std::string& collection,
+                       const std::string& self_id, std::chrono::milliseconds period,
+                       bool* claimed);
 // The bucket of a transaction's _id: FNV-1a 64 over a canonical, type-tagged encoding of
 // the value, modulo kFleetBuckets. Numbers are hashed by value, as MongoDB compares _ids:
 // an integral number that fits in 64 bits is hashed as that integer whatever its type (1,

@@ -228,6 +228,32 @@ Status RemoveExpired(Store* store, const Namespace& ns, std::chrono::millisecond
   return s;
 }
 
+Status ClaimOrphanScan(Store* store, const Namespace& ns, const std::string& collection,
+                       const std::string& self_id, std::chrono::milliseconds period,
+                       bool* claimed) {
+  *claimed = false;
+  DateTime now;
+  if (Status s = store->ServerTime(&now); !s.ok()) return s;
+  Writer writer(store);
+  const LabelledRequest claim{"claim the orphan scan of " + collection,
+                              requests::OrphanScanClaim(collection, self_id, Cutoff(now, period))};
+  // Claim, else create the record (a concurrent creator's duplicate key is harmless) and
+  // claim once more: nothing matched either because a recent claim stands or because there
+  // is no record yet.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    WriteResult r;
+    if (Status s = writer.One(ns, claim, &r); !s.ok()) return s;
+    if (r.matched > 0) {
+      *claimed = true;
+      return Status::Ok();
+    }
+    if (attempt == 0)
+      (void)writer.Insert(ns, "create the orphan scan record of " + collection,
+                          {requests::NewOrphanScan(collection)});
+  }
+  return Status::Ok();
+}
+
 Status Leave(Store* store, const Namespace& ns, const std::string& self_id) {
   WriteResult r;
   return Writer(store).Many(ns, "leave the fleet", requests::Member(self_id), nullptr, &r);

@@ -84,6 +84,22 @@ Filter Member(const std::string& id) {
   return Filter().Eq("_id", id);
 }
 
+namespace {
+Value OrphanScanId(const std::string& collection) {
+  return Value(Document{{"orphanScan", collection}});
+}
+}  // namespace
+
+Document NewOrphanScan(const std::string& collection) {
+  return Document{{"_id", OrphanScanId(collection)}, {"claimedAt", DateTime{0}}};
+}
+
+UpdateRequest OrphanScanClaim(const std::string& collection, const std::string& member,
+                              DateTime cutoff) {
+  return {Filter().Eq("_id", OrphanScanId(collection)).Lt("claimedAt", cutoff),
+          Update().Set("claimedBy", member).CurrentDate("claimedAt")};
+}
+
 Filter Fenced(Filter filter, const LeaseTerms& lease) {
   filter.ServerNowBefore(lease.fence);
   return filter;

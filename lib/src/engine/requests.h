@@ -155,6 +155,16 @@ UpdateRequest MemberHeartbeat(const MemberRecord& self);
 Filter ExpiredMembers(DateTime cutoff);
 // One member's record.
 Filter Member(const std::string& id);
+// The record of the orphan scans of `collection`, kept in the members collection beside the
+// member records: _id {orphanScan: collection}, so that no member id (a string) can be it,
+// and without a heartbeat, so that it is never listed nor removed as a member. As first
+// created its last claim is the epoch: the first to claim it runs the first scan.
+Document NewOrphanScan(const std::string& collection);
+// The claim of the next scan by `member`: it matches while the last claim is before `cutoff`
+// (compared by the update itself, so that of two members claiming at once one matches),
+// and stamps the server's time.
+UpdateRequest OrphanScanClaim(const std::string& collection, const std::string& member,
+                              DateTime cutoff);
 
 // `filter` restricted to the life of `lease` on the server's clock: the engine's writer
 // applies it to every write under a lease.
