@@ -788,8 +788,8 @@ bool Daemon::OrphanScanIsMine(const txn_recovery::WatchSpec& w) {
       static_cast<double>(config_.daemon.orphan_scan_interval.count()) * shortest * 0.95));
   bool claimed = false;
   LogFields f({{"watch", w.name}});
-  if (Status s =
-          txn_recovery::ClaimOrphanScan(store_.get(), ns, w.ns.collection, owner_, period, &claimed);
+  if (Status s = txn_recovery::ClaimOrphanScan(store_.get(), ns, w.ns.collection, owner_, period,
+                                               &claimed);
       !s.ok()) {
     spdlog::warn("orphan scan of {} not claimed (left to the next attempt): {}", w.ns.ToString(),
                  s.ToString());

@@ -41,6 +41,11 @@ Status Heartbeat(Store* store, const Namespace& ns, const MemberRecord& self);
 Status LiveMembers(Store* store, const Namespace& ns, std::chrono::milliseconds expiry,
                    DateTime server_now, std::vector<MemberRecord>* live);
 
+// The records not heartbeated within `expiry` of `server_now`, sorted by id: the members
+// that stopped (killed, or their host gone) and that no live member has removed yet, as
+// `inspect` shows them. A record created and never stamped yet is one too.
+Status ExpiredMembers(Store* store, const Namespace& ns, std::chrono::milliseconds expiry,
+                      DateTime server_now, std::vector<MemberRecord>* expired);
 // Deletes the records not heartbeated within `expiry` of `server_now`. A member that
 // heartbeats meanwhile is not removed (the delete compares the heartbeat it finds); one
 // removed while alive creates its record again at its next heartbeat.
@@ -60,8 +65,7 @@ Status Leave(Store* store, const Namespace& ns, const std::string& self_id);
 // member records (never listed as one). *claimed: whether this member's claim landed and
 // it runs the scan now.
 Status ClaimOrphanScan(Store* store, const Namespace& ns, const std::string& collection,
-                       const std::string& self_id, std::chrono::milliseconds period,
-                       bool* claimed);
+                       const std::string& self_id, std::chrono::milliseconds period, bool* claimed);
 // The bucket of a transaction's _id: FNV-1a 64 over a canonical, type-tagged encoding of
 // the value, modulo kFleetBuckets. Numbers are hashed by value, as MongoDB compares _ids:
 // an integral number that fits in 64 bits is hashed as that integer whatever its type (1,
