@@ -27,11 +27,15 @@ std::string JsonIdText(const nlohmann::json& id) {
 }
 
 // The live members of the fleet that sweep `w` (docs/fleet.md), each with the buckets its
-// share holds by the list read now; empty when the fleet is off.
+// share holds by the list read now and what is stuck and overdue in it (`loads`, at the
+// same positions); empty when the fleet is off.
 nlohmann::json FleetMembers(const FleetView& fleet, const txn_recovery::WatchSpec& w,
-                            txn_recovery::DateTime now) {
+                            txn_recovery::DateTime now,
+                            const std::vector<txn_recovery::ShareLoad>& loads) {
   nlohmann::json members = nlohmann::json::array();
-  for (const auto& m : fleet.sweepers)
+  for (std::size_t i = 0; i < fleet.sweepers.size(); ++i) {
+    const auto& m = fleet.sweepers[i];
+    const txn_recovery::ShareLoad load = i < loads.size() ? loads[i] : txn_recovery::ShareLoad{};
     members.push_back(
         {{"id", m.id},
          {"host", m.host},
@@ -39,8 +43,24 @@ nlohmann::json FleetMembers(const FleetView& fleet, const txn_recovery::WatchSpe
          {"format", m.format},
          {"watches", m.watches},
          {"heartbeat_age_seconds", (now.millis - m.heartbeat.millis) / 1000.0},
-         {"buckets", txn_recovery::ShareOf(fleet.sweepers, m.id, w.ns.collection).Buckets()}});
+         {"buckets", txn_recovery::ShareOf(fleet.sweepers, m.id, w.ns.collection).Buckets()},
+         {"stuck", load.stuck},
+         {"overdue", load.overdue}});
+  }
   return members;
+}
+
+// The expired records of members that swept `w`: stopped (killed, or their host gone) and
+// not removed yet, which happens only when a live member lists the fleet.
+nlohmann::json ExpiredFleetMembers(const std::vector<txn_recovery::MemberRecord>& expired,
+                                   const txn_recovery::WatchSpec& w, txn_recovery::DateTime now) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& m : txn_recovery::SweepersOf(expired, w.ns.collection))
+    out.push_back({{"id", m.id},
+                   {"host", m.host},
+                   {"version", m.version},
+                   {"heartbeat_age_seconds", (now.millis - m.heartbeat.millis) / 1000.0}});
+  return out;
 }
 
 // What inspect found for one watch. `status` is the first failure; what was found
@@ -54,6 +74,7 @@ struct WatchFindings {
   nlohmann::json missing = nlohmann::json::array();
   std::vector<txn_recovery::IndexCheck> checks;
   nlohmann::json members = nlohmann::json::array();
+  nlohmann::json expired_members = nlohmann::json::array();
 };
 
 WatchFindings InspectWatch(const Config& config, const txn_recovery::WatchSpec& w,
@@ -70,8 +91,17 @@ WatchFindings InspectWatch(const Config& config, const txn_recovery::WatchSpec& 
     fleet = ReadFleetView(config, store, w);
     s = fleet.status;
   }
+  std::vector<txn_recovery::ShareLoad> loads;
+  std::vector<txn_recovery::MemberRecord> expired;
   if (s.ok() && fleet.on) s = store->ServerTime(&now);
-  if (s.ok()) f.members = FleetMembers(fleet, w, now);
+  if (s.ok() && fleet.on)
+    s = txn_recovery::LoadByShare(store, w, fleet.sweepers, now, config.fleet.overdue_after,
+                                  &loads);
+  if (s.ok() && fleet.on)
+    s = txn_recovery::ExpiredMembers(store, {w.ns.database, config.fleet.members_collection},
+                                     config.fleet.expiry, now, &expired);
+  if (s.ok()) f.members = FleetMembers(fleet, w, now, loads);
+  if (s.ok()) f.expired_members = ExpiredFleetMembers(expired, w, now);
   if (s.ok()) {
     s = txn_recovery::ListQuarantined(store, w, [&](const txn_recovery::QuarantinedTxn& q) {
       const auto* state = q.state ? &*q.state : nullptr;
@@ -118,6 +148,7 @@ nlohmann::json WatchJson(const txn_recovery::WatchSpec& w, const WatchFindings& 
       {"quarantined", f.quarantined},
       {"missing_indexes", f.missing},
       {"fleet_members", f.members},
+      {"fleet_expired_members", f.expired_members},
   };
 }
 
@@ -161,7 +192,27 @@ void PrintWatch(const Config& config, const txn_recovery::WatchSpec& w, const Wa
           << "  version=" << m["version"].get<std::string>()
           << "  format=" << m["format"].get<std::int64_t>() << "  heartbeat "
           << m["heartbeat_age_seconds"].get<double>() << "s ago  buckets "
-          << m["buckets"].get<std::uint32_t>() << "\n";
+          << m["buckets"].get<std::uint32_t>() << "  stuck " << m["stuck"].get<std::int64_t>()
+          << " (overdue " << m["overdue"].get<std::int64_t>() << ")\n";
+    // Live, yet what its share holds stays stuck: the overdue rule has the others take it
+    // over; the operator should know which host is not doing its part.
+    for (const auto& m : f.members)
+      if (const auto overdue = m["overdue"].get<std::int64_t>(); overdue > 0)
+        out << "  WARNING: member " << m["id"].get<std::string>() << " (host "
+            << m["host"].get<std::string>() << ") is live but its share holds " << overdue
+            << " transaction" << (overdue == 1 ? "" : "s") << " stuck past "
+            << (overdue == 1 ? "its" : "their") << " threshold by more than fleet.overdue_after ("
+            << FormatDuration(config.fleet.overdue_after)
+            << "): it is not driving its share; the other members take them over "
+               "(docs/fleet.md)\n";
+    if (!f.expired_members.empty()) {
+      out << "  expired member records: " << f.expired_members.size()
+          << " (removed when a live member next lists the fleet)\n";
+      for (const auto& m : f.expired_members)
+        out << "    " << m["id"].get<std::string>() << "  host=" << m["host"].get<std::string>()
+            << "  version=" << m["version"].get<std::string>() << "  heartbeat "
+            << m["heartbeat_age_seconds"].get<double>() << "s ago\n";
+    }
   }
   out << "  quarantined: " << f.quarantined.size() << "\n";
   for (std::size_t i = 0; i < f.quarantined.size(); ++i) {

@@ -493,6 +493,76 @@ TEST(Cli, InspectListsTheLiveMembersOfTheFleetAndTheBucketsEachHolds) {
   EXPECT_NE(t.out.find("host-a:1:y  host=db-1"), std::string::npos) << t.out;
 }
 
+// What an operator asks of a fleet that drains slowly: what is stuck in each live member's
+// share, what has been stuck there well past its threshold (that member is not driving
+// its share: said with a warning), and the records of members that stopped and that no
+// live member has removed yet.
+TEST(Cli, InspectSaysWhatIsStuckAndOverdueInEachShareAndListsExpiredMembers) {
+  auto backend = TestBackend::Create("mongo");
+  ASSERT_TRUE(backend->error().empty()) << backend->error();
+  const Namespace members{backend->database(), "txn_recoveryd_members"};
+  for (const char* id : {"host-b:2:x", "host-a:1:y", "host-c:3:z"})
+    ASSERT_TRUE(
+        Heartbeat(backend->store(), members, MemberRecord{id, "db-1", "v", {"transactions"}, {}})
+            .ok());
+  DateTime now;
+  ASSERT_TRUE(backend->store()->ServerTime(&now).ok());
+  WriteResult w;
+  ASSERT_TRUE(backend->store()
+                  ->UpdateOne(members, Filter().Eq("_id", "host-c:3:z"),
+                              Update().Set("heartbeat", DateTime{now.millis - 3'600'000}), &w)
+                  .ok());
+  ASSERT_EQ(w.matched, 1);
+  // Debited and left pending (resume_after 1 min by default; fleet.overdue_after 150 s):
+  // 10 minutes old is overdue, 2 minutes is stuck only, just begun is neither.
+  Bank bank(backend->store(), backend->database());
+  bank.Open(4);
+  std::vector<Value> overdue, stuck;
+  for (int i = 0; i < 24; ++i) {
+    const Value id = bank.Transfer(Bank::Account(i % 4), Bank::Account((i + 1) % 4), 1, 3);
+    if (i % 3 == 0) {
+      bank.Age(id, std::chrono::minutes(10));
+      overdue.push_back(id);
+      stuck.push_back(id);
+    } else if (i % 3 == 1) {
+      bank.Age(id, std::chrono::minutes(2));
+      stuck.push_back(id);
+    }
+  }
+  std::string path =
+      WriteTestFile(".toml", ConfigFor(FindTestUri().uri_or_reason, backend->database()));
+
+  ProcessResult i = RunTxnRecoveryd({"inspect", "--json", "--config", path});
+  ASSERT_EQ(i.exit_code, 0) << i.err;
+  const auto doc = nlohmann::json::parse(i.out)["watches"][0];
+  const auto fleet = doc["fleet_members"];
+  ASSERT_EQ(fleet.size(), 2u) << i.out;
+  bool warned_of_someone = false;
+  for (std::uint32_t pos = 0; pos < 2; ++pos) {
+    const Share share{pos, 2};
+    std::int64_t in_share = 0, overdue_in_share = 0;
+    for (const Value& id : stuck) in_share += share.Owns(id) ? 1 : 0;
+    for (const Value& id : overdue) overdue_in_share += share.Owns(id) ? 1 : 0;
+    EXPECT_EQ(fleet[pos]["stuck"], in_share) << fleet[pos]["id"];
+    EXPECT_EQ(fleet[pos]["overdue"], overdue_in_share) << fleet[pos]["id"];
+    warned_of_someone = warned_of_someone || overdue_in_share > 0;
+  }
+  ASSERT_EQ(doc["fleet_expired_members"].size(), 1u) << i.out;
+  EXPECT_EQ(doc["fleet_expired_members"][0]["id"], "host-c:3:z");
+  EXPECT_GE(doc["fleet_expired_members"][0]["heartbeat_age_seconds"].get<double>(), 3600.0);
+
+  ProcessResult t = RunTxnRecoveryd({"inspect", "--config", path});
+  EXPECT_EQ(t.exit_code, 0) << t.err;
+  ASSERT_TRUE(warned_of_someone);
+  for (std::size_t pos = 0; pos < 2; ++pos)
+    EXPECT_EQ(
+        t.out.find("WARNING: member " + fleet[pos]["id"].get<std::string>()) != std::string::npos,
+        fleet[pos]["overdue"].get<std::int64_t>() > 0)
+        << t.out;
+  EXPECT_NE(t.out.find("expired member records: 1"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("host-c:3:z  host=db-1"), std::string::npos) << t.out;
+}
+
 // An operator splits a large backlog between two sweeps started by hand: each drives only
 // its share, says how many it left to the others, and together they resolve everything once.
 TEST(Cli, TwoSweepsWithComplementarySharesResolveEveryStuckTransferOnce) {

@@ -3,6 +3,8 @@
 // what `inspect` calls stuck agree by construction.
 #pragma once
 
+#include <chrono>
+#include <optional>
 #include <vector>
 
 #include "txn_recovery/decision.h"
@@ -47,6 +49,13 @@ std::vector<Filter> UnknownStates(const Profile& profile);
 // another application owns. What a document must match to be one (a share's sweep
 // fetches its candidates by _id and this); a sweep reads them by CandidateReads.
 Filter CandidateFilter(const WatchSpec& watch, DateTime now);
+
+// The transactions the decision table has acted on for `overdue_after` already at server
+// time `now`: aged past their threshold by that much more (a sweep at now - overdue_after
+// would have taken them), the application's own, not quarantined. What `inspect` calls
+// overdue in a fleet member's share. Nullopt when no state can age (no spelling).
+std::optional<Filter> OverdueFilter(const WatchSpec& watch, DateTime now,
+                                    std::chrono::milliseconds overdue_after);
 
 // The index on the state alone that the read of unknown states names in its hint.
 IndexSpec StateIndex(const Profile& profile);

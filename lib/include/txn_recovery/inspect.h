@@ -7,7 +7,9 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <vector>
 
+#include "txn_recovery/membership.h"
 #include "txn_recovery/recovery_record.h"
 #include "txn_recovery/status.h"
 #include "txn_recovery/store.h"
@@ -62,6 +64,22 @@ struct ProbeResult {
 // findings of each kind. Reads only.
 Status Probe(Store* store, const WatchSpec& watch, std::int64_t limit, std::size_t keep,
              ProbeResult* out);
+
+// How a watch's stuck transactions fall into a fleet's shares, for one member: what a
+// sweep would take now in its share, and of those the overdue ones (OverdueFilter: stuck
+// past their threshold by overdue_after more, which a member that drives its share leaves
+// to nobody for that long).
+struct ShareLoad {
+  std::int64_t stuck = 0;
+  std::int64_t overdue = 0;
+};
+
+// One ShareLoad per member of `sweepers` (as SweepersOf returns them, at the same
+// positions), from two reads of the candidates' ids at server time `now`. Memory: the
+// counts. Reads only.
+Status LoadByShare(Store* store, const WatchSpec& watch, const std::vector<MemberRecord>& sweepers,
+                   DateTime now, std::chrono::milliseconds overdue_after,
+                   std::vector<ShareLoad>* loads);
 
 struct QuarantinedTxn {
   Value id;

@@ -185,6 +185,19 @@ Filter CandidateFilter(const WatchSpec& watch, DateTime now) {
   return Ours(watch, std::move(alternatives));
 }
 
+std::optional<Filter> OverdueFilter(const WatchSpec& watch, DateTime now,
+                                    std::chrono::milliseconds overdue_after) {
+  const std::vector<TxnState> all(kAllTxnStates.begin(), kAllTxnStates.end());
+  const DateTime then = Minus(now, overdue_after);
+  std::vector<Filter> alternatives;
+  for (AgeSource clock : {AgeSource::kTimeField, AgeSource::kObjectId, AgeSource::kFirstSeen})
+    for (Filter& f : AgedAlternatives(watch, all, then, clock))
+      alternatives.push_back(std::move(f));
+  // No alternative is no disjunction, which would match everything.
+  if (alternatives.empty()) return std::nullopt;
+  return Ours(watch, std::move(alternatives));
+}
+
 std::vector<CandidateRead> CandidateReads(const WatchSpec& watch, DateTime now,
                                           bool finished_carry_times) {
   std::vector<CandidateRead> reads;

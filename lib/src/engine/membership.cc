@@ -198,25 +198,38 @@ Status Heartbeat(Store* store, const Namespace& ns, const MemberRecord& self) {
                              " could not be written");
 }
 
-Status LiveMembers(Store* store, const Namespace& ns, std::chrono::milliseconds expiry,
-                   DateTime server_now, std::vector<MemberRecord>* live) {
-  live->clear();
+namespace {
+
+// The member records of `ns` that match `f`, sorted by id (what is not a member record,
+// e.g. an orphan scan's, is skipped).
+Status ReadMembers(Store* store, const Namespace& ns, const Filter& f,
+                   std::vector<MemberRecord>* out) {
+  out->clear();
   std::unique_ptr<Cursor> cursor;
-  if (Status s = store->Find(ns, Filter().Gte("heartbeat", Cutoff(server_now, expiry)),
-                             FindOptions{}, &cursor);
-      !s.ok())
-    return s;
+  if (Status s = store->Find(ns, f, FindOptions{}, &cursor); !s.ok()) return s;
   Document doc;
   bool has = false;
   while (true) {
     if (Status s = cursor->Next(&doc, &has); !s.ok()) return s;
     if (!has) break;
     MemberRecord m;
-    if (ParseMember(doc, &m)) live->push_back(std::move(m));
+    if (ParseMember(doc, &m)) out->push_back(std::move(m));
   }
-  std::sort(live->begin(), live->end(),
+  std::sort(out->begin(), out->end(),
             [](const MemberRecord& a, const MemberRecord& b) { return a.id < b.id; });
   return Status::Ok();
+}
+
+}  // namespace
+
+Status LiveMembers(Store* store, const Namespace& ns, std::chrono::milliseconds expiry,
+                   DateTime server_now, std::vector<MemberRecord>* live) {
+  return ReadMembers(store, ns, Filter().Gte("heartbeat", Cutoff(server_now, expiry)), live);
+}
+
+Status ExpiredMembers(Store* store, const Namespace& ns, std::chrono::milliseconds expiry,
+                      DateTime server_now, std::vector<MemberRecord>* expired) {
+  return ReadMembers(store, ns, requests::ExpiredMembers(Cutoff(server_now, expiry)), expired);
 }
 
 Status RemoveExpired(Store* store, const Namespace& ns, std::chrono::milliseconds expiry,

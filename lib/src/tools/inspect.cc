@@ -24,6 +24,31 @@ Status First(Store* store, const Namespace& ns, const Filter& f, const std::stri
 
 }  // namespace
 
+Status LoadByShare(Store* store, const WatchSpec& watch, const std::vector<MemberRecord>& sweepers,
+                   DateTime now, std::chrono::milliseconds overdue_after,
+                   std::vector<ShareLoad>* loads) {
+  loads->assign(sweepers.size(), ShareLoad{});
+  if (sweepers.empty()) return Status::Ok();
+  auto count = [&](const Filter& f, std::int64_t ShareLoad::*field) -> Status {
+    FindOptions o;
+    o.projection = {"_id"};
+    std::unique_ptr<Cursor> cursor;
+    if (Status s = store->Find(watch.ns, f, o, &cursor); !s.ok()) return s;
+    Document d;
+    bool has = false;
+    while (true) {
+      if (Status s = cursor->Next(&d, &has); !s.ok()) return s;
+      if (!has) return Status::Ok();
+      // The holder's position, as Share::Owns and HolderOf place it.
+      if (const Value* id = d.Get("_id")) ++((*loads)[BucketOf(*id) % sweepers.size()].*field);
+    }
+  };
+  if (Status s = count(CandidateFilter(watch, now), &ShareLoad::stuck); !s.ok()) return s;
+  if (std::optional<Filter> overdue = OverdueFilter(watch, now, overdue_after))
+    return count(*overdue, &ShareLoad::overdue);
+  return Status::Ok();
+}
+
 Status Inspect(Store* store, const WatchSpec& watch, StuckReport* report) {
   *report = StuckReport{};
   DateTime now;
