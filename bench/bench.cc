@@ -1996,8 +1996,8 @@ int Main(const Options& o) {
               fs.Describe() + ", resume_after " + o.takeover_resume_after +
               "); times from the fault; its share: the buckets it held among the 3 "
               "members, less what it had leased",
-          {"fault", "N", "resolved at fault", "its share left", "its share done s", "bound s",
-           "its leased done s", "all done s", "by two", "check"});
+          {"fault", "N", "resolved at fault", "its share left", "its share started s",
+           "its share done s", "bound s", "its leased done s", "all done s", "by two", "check"});
       struct Left {
         std::unordered_set<std::string> share, leased;  // its share unleased; its leases
       };
@@ -2108,6 +2108,14 @@ int Main(const Options& o) {
         };
         const double share_s = last_of(left.share);
         const double leased_s = last_of(left.leased);
+        // When the others first resolved one of its share: the take-over's start, which the
+        // bound (fleet.expiry + one interval) is about; the rest of "done" is the time to
+        // drive what it held.
+        double started_s = -1;
+        for (const auto& id : left.share)
+          if (auto it = by_others.find(id); it != by_others.end())
+            started_s = started_s < 0 ? it->second - wall_fault
+                                      : std::min(started_s, it->second - wall_fault);
         nlohmann::json j;
         // A SIGKILLed daemon's last resolutions may be on the server and not in its log (it
         // logs a bulk's transactions once the bulk returns): those are named, not failed.
@@ -2155,6 +2163,7 @@ int Main(const Options& o) {
         t.Print({what, Int(o.fleet_n), Int(o.fleet_n - left_at_fault),
                  Int(static_cast<std::int64_t>(left.share.size())) + " + " +
                      Int(static_cast<std::int64_t>(left.leased.size())) + " leased",
+                 started_s >= 0 ? Fmt("%.1f", started_s) : "-",
                  share_s >= 0 ? Fmt("%.1f", share_s) : "-", Fmt("%.1f", bound),
                  leased_s >= 0 ? Fmt("%.1f", leased_s) : "-", Fmt("%.1f", all_s), Int(res.twice),
                  check});
@@ -2165,6 +2174,9 @@ int Main(const Options& o) {
         j["live_members_seen"] = seen_members;
         j["its_share_left"] = left.share.size();
         j["its_leased_left"] = left.leased.size();
+        j["its_share_started_seconds"] =
+            started_s >= 0 ? nlohmann::json(started_s) : nlohmann::json();
+        j["its_share_started_within_bound"] = started_s >= 0 && started_s <= bound;
         j["its_share_done_seconds"] = share_s >= 0 ? nlohmann::json(share_s) : nlohmann::json();
         j["bound_seconds"] = bound;
         j["its_share_within_bound"] = share_s <= bound;
