@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Checks the deployment material of deploy/ (CTest `deploy_material`):
 #   kubernetes/  every manifest against the Kubernetes schema (scripts/check-k8s-manifests.py,
-#                with the official Python client from PyPI in .cache/deploy-venv), and the
-#                configuration in the ConfigMap through `txn-recoveryd check-config`;
+#                with the official Python client from PyPI in a virtualenv in the per-user
+#                cache), and the configuration in the ConfigMap through `txn-recoveryd
+#                check-config`;
 #   prometheus-operator/  the PodMonitor, ServiceMonitor and PrometheusRule against the
 #                operator's CRD schemas (its Go module, pinned, from proxy.golang.org),
 #                the monitors' selectors against the manifests, and the PrometheusRule
@@ -33,7 +34,10 @@ trap 'rm -rf "$work"' EXIT
 status=0
 
 echo "== kubernetes manifests"
-venv="$root/.cache/deploy-venv"
+# The tools fetched here are kept per user (as scripts/helm.sh and DocumentDB's build): a new
+# clone, or CI's clean checkout, finds them.
+cache="${TXN_RECOVERY_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/txn-recoveryd}"
+venv="$cache/deploy-venv"
 if [[ ! -x "$venv/bin/python" ]] || ! "$venv/bin/python" -c 'import kubernetes, yaml, jsonschema' 2>/dev/null; then
   python3 -m venv "$venv" >/dev/null 2>&1 &&
     "$venv/bin/pip" install --quiet --disable-pip-version-check \
@@ -45,7 +49,7 @@ fi
 # module, pinned by version and checksum, through the Go module proxy.
 po_version=v0.85.0
 po_sha256=0bdb88ed823d0f2e86cf909638439b6ad1da744a228172c7411d9987527dc5d1
-crds="$root/.cache/prometheus-operator-crds-$po_version"
+crds="$cache/prometheus-operator-crds-$po_version"
 if [[ ! -f "$crds/complete" ]]; then
   if curl -fsSL --max-time 300 -o "$work/operator.zip" \
     "https://proxy.golang.org/github.com/prometheus-operator/prometheus-operator/@v/$po_version.zip" \

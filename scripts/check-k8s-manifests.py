@@ -5,7 +5,7 @@ Kubernetes OpenAPI schema; its models forbid unknown fields). It reports an unkn
 or apiVersion, an unknown or misspelt field anywhere, a value of the wrong type (a
 string for an integer, a map for a list) and a missing required field, each with its
 path. kubeconform does the same with schemas it downloads at run time; this needs only
-the client installed (scripts/check-deploy.sh puts it in a virtualenv under .cache/).
+the client installed (scripts/check-deploy.sh puts it in a virtualenv in the per-user cache).
 Custom resources (prometheus-operator's PodMonitor, ServiceMonitor, PrometheusRule) are
 validated against the openAPIV3Schema of their CustomResourceDefinition, read from the
 files of --crds DIR, made as strict as the client's models: a field the schema does not
