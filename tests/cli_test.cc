@@ -535,7 +535,7 @@ TEST(Cli, InspectSaysWhatIsStuckAndOverdueInEachShareAndListsExpiredMembers) {
   ProcessResult i = RunTxnRecoveryd({"inspect", "--json", "--config", path});
   ASSERT_EQ(i.exit_code, 0) << i.err;
   const auto doc = nlohmann::json::parse(i.out)["watches"][0];
-  const auto fleet = doc["fleet_members"];
+  const auto& fleet = doc["fleet_members"];
   ASSERT_EQ(fleet.size(), 2u) << i.out;
   bool warned_of_someone = false;
   for (std::uint32_t pos = 0; pos < 2; ++pos) {

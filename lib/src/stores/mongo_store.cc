@@ -216,6 +216,24 @@ struct MongoStore::Impl {
   // claims, sent again, at every start of a sweep with 4 workers).
   std::mutex now_probe_mu;
   std::atomic<bool> now_answered{false};
+  // Held (owned) while this bulk is the one asking; not held when the answer is known, the
+  // clock is not kAuto, or no request compares with the server's clock.
+  std::unique_lock<std::mutex> AskWhetherNowIsTaken(const std::vector<UpdateRequest>& requests) {
+    if (now_answered || server_clock != MongoOptions::ServerClock::kAuto ||
+        std::none_of(requests.begin(), requests.end(),
+                     [](const UpdateRequest& r) { return r.filter.UsesServerClock(); }))
+      return {};
+    std::unique_lock asking(now_probe_mu);
+    if (now_answered) asking.unlock();
+    return asking;
+  }
+  // The asking bulk's reply: `answers` when it was refused for $$NOW or matched a document
+  // (one evaluated the filter). Lets the next bulk go either way.
+  void Answered(std::unique_lock<std::mutex>* asking, bool answers) {
+    if (!asking->owns_lock()) return;
+    if (answers) now_answered = true;
+    asking->unlock();
+  }
   // Whether the server takes `enableOrderedIndex` in an index's options (IndexSpec::ordered):
   // unknown until an index asks for it, then what the server said. A server that refused
   // it (mongod) orders every compound index.
@@ -850,16 +868,9 @@ Status MongoStore::UpdateEach(const Namespace& ns, const std::vector<UpdateReque
   // Sent in lock order, not the caller's: the contract lets a bulk apply its requests in
   // any order; refusals are mapped back.
   const std::vector<std::size_t> order = LockOrder(requests);
-  // Held until this bulk's answer says whether the server takes $$NOW (Impl::now_answered);
-  // taken before the filters are built, which then compare on the estimate where a bulk
+  // Taken before the filters are built, which then compare on the estimate where a bulk
   // before this one was refused.
-  std::unique_lock<std::mutex> asking;
-  if (!impl_->now_answered && impl_->server_clock == MongoOptions::ServerClock::kAuto &&
-      std::any_of(requests.begin(), requests.end(),
-                  [](const UpdateRequest& r) { return r.filter.UsesServerClock(); })) {
-    asking = std::unique_lock(impl_->now_probe_mu);
-    if (impl_->now_answered) asking.unlock();
-  }
+  std::unique_lock<std::mutex> asking = impl_->AskWhetherNowIsTaken(requests);
   std::vector<std::pair<mongo::BsonPtr, mongo::BsonPtr>> owned;
   owned.reserve(requests.size());
   for (std::size_t i : order) {
@@ -912,8 +923,7 @@ Status MongoStore::UpdateEach(const Namespace& ns, const std::vector<UpdateReque
       index.push_back(i);
     }
   const bool switched = !again.empty() && impl_->SwitchToDaemonClock("$$NOW");
-  if (asking.owns_lock() && (switched || result->matched > 0)) impl_->now_answered = true;
-  if (asking.owns_lock()) asking.unlock();
+  impl_->Answered(&asking, switched || result->matched > 0);
   if (!switched) return Status::Ok();
   std::erase_if(result->refused, [](const auto& r) {
     return r.second.message().find("$$NOW") != std::string::npos;
