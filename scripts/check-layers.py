@@ -50,6 +50,7 @@ HEADER_LAYER = {
     "query_log.h": "stores",
     "recovery_record.h": "base",
     "retention.h": "tools",
+    "retention_policy.h": "shapes",
     "state_machine.h": "engine",
     "status.h": "base",
     "store.h": "stores",
