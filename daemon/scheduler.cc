@@ -35,6 +35,7 @@
 #include "txn_recovery/inspect.h"
 #include "txn_recovery/membership.h"
 #include "txn_recovery/mongo_store.h"
+#include "txn_recovery/retention.h"
 #include "txn_recovery/sweeper.h"
 
 namespace txn_recoveryd {
@@ -727,7 +728,7 @@ Daemon::SweepOutcome Daemon::SweepAll() {
     so.refresh_share = [this, &w] { return RefreshView(w); };
     sweeping = &w;
     txn_recovery::Sweeper sweeper(store_.get(), txn_recovery::Clock::Real(), so);
-    Status s = sweeper.SweepWatch(w, on_txn, &summary);
+    Status s = txn_recovery::SweepAndRetain(&sweeper, w, on_txn, &summary);
     double seconds = std::chrono::duration<double>(Steady::now() - t0).count();
     if (s.IsAborted() && stop_.load()) break;  // the drain, not a failure
     NoteSweepOf(w, s, refused, summary.resolved);

@@ -12,6 +12,7 @@
 #include "index_check.h"
 #include "logging.h"
 #include "txn_recovery/clock.h"
+#include "txn_recovery/retention.h"
 #include "txn_recovery/sweeper.h"
 
 namespace txn_recoveryd {
@@ -250,7 +251,8 @@ void SweepOne(txn_recovery::Sweeper& sweeper, const txn_recovery::WatchSpec& wat
   if (json != nullptr) json->BeginWatch(watch, list);
   spdlog::debug("sweeping watch {} ({})", watch.name, watch.ns.ToString());
   run->watch = &watch;
-  run->status = reach.ok() ? sweeper.SweepWatch(watch, on_txn, &run->summary) : reach;
+  run->status =
+      reach.ok() ? txn_recovery::SweepAndRetain(&sweeper, watch, on_txn, &run->summary) : reach;
   if (!run->status.ok()) {
     LogFields f({{"watch", watch.name}});
     spdlog::error("sweep failed: {}", run->status.ToString());

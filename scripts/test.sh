@@ -78,6 +78,11 @@ if ((only == 0)); then
     (cd "$root" && clang-format --dry-run -Werror "${sources[@]}")
   fi
 
+  # The layers of docs/architecture.md: no include reaches a later layer or, from the
+  # daemon, a private header.
+  echo "== layers (scripts/check-layers.py)"
+  python3 "$root/scripts/check-layers.py" "$root"
+
   # The checks of .clang-tidy over lib/, daemon/, tests/ and bench/; a file's clean result
   # is cached per user (scripts/tidy.sh), so a warm run costs seconds. The sanitizer run
   # leaves it out: the same sources, only under other flags.

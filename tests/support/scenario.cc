@@ -6,6 +6,8 @@
 #include <random>
 #include <stdexcept>
 
+#include "txn_recovery/retention.h"
+
 namespace txn_recovery::testing {
 
 void Must(const Status& s) {
@@ -97,8 +99,8 @@ WatchSummary SweepOnce(Store* store, Clock* clock, const WatchSpec& watch, const
   WatchSummary summary;
   std::mutex mu;
   // The status is in the summary too, where the scenarios look for it.
-  (void)sweeper.SweepWatch(
-      watch,
+  (void)SweepAndRetain(
+      &sweeper, watch,
       [&](const TxnReport& r) {
         std::lock_guard lock(mu);
         if (reports) reports->push_back(r);

@@ -30,7 +30,7 @@ using ConfigProblems = std::vector<ConfigProblem>;
 std::string Describe(const ConfigProblems& problems);
 
 struct Thresholds;
-// The thresholds of one watch (decision.h): every one positive, rollback_after longer
+// The thresholds of one watch (thresholds.h): every one positive, rollback_after longer
 // than resume_after.
 ConfigProblems ValidateThresholds(const Thresholds& thresholds);
 

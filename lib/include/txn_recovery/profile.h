@@ -33,9 +33,9 @@
 
 #include "txn_recovery/config_problem.h"
 #include "txn_recovery/document.h"
+#include "txn_recovery/filter.h"
 #include "txn_recovery/recovery_record.h"
 #include "txn_recovery/status.h"
-#include "txn_recovery/store.h"
 
 namespace txn_recovery {
 

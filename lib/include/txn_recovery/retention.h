@@ -12,36 +12,17 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
-#include <vector>
 
 #include "txn_recovery/clock.h"
-#include "txn_recovery/config_problem.h"
 #include "txn_recovery/profile.h"
+#include "txn_recovery/retention_policy.h"
 #include "txn_recovery/store.h"
+#include "txn_recovery/sweeper.h"
+#include "txn_recovery/watch.h"
 
 namespace txn_recovery {
-
-struct RetentionPolicy {
-  std::chrono::milliseconds retain_finished{0};  // 0 = retention off
-  // Empty: delete. Otherwise the collection (same database) finished transactions are
-  // moved to; a document already there is not inserted again, so an interrupted move
-  // completes on the next run without duplicates.
-  std::string archive_collection;
-  std::int32_t batch_size = 500;
-  std::chrono::milliseconds pause_between_batches{200};
-  // Batches per call; 0 = until nothing is left. A backlog (retention switched on over a
-  // year of history) then drains over several sweeps instead of holding one sweep, and the
-  // watchdog it feeds, for minutes.
-  std::int32_t max_batches = 20;
-
-  bool enabled() const { return retain_finished.count() > 0; }
-  // Keys "retain_finished", "archive_collection" (of the watch) and "retention_batch_size",
-  // "retention_pause", "retention_max_batches" (of [sweep]). The archive must be a
-  // collection of its own: not one of `in_use` (the watch's transactions, participants and
-  // control collections), where archived transactions would mix with live data.
-  ConfigProblems Validate(const std::vector<std::string>& in_use) const;
-};
 
 struct RetentionResult {
   std::int64_t deleted = 0;
@@ -69,5 +50,15 @@ struct RetentionTarget {
 Status RemoveFinished(Store* store, Clock* clock, const RetentionTarget& target,
                       const RetentionPolicy& policy, DateTime now, const std::atomic<bool>* stop,
                       RetentionResult* result);
+
+// One sweep of `watch` (Sweeper::SweepWatch), then, unless it was paused, a dry run,
+// stopped or failed, the watch's retention (watch.retention), counted in
+// summary->finished_deleted / finished_archived. Retention comes after the pass so that a
+// transaction resolved just now is never removed (it is younger than the late-write window
+// anyway). Every sweep of a watch with its retention goes through here: `run` and `sweep`
+// alike. Returns the watch-level status (also stored in summary->status); a failure of the
+// retention is one of the sweep's, with the context "retention".
+Status SweepAndRetain(Sweeper* sweeper, const WatchSpec& watch,
+                      const std::function<void(const TxnReport&)>& on_txn, WatchSummary* summary);
 
 }  // namespace txn_recovery

@@ -20,7 +20,6 @@
 #include "txn_recovery/decision.h"
 #include "txn_recovery/membership.h"
 #include "txn_recovery/profile.h"
-#include "txn_recovery/retention.h"
 #include "txn_recovery/state_machine.h"
 #include "txn_recovery/store.h"
 #include "txn_recovery/watch.h"
@@ -139,7 +138,7 @@ struct WatchSummary {
   std::int64_t failed = 0;
   std::int64_t busy = 0;
   std::int64_t resolved = 0;
-  // Finished transactions removed by retention at the end of the sweep.
+  // Finished transactions removed by retention after the pass (SweepAndRetain, retention.h).
   std::int64_t finished_deleted = 0;
   std::int64_t finished_archived = 0;
   bool paused = false;  // the pause switch was on: nothing was read or written
@@ -152,18 +151,29 @@ class Sweeper {
   // `store` and `clock` must outlive the sweeper.
   Sweeper(Store* store, Clock* clock, SweepOptions options);
 
-  // One pass over `watch`, then (unless dry-run, stopped or failed) the watch's retention.
+  // One pass over `watch`; its retention is the caller's (SweepAndRetain, retention.h).
   // `on_txn` (may be null) is called once for every transaction acted on, planned or set
   // aside, from the sweeper's threads but never concurrently. Returns the watch-level
   // status (also stored in summary->status).
   Status SweepWatch(const WatchSpec& watch, const std::function<void(const TxnReport&)>& on_txn,
                     WatchSummary* summary);
 
+  // The server's time now, on the clock the last SweepWatch aged transactions with (its one
+  // reading of the server's clock, extrapolated): what comes after a sweep (retention) ages
+  // with the same clock, without another round trip. Only after a SweepWatch that read the
+  // server's clock (it was not paused and the server answered).
+  DateTime ServerNow() const { return server_now_(); }
+
+  Store* store() const noexcept { return store_; }
+  Clock* clock() const noexcept { return clock_; }
+  const SweepOptions& options() const noexcept { return options_; }
+
  private:
   class Pass;
   Store* store_;
   Clock* clock_;
   SweepOptions options_;
+  std::function<DateTime()> server_now_;  // of the last sweep that read the server's clock
 };
 
 }  // namespace txn_recovery

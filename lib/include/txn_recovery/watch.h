@@ -11,7 +11,7 @@
 
 #include "txn_recovery/decision.h"
 #include "txn_recovery/profile.h"
-#include "txn_recovery/retention.h"
+#include "txn_recovery/retention_policy.h"
 #include "txn_recovery/status.h"
 #include "txn_recovery/store.h"
 
@@ -30,7 +30,8 @@ struct WatchSpec {
   // document says so, no instance acts on this watch.
   std::string control_collection = "txn_recoveryd_control";
   // Finished transactions older than retention.retain_finished (and than the late-write
-  // window) are deleted or archived at the end of each sweep. Off by default.
+  // window) are deleted or archived at the end of each sweep (SweepAndRetain, retention.h).
+  // Off by default.
   RetentionPolicy retention;
 
   Namespace control_ns() const { return {ns.database, control_collection}; }

@@ -9,8 +9,8 @@
 #include <string>
 
 #include "txn_recovery/document.h"
+#include "txn_recovery/filter.h"
 #include "txn_recovery/status.h"
-#include "txn_recovery/store.h"
 
 namespace txn_recovery {
 

@@ -147,7 +147,7 @@ class Sweeper::Pass {
       : s_(s),
         watch_(watch),
         server_start_(server_start),
-        server_now_(ServerNowFrom(s->clock_, server_start)),
+        server_now_(s->server_now_),
         machine_(s->store_, s->clock_, watch.ns, &watch.profile, watch.lease_field,
                  s->options_.lease, server_now_),
         on_txn_(on_txn),
@@ -350,24 +350,6 @@ class Sweeper::Pass {
     std::lock_guard lock(report_mu_);
     summary_->overdue_taken++;
     overdue_holders_.emplace(id.ToString(), holder);
-  }
-
-  // Retention runs after the pass, so a transaction resolved just now is never a
-  // candidate (it is younger than the late-write window anyway).
-  Status Retain() {
-    RetentionTarget target;
-    target.transactions = watch_.ns;
-    target.finished.In(watch_.profile.state_field, watch_.profile.states.TerminalSpellings());
-    target.time_field = watch_.profile.time_field;
-    target.missing_time = watch_.profile.missing_time;
-    target.lease_field = watch_.lease_field;
-    target.late_write_window = watch_.thresholds.late_write_window;
-    RetentionResult removed;
-    Status st = RemoveFinished(s_->store_, s_->clock_, target, watch_.retention, server_now_(),
-                               s_->options_.stop, &removed);
-    summary_->finished_deleted = removed.deleted;
-    summary_->finished_archived = removed.archived;
-    return st.ok() || st.IsAborted() ? st : st.WithContext("retention");
   }
 
  private:
@@ -591,6 +573,7 @@ Status Sweeper::SweepWatch(const WatchSpec& watch,
                            WatchSummary* summary) {
   *summary = WatchSummary{};
   summary->watch = watch.name;
+  server_now_ = {};
   auto finish = [&](Status s) {
     summary->status = s;
     return s;
@@ -610,9 +593,10 @@ Status Sweeper::SweepWatch(const WatchSpec& watch,
   DateTime server_start;
   if (Status s = store_->ServerTime(&server_start); !s.ok()) return finish(s);
 
+  server_now_ = ServerNowFrom(clock_, server_start);
+
   Pass pass(this, watch, server_start, on_txn, summary);
   Status status = pass.Stream();
-  if (status.ok() && !options_.dry_run && watch.retention.enabled()) status = pass.Retain();
   if (status.ok() || status.IsAborted()) {
     if (Status s = count_quarantined(); !s.ok() && status.ok()) status = s;
   }

@@ -3,8 +3,8 @@
 #include <chrono>
 
 #include "shapes/profile_parsing.h"
-#include "txn_recovery/decision.h"
 #include "txn_recovery/duration.h"
+#include "txn_recovery/thresholds.h"
 
 namespace txn_recovery {
 

@@ -26,30 +26,6 @@ Status AlreadyArchived(Store* store, const Namespace& archive, const std::vector
 
 }  // namespace
 
-ConfigProblems RetentionPolicy::Validate(const std::vector<std::string>& in_use) const {
-  ConfigProblems out;
-  if (retain_finished.count() < 0) out.push_back({"retain_finished", "must not be negative"});
-  if (batch_size < 1) out.push_back({"retention_batch_size", "must be at least 1"});
-  if (max_batches < 0) out.push_back({"retention_max_batches", "must not be negative"});
-  if (pause_between_batches.count() < 0) out.push_back({"retention_pause", "must not be negative"});
-  if (archive_collection.empty()) return out;
-  if (!enabled()) {
-    out.push_back({"archive_collection",
-                   "needs retain_finished (retention is off without it)",
-                   {"retain_finished"}});
-  } else if (archive_collection[0] == '$' || archive_collection.find('\0') != std::string::npos ||
-             archive_collection.rfind("system.", 0) == 0) {
-    out.push_back(
-        {"archive_collection", "'" + archive_collection + "' is not a usable collection name"});
-  } else if (std::find(in_use.begin(), in_use.end(), archive_collection) != in_use.end()) {
-    out.push_back(
-        {"archive_collection",
-         "'" + archive_collection +
-             "' is a collection this watch already uses; the archive needs one of its own"});
-  }
-  return out;
-}
-
 Status RemoveFinished(Store* store, Clock* clock, const RetentionTarget& target,
                       const RetentionPolicy& policy, DateTime now, const std::atomic<bool>* stop,
                       RetentionResult* result) {
@@ -132,6 +108,28 @@ Status RemoveFinished(Store* store, Clock* clock, const RetentionTarget& target,
     (archive ? result->archived : result->deleted) += wr.modified;
     if (static_cast<std::int64_t>(ids.size()) < batch) return Status::Ok();
   }
+}
+
+Status SweepAndRetain(Sweeper* sweeper, const WatchSpec& watch,
+                      const std::function<void(const TxnReport&)>& on_txn, WatchSummary* summary) {
+  Status status = sweeper->SweepWatch(watch, on_txn, summary);
+  if (!status.ok() || summary->paused || sweeper->options().dry_run || !watch.retention.enabled())
+    return status;
+  RetentionTarget target;
+  target.transactions = watch.ns;
+  target.finished.In(watch.profile.state_field, watch.profile.states.TerminalSpellings());
+  target.time_field = watch.profile.time_field;
+  target.missing_time = watch.profile.missing_time;
+  target.lease_field = watch.lease_field;
+  target.late_write_window = watch.thresholds.late_write_window;
+  RetentionResult removed;
+  status = RemoveFinished(sweeper->store(), sweeper->clock(), target, watch.retention,
+                          sweeper->ServerNow(), sweeper->options().stop, &removed);
+  summary->finished_deleted = removed.deleted;
+  summary->finished_archived = removed.archived;
+  if (!status.ok() && !status.IsAborted()) status = status.WithContext("retention");
+  summary->status = status;
+  return status;
 }
 
 }  // namespace txn_recovery
