@@ -440,9 +440,9 @@ TEST_F(ForgedWire, BulksSentAtOnceAskTheServerOnceWhetherItTakesItsClockInAFilte
       workers.emplace_back([&, w] {
         std::vector<UpdateRequest> bulk;
         for (int i = 0; i < kPerBulk; ++i)
-          bulk.push_back({Filter().Eq("_id", w * kPerBulk + i).ServerNowBefore(
-                              DateTime{now.millis + 600'000}),
-                          Update().Inc("n", 1)});
+          bulk.push_back(
+              {Filter().Eq("_id", w * kPerBulk + i).ServerNowBefore(DateTime{now.millis + 600'000}),
+               Update().Inc("n", 1)});
         start.arrive_and_wait();
         statuses[w] = store->UpdateEach(ns, bulk, &results[w]);
       });
