@@ -6,6 +6,7 @@
 #include "fleet_view.h"
 #include "ids.h"
 #include "index_check.h"
+#include "revision.h"
 #include "txn_recovery/clock.h"
 #include "txn_recovery/indexes.h"
 #include "txn_recovery/inspect.h"
@@ -45,7 +46,10 @@ nlohmann::json FleetMembers(const FleetView& fleet, const txn_recovery::WatchSpe
          {"heartbeat_age_seconds", (now.millis - m.heartbeat.millis) / 1000.0},
          {"buckets", txn_recovery::ShareOf(fleet.sweepers, m.id, w.ns.collection).Buckets()},
          {"stuck", load.stuck},
-         {"overdue", load.overdue}});
+         {"overdue", load.overdue},
+         // Another build than this inspect's: a rolling upgrade under way, or a host left
+         // behind.
+         {"same_version", m.version == MemberVersion()}});
   }
   return members;
 }
@@ -190,6 +194,7 @@ void PrintWatch(const Config& config, const txn_recovery::WatchSpec& w, const Wa
     for (const auto& m : f.members)
       out << "    " << m["id"].get<std::string>() << "  host=" << m["host"].get<std::string>()
           << "  version=" << m["version"].get<std::string>()
+          << (m["same_version"].get<bool>() ? "" : " [not this inspect's]")
           << "  format=" << m["format"].get<std::int64_t>() << "  heartbeat "
           << m["heartbeat_age_seconds"].get<double>() << "s ago  buckets "
           << m["buckets"].get<std::uint32_t>() << "  stuck " << m["stuck"].get<std::int64_t>()

@@ -550,12 +550,7 @@ void Daemon::Heartbeat() {
   if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
   for (const auto& [database, watches] : databases) {
     const txn_recovery::Namespace ns{database, config_.fleet.members_collection};
-    txn_recovery::MemberRecord self{
-        owner_,
-        host,
-        std::string("txn-recoveryd ") + TXN_RECOVERYD_VERSION + " (" + Revision() + ")",
-        {},
-        {}};
+    txn_recovery::MemberRecord self{owner_, host, MemberVersion(), {}, {}};
     for (const auto* w : watches)
       if (failing_.count(w->ns.ToString()) == 0) self.watches.push_back(w->ns.collection);
     std::vector<txn_recovery::MemberRecord> live;

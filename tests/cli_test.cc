@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <map>
+#include <regex>
 #include <set>
 
 #include "support/bank.h"
@@ -470,10 +471,20 @@ TEST(Cli, InspectListsTheLiveMembersOfTheFleetAndTheBucketsEachHolds) {
   auto backend = TestBackend::Create("mongo");
   ASSERT_TRUE(backend->error().empty()) << backend->error();
   const Namespace members{backend->database(), "txn_recoveryd_members"};
-  for (const char* id : {"host-b:2:x", "host-a:1:y"})
-    ASSERT_TRUE(
-        Heartbeat(backend->store(), members, MemberRecord{id, "db-1", "v", {"transactions"}, {}})
-            .ok());
+  // host-a runs this very build (its record says so as `run` writes it: "txn-recoveryd
+  // VERSION (REVISION)", from `--version`'s "txn-recoveryd VERSION (revision REVISION)").
+  std::smatch v;
+  const std::string version = RunTxnRecoveryd({"--version"}).out;
+  ASSERT_TRUE(
+      std::regex_search(version, v, std::regex(R"(txn-recoveryd (\S+) \(revision (\S+)\))")))
+      << version;
+  const std::string this_build = "txn-recoveryd " + v[1].str() + " (" + v[2].str() + ")";
+  ASSERT_TRUE(Heartbeat(backend->store(), members,
+                        MemberRecord{"host-a:1:y", "db-1", this_build, {"transactions"}, {}})
+                  .ok());
+  ASSERT_TRUE(Heartbeat(backend->store(), members,
+                        MemberRecord{"host-b:2:x", "db-1", "v", {"transactions"}, {}})
+                  .ok());
   std::string path =
       WriteTestFile(".toml", ConfigFor(FindTestUri().uri_or_reason, backend->database()));
 
@@ -485,6 +496,8 @@ TEST(Cli, InspectListsTheLiveMembersOfTheFleetAndTheBucketsEachHolds) {
   EXPECT_EQ(fleet[0]["buckets"], 128);
   EXPECT_EQ(fleet[1]["id"], "host-b:2:x");
   EXPECT_EQ(fleet[1]["buckets"], 128);
+  EXPECT_EQ(fleet[0]["same_version"], true) << fleet[0];
+  EXPECT_EQ(fleet[1]["same_version"], false) << fleet[1];
 
   ProcessResult t = RunTxnRecoveryd({"inspect", "--config", path});
   EXPECT_EQ(t.exit_code, 0) << t.err;
@@ -551,8 +564,12 @@ TEST(Cli, InspectSaysWhatIsStuckAndOverdueInEachShareAndListsExpiredMembers) {
   EXPECT_EQ(doc["fleet_expired_members"][0]["id"], "host-c:3:z");
   EXPECT_GE(doc["fleet_expired_members"][0]["heartbeat_age_seconds"].get<double>(), 3600.0);
 
+  // The members here run another build ("v") than this inspect's.
+  for (const auto& m : fleet) EXPECT_EQ(m["same_version"], false) << m;
+
   ProcessResult t = RunTxnRecoveryd({"inspect", "--config", path});
   EXPECT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_NE(t.out.find("version=v [not this inspect's]"), std::string::npos) << t.out;
   ASSERT_TRUE(warned_of_someone);
   for (std::size_t pos = 0; pos < 2; ++pos)
     EXPECT_EQ(
