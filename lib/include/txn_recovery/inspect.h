@@ -75,8 +75,8 @@ struct ShareLoad {
 };
 
 // One ShareLoad per member of `sweepers` (as SweepersOf returns them, at the same
-// positions), from two reads of the candidates' ids at server time `now`. Memory: the
-// counts. Reads only.
+// positions), from the sweep's reads of the candidates' ids at server time `now` and one
+// read of the overdue ones' ids. Memory: the counts. Reads only.
 Status LoadByShare(Store* store, const WatchSpec& watch, const std::vector<MemberRecord>& sweepers,
                    DateTime now, std::chrono::milliseconds overdue_after,
                    std::vector<ShareLoad>* loads);

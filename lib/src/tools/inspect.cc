@@ -29,11 +29,12 @@ Status LoadByShare(Store* store, const WatchSpec& watch, const std::vector<Membe
                    std::vector<ShareLoad>* loads) {
   loads->assign(sweepers.size(), ShareLoad{});
   if (sweepers.empty()) return Status::Ok();
-  auto count = [&](const Filter& f, std::int64_t ShareLoad::*field) -> Status {
+  auto count = [&](const CandidateRead& read, std::int64_t ShareLoad::*field) -> Status {
     FindOptions o;
     o.projection = {"_id"};
+    o.hint = read.hint;
     std::unique_ptr<Cursor> cursor;
-    if (Status s = store->Find(watch.ns, f, o, &cursor); !s.ok()) return s;
+    if (Status s = store->Find(watch.ns, read.filter, o, &cursor); !s.ok()) return s;
     Document d;
     bool has = false;
     while (true) {
@@ -43,9 +44,14 @@ Status LoadByShare(Store* store, const WatchSpec& watch, const std::vector<Membe
       if (const Value* id = d.Get("_id")) ++((*loads)[BucketOf(*id) % sweepers.size()].*field);
     }
   };
-  if (Status s = count(CandidateFilter(watch, now), &ShareLoad::stuck); !s.ok()) return s;
+  // The sweep's own reads, each on the index it names: CandidateFilter read as one $or lets
+  // DocumentDB walk the finished history for the unknown states' ranges. As a one-shot
+  // sweep does, the finished transactions are taken to carry times. (A state that is an
+  // array can match two reads and is counted in both: an id set would grow with the backlog.)
+  for (const CandidateRead& read : CandidateReads(watch, now, /*finished_carry_times=*/true))
+    if (Status s = count(read, &ShareLoad::stuck); !s.ok()) return s;
   if (std::optional<Filter> overdue = OverdueFilter(watch, now, overdue_after))
-    return count(*overdue, &ShareLoad::overdue);
+    return count({*overdue, {}}, &ShareLoad::overdue);
   return Status::Ok();
 }
 
