@@ -234,20 +234,41 @@ class BenchProfile {
                           std::int32_t batch) = 0;
 };
 
-// The MongoDB manual's two-phase-commit transfer between accounts, the application killed after
-// each of its steps 1..7 in turn (initial; pending before/after the debit and after the credit;
-// applied with both, one or no marker pulled). Pending ones are half stale (resume) and
-// half expired (roll back); the others are past every threshold.
+// A transfer of money between two accounts, the application killed after each of its steps
+// 1..7 in turn (initial; pending before/after the debit and after the credit; applied with
+// both, one or no marker pulled). Pending ones are half stale (resume) and half expired
+// (roll back); the others are past every threshold. Two applications write it:
+//   - the MongoDB manual's transfer (`transfer`): {source, destination, value, state};
+//   - mongoose operations (`operations`): {status, data: {operations: [the debit, the
+//     credit]}}, each operation an `inc` of `balance` on one document of `accounts`, the
+//     marker array `pendingTransaction`; its steps are the same seven (insert, pending,
+//     apply the debit, apply the credit, applied, pull one marker, pull the other).
+// The field names, the state spellings and the marker are the profile's own defaults, as
+// the daemon reads them with a watch that names no key.
 class TransferBench final : public BenchProfile {
  public:
-  std::string name() const override { return "transfer"; }
+  explicit TransferBench(std::string kind)
+      : kind_(std::move(kind)),
+        profile_(*Profile::Named(kind_)),
+        operations_(kind_ == "operations") {
+    state_ = profile_.state_field;
+    time_ = profile_.time_field;
+    marker_ =
+        operations_ ? profile_.operations()->marker_field : std::string("pendingTransactions");
+  }
+  std::string name() const override { return kind_; }
 
   std::string WatchToml(const std::string& database, const std::string& extra) const override {
-    return "[[watch]]\nname = \"" + database + "\"\ndatabase = \"" + database +
-           "\"\nprofile = \"transfer\"\n" + extra;
+    return "[[watch]]\nname = \"" + database + "\"\ndatabase = \"" + database + "\"\nprofile = \"" +
+           kind_ + "\"\n" + extra;
   }
   Namespace Transactions(const std::string& database) const override { return Txns(database); }
-  Filter Unfinished() const override { return Filter().Nin("state", {"done", "cancelled"}); }
+  Filter Unfinished() const override {
+    std::vector<Value> terminal;
+    for (TxnState st : {TxnState::kDone, TxnState::kCancelled})
+      for (const std::string& spelling : Spellings(st)) terminal.emplace_back(spelling);
+    return Filter().Nin(state_, terminal);
+  }
 
   struct Plan {
     std::int32_t id;
@@ -273,13 +294,68 @@ class TransferBench final : public BenchProfile {
     return p;
   }
   static std::string Account(std::int64_t k) { return "A" + std::to_string(k); }
-  static std::string StateAfter(int steps) {
-    return steps == 1 ? "initial" : steps <= 4 ? "pending" : "applied";
+  const std::string& Written(TxnState st) const { return profile_.states.Written(st); }
+  const std::vector<std::string>& Spellings(TxnState st) const {
+    const StateAliases& a = profile_.states;
+    switch (st) {
+      case TxnState::kDone:
+        return a.done;
+      case TxnState::kCancelled:
+        return a.cancelled.empty() ? a.done : a.cancelled;
+      default:
+        throw std::logic_error("no spellings asked for this state");
+    }
+  }
+  const std::string& StateAfter(int steps) const {
+    return Written(steps == 1   ? TxnState::kInitial
+                   : steps <= 4 ? TxnState::kPending
+                                : TxnState::kApplied);
+  }
+  // One transaction document in the application's shape.
+  Document Transaction(const Plan& p, const std::string& state, DateTime modified) const {
+    Document d{{"_id", p.id}};
+    if (operations_) {
+      auto op = [](std::int64_t k, std::int32_t amount) {
+        return Value(Document{{"collection", "accounts"},
+                              {"_id", Account(k)},
+                              {"inc", Document{{"balance", amount}}}});
+      };
+      d.SetPath(profile_.operations()->operations_field,
+                Array{op(p.from, -p.amount), op(p.to, p.amount)});
+    } else {
+      d.Set("source", Account(p.from));
+      d.Set("destination", Account(p.to));
+      d.Set("value", p.amount);
+    }
+    d.SetPath(state_, state);
+    d.SetPath(time_, modified);
+    return d;
+  }
+  // The account debited (`debit`) or credited by transaction `t`, and the amount, as the
+  // application reads them back.
+  Value Participant(const Document& t, bool debit) const {
+    if (!operations_) return *t.Get(debit ? "source" : "destination");
+    const Value& op =
+        (*t.GetPath(profile_.operations()->operations_field)->as_array())[debit ? 0 : 1];
+    return *op.as_document()->Get("_id");
+  }
+  std::int32_t Amount(const Document& t) const {
+    if (!operations_) return static_cast<std::int32_t>(*t.Get("value")->as_double());
+    const Value& op = (*t.GetPath(profile_.operations()->operations_field)->as_array())[1];
+    return static_cast<std::int32_t>(
+        *op.as_document()->Get("inc")->as_document()->Get("balance")->as_double());
   }
   static Namespace Txns(const std::string& db) { return {db, "transactions"}; }
   static Namespace Accts(const std::string& db) { return {db, "accounts"}; }
   static constexpr std::int64_t kOpening = 1'000'000;
 
+ private:
+  std::string kind_;
+  Profile profile_;
+  bool operations_;
+  std::string state_, time_, marker_;
+
+ public:
   static void Reset(Store* store, const std::string& database) {
     Check(static_cast<MongoStore*>(store)->DropDatabase(database), "drop " + database);
   }
@@ -296,7 +372,7 @@ class TransferBench final : public BenchProfile {
       chunk.push_back(
           Document{{"_id", Account(k)},
                    {"balance", kOpening + (delta.empty() ? 0 : delta[static_cast<std::size_t>(k)])},
-                   {"pendingTransactions", std::move(marks)}});
+                   {marker_, std::move(marks)}});
       if (chunk.size() == 10'000 || k + 1 == m) {
         Check(store->InsertMany(Accts(db), chunk), "insert accounts");
         chunk.clear();
@@ -318,12 +394,7 @@ class TransferBench final : public BenchProfile {
       if (p.steps >= 4) delta[static_cast<std::size_t>(p.to)] += p.amount;
       if (p.steps >= 3 && p.steps < 6) from.push_back(p.id);
       if (p.steps >= 4 && p.steps < 7) to.push_back(p.id);
-      chunk.push_back(Document{{"_id", p.id},
-                               {"source", Account(p.from)},
-                               {"destination", Account(p.to)},
-                               {"value", p.amount},
-                               {"state", StateAfter(p.steps)},
-                               {"lastModified", DateTime{now.millis - p.age_ms}}});
+      chunk.push_back(Transaction(p, StateAfter(p.steps), DateTime{now.millis - p.age_ms}));
       if (chunk.size() == 10'000 || i + 1 == n) {
         Check(store->InsertMany(Txns(db), chunk), "insert transactions");
         chunk.clear();
@@ -344,12 +415,8 @@ class TransferBench final : public BenchProfile {
         delta[static_cast<std::size_t>(p.from)] -= p.amount;
         delta[static_cast<std::size_t>(p.to)] += p.amount;
       }
-      chunk.push_back(Document{{"_id", p.id},
-                               {"source", Account(p.from)},
-                               {"destination", Account(p.to)},
-                               {"value", p.amount},
-                               {"state", done ? "done" : "cancelled"},
-                               {"lastModified", DateTime{now.millis - 3 * 60 * kMinute}}});
+      chunk.push_back(Transaction(p, Written(done ? TxnState::kDone : TxnState::kCancelled),
+                                  DateTime{now.millis - 3 * 60 * kMinute}));
       if (chunk.size() == 10'000 || i + 1 == n) {
         Check(store->InsertMany(Txns(db), chunk), "insert transactions");
         chunk.clear();
@@ -359,7 +426,8 @@ class TransferBench final : public BenchProfile {
   }
 
   // The recovery procedure of the MongoDB manual's transfer (resume a stale pending or
-  // applied one, roll back an expired one), as a user would write it with this driver: the
+  // applied one, roll back an expired one; mongoose operations recover alike, operation by
+  // operation), as a user would write it with this driver: the
   // threshold computed once, then for each kind of stale transaction, findOne it, replay
   // the steps in order, each one guarded as the manual guards it, and loop.
   RunResult Baseline(Store* store, const std::string& db, DateTime now,
@@ -375,57 +443,58 @@ class TransferBench final : public BenchProfile {
       ++r.writes.by[ns.collection].statements;
       r.writes.by[ns.collection].matched += w.matched;
     };
-    auto set_state = [&](const Value& id, const char* from, const char* to) {
-      update_one(txns, Filter().Eq("_id", id).Eq("state", from),
-                 Update().Set("state", to).CurrentDate("lastModified"), "update state");
+    auto set_state = [&](const Value& id, TxnState from, TxnState to) {
+      update_one(txns, Filter().Eq("_id", id).Eq(state_, Written(from)),
+                 Update().Set(state_, Written(to)).CurrentDate(time_), "update state");
     };
-    auto apply = [&](const Document& t, const char* who, bool debit) {
+    auto apply = [&](const Document& t, bool debit) {
       const Value& id = *t.Get("_id");
-      std::int32_t v = static_cast<std::int32_t>(*t.Get("value")->as_double());
-      update_one(accts, Filter().Eq("_id", *t.Get(who)).Ne("pendingTransactions", id),
-                 Update().Inc("balance", debit ? -v : v).Push("pendingTransactions", id), "apply");
+      const std::int32_t v = Amount(t);
+      update_one(accts, Filter().Eq("_id", Participant(t, debit)).Ne(marker_, id),
+                 Update().Inc("balance", debit ? -v : v).Push(marker_, id), "apply");
     };
-    auto undo = [&](const Document& t, const char* who, bool debit) {
+    auto undo = [&](const Document& t, bool debit) {
       const Value& id = *t.Get("_id");
-      std::int32_t v = static_cast<std::int32_t>(*t.Get("value")->as_double());
-      update_one(accts, Filter().Eq("_id", *t.Get(who)).Eq("pendingTransactions", id),
-                 Update().Inc("balance", debit ? v : -v).Pull("pendingTransactions", id), "undo");
+      const std::int32_t v = Amount(t);
+      update_one(accts, Filter().Eq("_id", Participant(t, debit)).Eq(marker_, id),
+                 Update().Inc("balance", debit ? v : -v).Pull(marker_, id), "undo");
     };
-    auto pull = [&](const Document& t, const char* who) {
+    auto pull = [&](const Document& t, bool debit) {
       const Value& id = *t.Get("_id");
-      update_one(accts, Filter().Eq("_id", *t.Get(who)).Eq("pendingTransactions", id),
-                 Update().Pull("pendingTransactions", id), "pull");
+      update_one(accts, Filter().Eq("_id", Participant(t, debit)).Eq(marker_, id),
+                 Update().Pull(marker_, id), "pull");
     };
+    using enum TxnState;
     struct Pass {
-      const char* state;
+      TxnState state;
       DateTime older_than;
       std::function<void(const Document&)> recover;
     };
     const std::vector<Pass> passes = {
-        {"pending", expire_threshold,
+        {kPending, expire_threshold,
          [&](const Document& t) {  // roll back an expired pending transfer
-           set_state(*t.Get("_id"), "pending", "canceling");
-           undo(t, "destination", false);
-           undo(t, "source", true);
-           set_state(*t.Get("_id"), "canceling", "cancelled");
+           set_state(*t.Get("_id"), kPending, kCanceling);
+           undo(t, false);
+           undo(t, true);
+           set_state(*t.Get("_id"), kCanceling, kCancelled);
          }},
-        {"pending", resume_threshold,
+        {kPending, resume_threshold,
          [&](const Document& t) {  // redo the account updates, then finish
-           apply(t, "source", true);
-           apply(t, "destination", false);
-           set_state(*t.Get("_id"), "pending", "applied");
-           pull(t, "source");
-           pull(t, "destination");
-           set_state(*t.Get("_id"), "applied", "done");
+           apply(t, true);
+           apply(t, false);
+           set_state(*t.Get("_id"), kPending, kApplied);
+           pull(t, true);
+           pull(t, false);
+           set_state(*t.Get("_id"), kApplied, kDone);
          }},
-        {"applied", resume_threshold,
+        {kApplied, resume_threshold,
          [&](const Document& t) {  // remove the markers, then finish
-           pull(t, "source");
-           pull(t, "destination");
-           set_state(*t.Get("_id"), "applied", "done");
+           pull(t, true);
+           pull(t, false);
+           set_state(*t.Get("_id"), kApplied, kDone);
          }},
-        {"initial", expire_threshold,
-         [&](const Document& t) { set_state(*t.Get("_id"), "initial", "cancelled"); }},
+        {kInitial, expire_threshold,
+         [&](const Document& t) { set_state(*t.Get("_id"), kInitial, kCancelled); }},
     };
     Store::WireStats before = Wire(store);
     const double cpu0 = bench::SelfCpuSeconds();
@@ -438,7 +507,7 @@ class TransferBench final : public BenchProfile {
         }
         std::optional<Document> t;
         Check(store->FindOne(
-                  txns, Filter().Eq("state", pass.state).Lt("lastModified", pass.older_than), &t),
+                  txns, Filter().Eq(state_, Written(pass.state)).Lt(time_, pass.older_than), &t),
               "findOne");
         if (!t) break;
         pass.recover(*t);
@@ -464,44 +533,41 @@ class TransferBench final : public BenchProfile {
                                      std::vector<UpdateRequest>* a)>;
     auto acct = [](std::int64_t k) { return Filter().Eq("_id", Account(k)); };
     auto txn = [](const Plan& p) { return Filter().Eq("_id", p.id); };
-    auto state = [](const char* s) { return Update().Set("state", s).CurrentDate("lastModified"); };
+    auto state = [&](TxnState s) { return Update().Set(state_, Written(s)).CurrentDate(time_); };
     const std::vector<Phase> phases = {
         // 1: the first state change (pending -> canceling for expired ones), the missing
         //    applications of a resume.
         [&](const Plan& p, auto* t, auto* a) {
           if (p.rollback()) {
-            t->push_back({txn(p), state("canceling")});
+            t->push_back({txn(p), state(TxnState::kCanceling)});
           } else if (p.steps >= 2 && p.steps <= 4) {
             if (p.steps < 3)
-              a->push_back({acct(p.from),
-                            Update().Inc("balance", -p.amount).Push("pendingTransactions", p.id)});
+              a->push_back({acct(p.from), Update().Inc("balance", -p.amount).Push(marker_, p.id)});
             if (p.steps < 4)
-              a->push_back({acct(p.to),
-                            Update().Inc("balance", p.amount).Push("pendingTransactions", p.id)});
+              a->push_back({acct(p.to), Update().Inc("balance", p.amount).Push(marker_, p.id)});
           }
         },
         // 2: undo (rollback), mark applied (resume).
         [&](const Plan& p, auto* t, auto* a) {
           if (p.rollback()) {
             if (p.steps >= 4)
-              a->push_back({acct(p.to),
-                            Update().Inc("balance", -p.amount).Pull("pendingTransactions", p.id)});
+              a->push_back({acct(p.to), Update().Inc("balance", -p.amount).Pull(marker_, p.id)});
             if (p.steps >= 3)
-              a->push_back({acct(p.from),
-                            Update().Inc("balance", p.amount).Pull("pendingTransactions", p.id)});
+              a->push_back({acct(p.from), Update().Inc("balance", p.amount).Pull(marker_, p.id)});
           } else if (p.steps >= 2 && p.steps <= 4) {
-            t->push_back({txn(p), state("applied")});
+            t->push_back({txn(p), state(TxnState::kApplied)});
           }
         },
         // 3: pull the markers (resume, finish).
         [&](const Plan& p, auto*, auto* a) {
           if (p.rollback() || p.steps == 1) return;
-          if (p.steps < 6) a->push_back({acct(p.from), Update().Pull("pendingTransactions", p.id)});
-          if (p.steps < 7) a->push_back({acct(p.to), Update().Pull("pendingTransactions", p.id)});
+          if (p.steps < 6) a->push_back({acct(p.from), Update().Pull(marker_, p.id)});
+          if (p.steps < 7) a->push_back({acct(p.to), Update().Pull(marker_, p.id)});
         },
         // 4: the terminal state.
         [&](const Plan& p, auto* t, auto*) {
-          t->push_back({txn(p), state(p.steps == 1 || p.rollback() ? "cancelled" : "done")});
+          t->push_back({txn(p), state(p.steps == 1 || p.rollback() ? TxnState::kCancelled
+                                                                   : TxnState::kDone)});
         },
     };
     RunResult r;
@@ -565,13 +631,17 @@ class TransferBench final : public BenchProfile {
     std::vector<std::int64_t> expected(static_cast<std::size_t>(m), kOpening);
     std::int64_t not_terminal = 0;
     ReadCount txns = ReadEach(store, Txns(db), Filter(), batch, [&](const Document& d) {
-      const Value* st = d.Get("state");
+      const Value* st = d.GetPath(state_);
       const std::string state = st && st->is_string() ? *st->as_string() : "";
-      if (state == "done") {
+      auto is = [&](TxnState s) {
+        const auto& names = Spellings(s);
+        return std::find(names.begin(), names.end(), state) != names.end();
+      };
+      if (is(TxnState::kDone)) {
         Plan p = PlanOf(static_cast<std::int64_t>(*d.Get("_id")->as_double()) - 1, n);
         expected[static_cast<std::size_t>(p.from)] -= p.amount;
         expected[static_cast<std::size_t>(p.to)] += p.amount;
-      } else if (state != "cancelled") {
+      } else if (!is(TxnState::kCancelled)) {
         ++not_terminal;
       }
     });
@@ -581,7 +651,7 @@ class TransferBench final : public BenchProfile {
       std::int64_t b = static_cast<std::int64_t>(*d.Get("balance")->as_double());
       total += b;
       if (b != expected[static_cast<std::size_t>(k)]) ++wrong;
-      const Value* marks = d.Get("pendingTransactions");
+      const Value* marks = d.Get(marker_);
       if (marks && marks->is_array() && !marks->as_array()->empty()) ++marked;
     });
     v.repeats = txns.repeats + accts.repeats;
@@ -604,8 +674,8 @@ class TransferBench final : public BenchProfile {
 };
 
 std::unique_ptr<BenchProfile> MakeProfile(const std::string& name) {
-  if (name == "transfer") return std::make_unique<TransferBench>();
-  // The operations and tagged-insert profiles plug in here.
+  if (name == "transfer" || name == "operations") return std::make_unique<TransferBench>(name);
+  // The tagged-insert profile plugs in here.
   return nullptr;
 }
 
@@ -2256,7 +2326,8 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
   app.add_option("--writes-n", o.writes_n,
                  "Stuck transactions for the sweep whose writes are counted through a wire "
                  "proxy (default: the first --n; 0: none)");
-  app.add_option("--profiles", profiles, "Comma-separated mix of profiles (transfer)");
+  app.add_option("--profiles", profiles,
+                 "Comma-separated mix of profiles (transfer, operations: mongoose operations)");
   app.add_option("--baseline-budget", o.baseline_budget, "Seconds the baseline may run per N");
   app.add_option("--warm-up", o.warm_up,
                  "Stuck transactions of a sweep and a limit run first, not shown, so that no "
