@@ -32,6 +32,7 @@
 #include "stop_signals.h"
 #include "sweep_command.h"
 #include "txn_recovery/clock.h"
+#include "txn_recovery/fleet_member.h"
 #include "txn_recovery/inspect.h"
 #include "txn_recovery/membership.h"
 #include "txn_recovery/mongo_store.h"
@@ -146,7 +147,10 @@ class SignalWatcher {
 class Daemon {
  public:
   Daemon(RunOptions options, EnvLookup env)
-      : options_(std::move(options)), env_(std::move(env)), rng_(std::random_device{}()) {}
+      : options_(std::move(options)),
+        env_(std::move(env)),
+        rng_(std::random_device{}()),
+        fleet_(nullptr, Self(owner_), {}, FleetEvents()) {}
   // A SIGTERM that arrived while Run failed at start (a bad configuration) has started the
   // drain deadline's thread: it must end before its std::thread is destroyed.
   ~Daemon() {
@@ -183,9 +187,10 @@ class Daemon {
   SweepOutcome DatabaseDown(const Status& ping);
   // The periodic orphan scan of every watch (orphans.h), with its metrics.
   void ScanOrphans(const txn_recovery::LeaseOptions& lease, SweepOutcome* out);
-  // Fleet membership (docs/fleet.md), per database of the watches: heartbeats, lists the
-  // live members, removes the expired records and recomputes this instance's share of each
-  // watch. Leaves the fleets of databases no longer watched (after a reload).
+  // Fleet membership (docs/fleet.md): fleet_ does the work; these say what it learned (logs
+  // and metrics) and do nothing when the fleet is off.
+  static txn_recovery::MemberRecord Self(const std::string& owner);
+  txn_recovery::FleetEvents FleetEvents();
   void Heartbeat();
   // The share of watch `w`; nullopt (everything) when the fleet is off or the last
   // heartbeat in its database failed.
@@ -193,16 +198,6 @@ class Daemon {
   bool OrphanScanIsMine(const txn_recovery::WatchSpec& w);
   // Deletes this instance's records at a clean stop, so that the others take its share now.
   void LeaveFleet();
-  void LeaveFleetOf(const std::string& database);
-  void NoteSweepOf(const txn_recovery::WatchSpec& w, const Status& s, bool refused,
-                   std::int64_t resolved);
-  // Adopts a new list of the live members of `w`'s database: this member's share of `w`
-  // and the members that sweep it (for the overdue log).
-  void AdoptView(const txn_recovery::WatchSpec& w,
-                 const std::vector<txn_recovery::MemberRecord>& live);
-  // Between the batches of a sweep of `w` (SweepOptions::refresh_share): the fleet listed
-  // again, and heartbeated once fleet.heartbeat has passed.
-  txn_recovery::Share RefreshView(const txn_recovery::WatchSpec& w);
   // An overdue transaction of another member's share, taken by this one: said with the
   // member whose share holds it, since it means that member is not driving it.
   void LogOverdueTaken(const txn_recovery::WatchSpec& w, const txn_recovery::TxnReport& r);
@@ -211,6 +206,9 @@ class Daemon {
   void Progress();
   // Publishes what other threads read of config_ after it changes.
   void Adopted() {
+    fleet_.SetStore(store_.get());
+    fleet_.SetOptions(
+        {config_.fleet.members_collection, config_.fleet.heartbeat, config_.fleet.expiry});
     live_limit_ms_ = std::max<std::int64_t>(60'000, 3 * config_.daemon.interval.count());
     drain_deadline_ms_ = config_.daemon.drain_deadline.count();
   }
@@ -262,19 +260,7 @@ class Daemon {
   // at once: a daemon restarted in a loop must not rescan every participant each time),
   // then every orphan_scan_interval. Unset until the first sweep.
   std::optional<Steady::time_point> next_orphan_scan_;
-  std::map<std::string, txn_recovery::Share> shares_;  // by watch namespace, after a heartbeat
-  // The members that sweep each watch (by namespace) in the view its share came from: read
-  // by the sweeper's workers (LogOverdueTaken) while the sweep's thread refreshes it.
-  std::mutex view_mu_;
-  std::map<std::string, std::vector<txn_recovery::MemberRecord>> sweepers_;
-  // The server's time at the last heartbeat, and when it was read: later lists of the fleet
-  // between batches place the expiry on the server's clock without a round trip of their own.
-  txn_recovery::DateTime heartbeat_server_time_{};
-  Steady::time_point heartbeat_server_time_at_{};
-  std::set<std::string> fleets_;         // databases this instance has a member record in
-  std::set<std::string> newer_members_;  // members of a newer format, said once each
-  std::set<std::string> failing_;  // watch namespaces it cannot drive (NoteSweepOf): not listed
-  Steady::time_point last_heartbeat_{};
+  txn_recovery::FleetMember fleet_;  // its store and options follow config_ (Adopted)
 };
 
 void Daemon::OnSignal(int sig) {
@@ -531,96 +517,65 @@ void Daemon::RecordWatch(const txn_recovery::WatchSpec& w,
     out->oldest = report.oldest_age;
 }
 
-void Daemon::Heartbeat() {
-  last_heartbeat_ = Steady::now();
-  if (!config_.fleet.enabled) return;
-  // database -> its watches. A watch this member cannot drive (NoteSweepOf) is not listed
-  // in the record, so that the others take its buckets; it still sweeps its own share.
-  std::map<std::string, std::vector<const txn_recovery::WatchSpec*>> databases;
-  for (const auto& w : config_.watches) databases[w.ns.database].push_back(&w);
-  for (auto it = fleets_.begin(); it != fleets_.end();) {
-    if (databases.count(*it) > 0) {
-      ++it;
-      continue;
-    }
-    LeaveFleetOf(*it);
-    it = fleets_.erase(it);
-  }
+txn_recovery::MemberRecord Daemon::Self(const std::string& owner) {
   char host[256] = {};
   if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
-  for (const auto& [database, watches] : databases) {
-    const txn_recovery::Namespace ns{database, config_.fleet.members_collection};
-    txn_recovery::MemberRecord self{owner_, host, MemberVersion(), {}, {}};
-    for (const auto* w : watches)
-      if (failing_.count(w->ns.ToString()) == 0) self.watches.push_back(w->ns.collection);
-    std::vector<txn_recovery::MemberRecord> live;
-    txn_recovery::DateTime now;
-    std::int64_t removed = 0;
-    Status s = txn_recovery::Heartbeat(store_.get(), ns, self);
-    if (s.ok()) fleets_.insert(database);
-    if (s.ok()) s = store_->ServerTime(&now);
-    if (s.ok()) {
-      heartbeat_server_time_ = now;
-      heartbeat_server_time_at_ = Steady::now();
+  return txn_recovery::MemberRecord{owner, host, MemberVersion(), {}, {}};
+}
+
+txn_recovery::FleetEvents Daemon::FleetEvents() {
+  txn_recovery::FleetEvents e;
+  e.share = [this](const txn_recovery::WatchSpec& w, const txn_recovery::Share& share,
+                   bool changed) {
+    if (changed) {
+      LogFields f({{"watch", w.name}});
+      spdlog::info(
+          "fleet of {}: {} live member(s) sweep it, this one at position {} holds {} of {} "
+          "buckets",
+          w.ns.ToString(), share.count, share.self, share.Buckets(), txn_recovery::kFleetBuckets);
     }
-    if (s.ok()) s = txn_recovery::LiveMembers(store_.get(), ns, config_.fleet.expiry, now, &live);
-    if (s.ok())
-      s = txn_recovery::RemoveExpired(store_.get(), ns, config_.fleet.expiry, now, &removed);
+    metrics_.Set("txn_recoveryd_fleet_members", {{"watch", w.name}},
+                 static_cast<double>(share.count));
+    metrics_.Set("txn_recoveryd_fleet_share_buckets", {{"watch", w.name}},
+                 static_cast<double>(share.Buckets()));
+  };
+  e.membership_failed = [](const txn_recovery::Namespace& members, const Status& s,
+                           bool had_share) {
+    if (had_share)
+      spdlog::warn("fleet membership in {} failed, sweeping every candidate: {}",
+                   members.ToString(), s.ToString());
+  };
+  e.expired_removed = [](const std::string& database, std::int64_t removed) {
     LogFields f({{"database", database}});
-    if (!s.ok()) {
-      // Without a view of the fleet, everything: the claims keep it safe, at the cost of
-      // racing the others for every transaction until the next heartbeat.
-      bool had = false;
-      for (const auto* w : watches) had = shares_.erase(w->ns.ToString()) > 0 || had;
-      if (had)
-        spdlog::warn("fleet membership in {} failed, sweeping every candidate: {}", ns.ToString(),
-                     s.ToString());
-      continue;
-    }
-    if (removed > 0)
-      spdlog::info("fleet of {}: {} expired member record(s) removed", database, removed);
-    // A mixed fleet is a rolling upgrade: each member leaves alone what it cannot read, and
-    // the lease keeps every transaction to one driver (docs/upgrading.md). Said, because a
-    // member left behind holds its share of what only the newer ones can drive.
-    for (const auto& m : live)
-      if (m.format > txn_recovery::RecoveryRecord::kFormat && newer_members_.insert(m.id).second)
-        spdlog::warn(
-            "fleet of {}: member {} on {} (version {}) writes format {}, newer than this "
-            "daemon's {}: upgrade this host; meanwhile it leaves alone what that member "
-            "writes",
-            database, m.id, m.host, m.version, m.format, txn_recovery::RecoveryRecord::kFormat);
-    for (const auto* w : watches) AdoptView(*w, live);
-  }
+    spdlog::info("fleet of {}: {} expired member record(s) removed", database, removed);
+  };
+  // A mixed fleet is a rolling upgrade: each member leaves alone what it cannot read, and
+  // the lease keeps every transaction to one driver (docs/upgrading.md). Said, because a
+  // member left behind holds its share of what only the newer ones can drive.
+  e.newer_member = [](const std::string& database, const txn_recovery::MemberRecord& m) {
+    LogFields f({{"database", database}});
+    spdlog::warn(
+        "fleet of {}: member {} on {} (version {}) writes format {}, newer than this "
+        "daemon's {}: upgrade this host; meanwhile it leaves alone what that member "
+        "writes",
+        database, m.id, m.host, m.version, m.format, txn_recovery::RecoveryRecord::kFormat);
+  };
+  e.leave_failed = [](const std::string& database, const Status& s) {
+    spdlog::warn("could not leave the fleet of {} (the record expires instead): {}", database,
+                 s.ToString());
+  };
+  return e;
 }
 
-txn_recovery::Share Daemon::RefreshView(const txn_recovery::WatchSpec& w) {
-  if (Steady::now() - last_heartbeat_ >= config_.fleet.heartbeat) {
-    Heartbeat();
-  } else if (shares_.count(w.ns.ToString()) > 0) {
-    // A read of a few records per batch of bulk_size transactions. A failed read keeps the
-    // view it had: the next heartbeat says whether membership itself failed.
-    const txn_recovery::Namespace ns{w.ns.database, config_.fleet.members_collection};
-    const auto elapsed =
-        std::chrono::duration_cast<milliseconds>(Steady::now() - heartbeat_server_time_at_);
-    const txn_recovery::DateTime now{heartbeat_server_time_.millis + elapsed.count()};
-    std::vector<txn_recovery::MemberRecord> live;
-    if (txn_recovery::LiveMembers(store_.get(), ns, config_.fleet.expiry, now, &live).ok())
-      AdoptView(w, live);
-  }
-  // Without a view of the fleet (membership failed), everything, as at the sweep's start.
-  return ShareIn(w).value_or(txn_recovery::Share{});
+void Daemon::Heartbeat() {
+  if (config_.fleet.enabled) fleet_.Heartbeat(config_.watches);
 }
 
+// An overdue transaction of another member's share, taken by this one: said with the
+// member whose share holds it, since it means that member is not driving it.
 void Daemon::LogOverdueTaken(const txn_recovery::WatchSpec& w, const txn_recovery::TxnReport& r) {
   std::string holder = "position " + std::to_string(*r.overdue_in_share_of);
-  {
-    std::lock_guard lock(view_mu_);
-    const auto& sweepers = sweepers_[w.ns.ToString()];
-    if (*r.overdue_in_share_of < sweepers.size()) {
-      const auto& m = sweepers[*r.overdue_in_share_of];
-      holder = m.id + " on " + m.host;
-    }
-  }
+  if (auto m = fleet_.SweeperAt(w, *r.overdue_in_share_of)) holder = m->id + " on " + m->host;
   LogFields f({{"watch", w.name}, IdField("txn_id", r.id)});
   spdlog::warn(
       "transaction overdue in the share of member {} (bucket {}): driven by this member; that "
@@ -628,61 +583,14 @@ void Daemon::LogOverdueTaken(const txn_recovery::WatchSpec& w, const txn_recover
       holder, txn_recovery::BucketOf(r.id));
 }
 
-void Daemon::AdoptView(const txn_recovery::WatchSpec& w,
-                       const std::vector<txn_recovery::MemberRecord>& live) {
-  const txn_recovery::Share share = txn_recovery::ShareOf(live, owner_, w.ns.collection);
-  {
-    std::lock_guard lock(view_mu_);
-    sweepers_[w.ns.ToString()] = txn_recovery::SweepersOf(live, w.ns.collection);
-  }
-  auto [it, added] = shares_.try_emplace(w.ns.ToString(), share);
-  if (added || it->second != share) {
-    LogFields f({{"watch", w.name}});
-    spdlog::info(
-        "fleet of {}: {} live member(s) sweep it, this one at position {} holds {} of {} "
-        "buckets",
-        w.ns.ToString(), share.count, share.self, share.Buckets(), txn_recovery::kFleetBuckets);
-  }
-  it->second = share;
-  metrics_.Set("txn_recoveryd_fleet_members", {{"watch", w.name}},
-               static_cast<double>(share.count));
-  metrics_.Set("txn_recoveryd_fleet_share_buckets", {{"watch", w.name}},
-               static_cast<double>(share.Buckets()));
-}
-
 std::optional<txn_recovery::Share> Daemon::ShareIn(const txn_recovery::WatchSpec& w) const {
   if (!config_.fleet.enabled) return std::nullopt;
-  auto it = shares_.find(w.ns.ToString());
-  if (it == shares_.end()) return std::nullopt;
-  return it->second;
-}
-
-// A member whose sweep of a watch failed, or whose writes there were refused for a privilege
-// it lacks (a host deployed with the wrong role), cannot drive its share: the watch leaves
-// its next heartbeat and the other members take those buckets (docs/fleet.md). It is listed
-// again once a clean sweep of it resolved something: a clean sweep that only found the
-// others driving its old buckets proves nothing, and would make it flap.
-void Daemon::NoteSweepOf(const txn_recovery::WatchSpec& w, const Status& s, bool refused,
-                         std::int64_t resolved) {
-  const std::string key = w.ns.ToString();
-  if (!s.ok() || refused)
-    failing_.insert(key);
-  else if (resolved > 0 || failing_.count(key) == 0)
-    failing_.erase(key);
+  return fleet_.ShareOf(w);
 }
 
 void Daemon::LeaveFleet() {
   if (!config_.fleet.enabled || store_ == nullptr) return;
-  for (const auto& database : fleets_) LeaveFleetOf(database);
-  fleets_.clear();
-  shares_.clear();
-}
-
-void Daemon::LeaveFleetOf(const std::string& database) {
-  const txn_recovery::Namespace ns{database, config_.fleet.members_collection};
-  if (Status s = txn_recovery::Leave(store_.get(), ns, owner_); !s.ok())
-    spdlog::warn("could not leave the fleet of {} (the record expires instead): {}", database,
-                 s.ToString());
+  fleet_.Leave();
 }
 
 Daemon::SweepOutcome Daemon::SweepAll() {
@@ -718,15 +626,19 @@ Daemon::SweepOutcome Daemon::SweepAll() {
     txn_recovery::WatchSummary summary;
     auto t0 = Steady::now();
     // Between watches too, so that a long sweep does not let this member expire.
-    if (Steady::now() - last_heartbeat_ >= config_.fleet.heartbeat) Heartbeat();
+    if (fleet_.HeartbeatDue()) Heartbeat();
     so.share = ShareIn(w);
-    so.refresh_share = [this, &w] { return RefreshView(w); };
+    if (config_.fleet.enabled)
+      so.refresh_share = [this, &w] { return fleet_.Refresh(config_.watches, w); };
     sweeping = &w;
     txn_recovery::Sweeper sweeper(store_.get(), txn_recovery::Clock::Real(), so);
     Status s = txn_recovery::SweepAndRetain(&sweeper, w, on_txn, &summary);
     double seconds = std::chrono::duration<double>(Steady::now() - t0).count();
     if (s.IsAborted() && stop_.load()) break;  // the drain, not a failure
-    NoteSweepOf(w, s, refused, summary.resolved);
+    // A member whose sweep of a watch failed, or whose writes there were refused for a
+    // privilege it lacks (a host deployed with the wrong role), cannot drive its share: the
+    // others take it (docs/fleet.md).
+    fleet_.NoteSweep(w, s.ok() && !refused, summary.resolved);
     refused = false;
     RecordWatch(w, summary, s, seconds, &out);
     Progress();
@@ -778,15 +690,12 @@ Daemon::SweepOutcome Daemon::DatabaseDown(const Status& ping) {
 // a member that is live but does not scan holds the scan up for one period at most.
 bool Daemon::OrphanScanIsMine(const txn_recovery::WatchSpec& w) {
   if (!ShareIn(w)) return true;  // not in a fleet (or no view of it): as a lone daemon
-  const txn_recovery::Namespace ns{w.ns.database, config_.fleet.members_collection};
   const double shortest = 1.0 - std::clamp(config_.daemon.jitter, 0.0, 1.0);
   const auto period = milliseconds(static_cast<std::int64_t>(
       static_cast<double>(config_.daemon.orphan_scan_interval.count()) * shortest * 0.95));
   bool claimed = false;
   LogFields f({{"watch", w.name}});
-  if (Status s = txn_recovery::ClaimOrphanScan(store_.get(), ns, w.ns.collection, owner_, period,
-                                               &claimed);
-      !s.ok()) {
+  if (Status s = fleet_.ClaimOrphanScan(w, period, &claimed); !s.ok()) {
     spdlog::warn("orphan scan of {} not claimed (left to the next attempt): {}", w.ns.ToString(),
                  s.ToString());
     return false;
@@ -966,6 +875,7 @@ int Daemon::Run() {
     spdlog::error("bad configuration: {}", s.message());
     return kExitConfig;
   }
+  fleet_.SetStore(store_.get());
   if (!config_.http.listen.empty()) {
     if (Status s = StartHttp(config_.http, &http_); !s.ok()) {
       spdlog::error("cannot serve health and metrics: {}", s.message());

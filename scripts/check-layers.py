@@ -39,6 +39,7 @@ HEADER_LAYER = {
     "document.h": "base",
     "duration.h": "base",
     "filter.h": "base",
+    "fleet_member.h": "engine",
     "indexes.h": "tools",
     "inspect.h": "tools",
     "membership.h": "engine",
