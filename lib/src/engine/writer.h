@@ -4,8 +4,8 @@
 // that a dry run and `explain` are the engine itself rehearsing, not a second walk of the
 // program that could drift from what runs.
 //
-// The lease-deadline rule is not here: the execution (execution.cc) decides which writes go
-// under a lease and adds their fence before handing them over.
+// The lease-deadline rule is not here: the execution's sender (engine/batch_send.cc) decides
+// which writes go under a lease and adds their fence before handing them over.
 #pragma once
 
 #include <string>

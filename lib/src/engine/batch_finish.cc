@@ -1,0 +1,106 @@
+// The finish phase: markers pulled, a late duplicate undone, and the finish's traces removed.
+//
+// Part of StateMachine::Batch (engine/batch.h).
+#include "engine/batch.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+namespace txn_recovery {
+
+void StateMachine::Batch::Untrace(const std::vector<Item*>& list) {
+  RemoveTraces(list);
+  for (Item* it : list) ++it->pc;
+}
+
+void StateMachine::Batch::RemoveTraces(const std::vector<Item*>& items) {
+  struct Trace {
+    Item* it;
+    const ParticipantStep* step;
+    bool all;
+  };
+  std::vector<Trace> traces;
+  std::unordered_map<std::string, std::vector<std::size_t>> by_participant;
+  for (Item* it : items)
+    for (std::size_t k = 0; k < it->traced_at.size(); ++k) {
+      if (!it->traced_at[k]) continue;
+      const ParticipantStep& step = it->txn->steps[k];
+      by_participant[step.ns.ToString() + " " + step.target.ToString()].push_back(traces.size());
+      traces.push_back({it, &step, static_cast<bool>(it->trace_all_at[k])});
+    }
+  for (auto& [participant, indices] : by_participant) {
+    if (indices.size() < 2) continue;
+    const bool all =
+        std::all_of(indices.begin(), indices.end(), [&](std::size_t i) { return traces[i].all; });
+    for (std::size_t i : indices) traces[i].all = false;
+    traces[indices.back()].all = all;
+  }
+  std::vector<Write> writes;
+  for (const Trace& t : traces)
+    writes.push_back({t.it, t.step, t.step->ns,
+                      requests::UntraceAsRead(t.step->target, t.it->txn->id, paths_, t.all),
+                      /*best_effort=*/true,
+                      (t.all ? "remove the daemon's sub-document (the finish's trace) from "
+                             : "pull the finish's trace from ") +
+                          t.step->describe});
+  (void)Send(writes);
+}
+
+void StateMachine::Batch::Finish(const std::vector<Item*>& list) {
+  ReadForFinish(list);
+  std::vector<Write> writes;
+  for (Item* it : list) {
+    if (!Running(*it)) continue;
+    for (std::size_t k = 0; k < it->finish_as.size(); ++k) {
+      const ParticipantStep& step = it->txn->steps[k];
+      auto [pull, duplicate] = requests::Finish(step, it->txn->id, paths_);
+      switch (it->finish_as[k]) {
+        case FinishAs::kNothing:
+          writer_.Note(step.ns, "(nothing: no marker to pull) " + step.describe);
+          break;
+        case FinishAs::kPull:
+          MarkTraced(it, &step, it->pull_leaves_all[k]);
+          writes.push_back({it, &step, step.ns, std::move(pull), false,
+                            "finish: pull the marker of " + step.describe});
+          break;
+        case FinishAs::kUndoDuplicate:
+          writes.push_back({it, &step, step.ns, std::move(duplicate), false,
+                            "finish: undo a late duplicate of " + step.describe});
+          break;
+      }
+    }
+  }
+  // A finish that matches nothing had nothing left to do: the application pulled the
+  // marker itself meanwhile.
+  (void)Send(writes);
+  for (Item* it : list) {
+    for (const TaggedSet& set : it->txn->tagged_sets) {
+      if (!Running(*it)) break;
+      const UpdateRequest finish = requests::FinishTagged(set);
+      if (auto n = SendMany(it, "finish: " + set.describe, set.ns, finish.filter, &finish.update))
+        it->result->operations_applied += static_cast<int>(*n);
+    }
+    if (Running(*it)) ++it->pc;
+  }
+}
+
+void StateMachine::Batch::ReadForFinish(const std::vector<Item*>& list) {
+  std::vector<Item*> unread;
+  for (Item* it : list)
+    if (Running(*it) && it->finish_as.empty() && !it->txn->steps.empty()) unread.push_back(it);
+  if (unread.empty()) return;
+  const std::vector<StepRef> steps = StepsOf(unread);
+  const std::vector<Found> found = ReadParticipants(steps);
+  CheckAll(steps, found);
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    auto [it, step] = steps[i];
+    if (it->finish_as.empty()) it->finish_as.assign(it->txn->steps.size(), FinishAs::kNothing);
+    if (found[i].size() > 1) {
+      Fail(it, TwoDocuments(*step, found[i].size()));
+    } else if (!found[i].empty()) {
+      DecideFinish(it, step, found[i].front(), /*applying=*/false);
+    }
+  }
+}
+
+}  // namespace txn_recovery

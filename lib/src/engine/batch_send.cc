@@ -1,0 +1,77 @@
+// The lease-checked sender: every write of a batch goes through Send or SendMany, the only
+// place the lease-deadline rule (LeaseOptions in state_machine.h) and the fence are applied.
+//
+// Part of StateMachine::Batch (engine/batch.h).
+#include "engine/batch.h"
+
+#include <set>
+
+namespace txn_recovery {
+
+auto StateMachine::Batch::Send(std::vector<Write>& writes) -> Sent {
+  Sent sent;
+  std::map<std::string, std::vector<std::size_t>> by_ns;
+  for (std::size_t i = 0; i < writes.size(); ++i) {
+    Item* it = writes[i].item;
+    if (it->leased && !LeaseLive(*it)) {
+      if (!writes[i].best_effort) Fail(it, LeaseExpired(*it));
+      continue;
+    }
+    if (it->leased || writes[i].claims_lease)
+      writes[i].request.filter = requests::Fenced(std::move(writes[i].request.filter), it->lease);
+    by_ns[writes[i].ns.ToString()].push_back(i);
+  }
+  for (const auto& [key, indices] : by_ns) {
+    std::vector<LabelledRequest> bulk;
+    bulk.reserve(indices.size());
+    for (std::size_t i : indices) bulk.push_back({writes[i].what, writes[i].request});
+    BulkResult r;
+    if (Status s = writer_.Each(writes[indices.front()].ns, bulk, &r); !s.ok()) {
+      for (std::size_t i : indices)
+        if (!writes[i].best_effort) Fail(writes[i].item, s);
+      continue;
+    }
+    std::set<std::size_t> refused;
+    for (auto& [index, why] : r.refused) {
+      if (index >= indices.size()) continue;
+      refused.insert(index);
+      if (!writes[indices[index]].best_effort) Fail(writes[indices[index]].item, std::move(why));
+    }
+    for (std::size_t k = 0; k < indices.size(); ++k)
+      if (!refused.count(k)) sent.accepted.push_back(indices[k]);
+    sent.matched += r.matched;
+  }
+  return sent;
+}
+
+std::optional<std::int64_t> StateMachine::Batch::SendMany(Item* it, const std::string& what,
+                                                          const Namespace& ns, Filter filter,
+                                                          const Update* update) {
+  if (it->leased) {
+    if (!LeaseLive(*it)) {
+      Fail(it, LeaseExpired(*it));
+      return std::nullopt;
+    }
+    filter = requests::Fenced(std::move(filter), it->lease);
+  }
+  WriteResult r;
+  if (Status s = writer_.Many(ns, what, filter, update, &r); !s.ok()) {
+    Fail(it, std::move(s));
+    return std::nullopt;
+  }
+  return update ? r.matched : r.modified;
+}
+
+void StateMachine::Batch::ReleaseHeld() {
+  std::vector<Write> writes;
+  for (Item& it : items_) {
+    if (!it.leased || it.resolved || it.released) continue;
+    it.released = true;
+    it.pc = it.program.size();  // nothing more is written for it
+    writes.push_back({&it, nullptr, m_->txn_ns_, requests::Release(it.txn->id, paths_, it.lease),
+                      /*best_effort=*/true, "release the lease"});
+  }
+  if (!writes.empty()) (void)Send(writes);
+}
+
+}  // namespace txn_recovery

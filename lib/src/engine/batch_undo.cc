@@ -1,0 +1,62 @@
+// The undo phase of a roll back.
+// Part of StateMachine::Batch (engine/batch.h).
+#include "engine/batch.h"
+
+namespace txn_recovery {
+
+void StateMachine::Batch::Undo(const std::vector<Item*>& list) {
+  const std::vector<StepRef> steps = StepsOf(list);
+  // A roll back undoes by the read before its claim (the model's E1: an apply that lands
+  // after that read is a late write of the cancelled transaction, for the late-write
+  // check, like one that lands after the undos); a resume turned roll back reads now.
+  std::vector<StepRef> unread;
+  for (const StepRef& s : steps)
+    if (s.first->read_before_claim.empty()) unread.push_back(s);
+  std::vector<Found> fresh = ReadParticipants(unread);
+  CheckAll(unread, fresh);
+  std::vector<Found> before(steps.size());
+  for (std::size_t i = 0, u = 0; i < steps.size(); ++i) {
+    auto [it, step] = steps[i];
+    before[i] = it->read_before_claim.empty()
+                    ? std::move(fresh[u++])
+                    : it->read_before_claim[static_cast<std::size_t>(step - it->txn->steps.data())];
+  }
+  std::vector<Write> writes;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    auto [it, step] = steps[i];
+    if (!Running(*it)) continue;
+    if (const Document* d = WithMarker(before[i], *step, it->txn->id))
+      AddWrite(&writes, it, step, *d, step->undo, "undo: " + step->describe,
+               [&, step = step, it = it] { return requests::Undo(*step, it->txn->id, *d); });
+    else
+      writer_.Note(step->ns, "(nothing: not applied) " + step->describe);
+  }
+  std::erase_if(writes, [&](const Write& w) { return !Running(*w.item); });
+  const Sent sent = Send(writes);
+  if (sent.all_matched()) {
+    for (std::size_t i : sent.accepted) ++writes[i].item->result->operations_undone;
+  } else {
+    std::vector<StepRef> refs;
+    const std::vector<Found> after = ReadBack(writes, sent, &refs);
+    for (std::size_t k = 0; k < refs.size(); ++k) {
+      auto [it, step] = refs[k];
+      if (!AnyHasMarker(after[k], *step, it->txn->id)) {
+        ++it->result->operations_undone;
+      } else {
+        Fail(it, LeaseLive(*it)
+                     ? Status::Conflict(step->describe + ": the undo did not take effect")
+                     : LeaseExpired(*it));
+      }
+    }
+  }
+  for (Item* it : list) {
+    for (const TaggedSet& set : it->txn->tagged_sets) {
+      if (!Running(*it)) break;
+      if (auto n = SendMany(it, "delete: " + set.describe, set.ns, set.members, nullptr))
+        it->result->operations_undone += static_cast<int>(*n);
+    }
+    if (Running(*it)) ++it->pc;
+  }
+}
+
+}  // namespace txn_recovery
