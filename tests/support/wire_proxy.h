@@ -5,9 +5,9 @@
 // messages, replies slower than the socket timeout, a refused login) while everything
 // else is answered by the real server.
 //
-// Each accepted connection gets two threads (client -> server, server -> client) with
-// blocking sockets; the request's command name, database and collection are remembered by
-// requestID so that a rule sees, with each reply, the command it answers. OP_MSG and the
+// It is a reply hook on the wire toolkit's forwarder (support/wire/forwarder.h), whose one
+// thread runs the rules; the request's command name, database and collection are noted
+// with it so that a rule sees, with each reply, the command it answers. OP_MSG and the
 // legacy OP_QUERY/OP_REPLY (the driver's first handshake) are parsed; OP_COMPRESSED and
 // anything else passes untouched (the URIs built here never ask for compression).
 //
@@ -15,20 +15,17 @@
 // for them.
 #pragma once
 
+#include <any>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
-#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
-#include <vector>
 
 #include "support/wire/bson.h"
+#include "support/wire/forwarder.h"
 
 namespace txn_recovery::testing {
 
@@ -55,8 +52,8 @@ class WireProxy {
     Fate fate = Fate::kForward;
     std::chrono::milliseconds delay{0};
   };
-  // Called for every reply, from the connections' threads (one at a time: the proxy holds
-  // a lock around it). Must not block; use kDelay to stall.
+  // Called for every reply, from the forwarder's thread (one at a time). Must not block;
+  // use kDelay to stall.
   using Rule = std::function<Verdict(Reply*)>;
 
   // Listens on 127.0.0.1 (a free port) and forwards to host:port. Null with *error set
@@ -64,47 +61,36 @@ class WireProxy {
   static std::unique_ptr<WireProxy> Start(const std::string& host, int port, std::string* error);
   // Forwards to the first host of a mongodb:// URI (the test server's).
   static std::unique_ptr<WireProxy> StartFor(const std::string& server_uri, std::string* error);
-  ~WireProxy();
+  ~WireProxy() = default;
   WireProxy(const WireProxy&) = delete;
   WireProxy& operator=(const WireProxy&) = delete;
 
   void SetRule(Rule rule);
-  int port() const { return port_; }
-  // A URI reaching the server through this proxy: `server_uri`'s credentials and options,
+  int port() const { return forwarder_->port(); }
+  // A URI reaching the server through this proxy: `server_uri`'s credentials, database and
+  // options,
   // this proxy as its only host, directConnection=true (a replica set member is reached
   // as itself, not through the hosts it advertises).
   std::string Uri(const std::string& server_uri) const;
   // Replies a rule changed, delayed, cut or dropped so far.
   int forged() const { return forged_.load(); }
   // Connections accepted so far.
-  int accepted() const { return accepted_.load(); }
+  int accepted() const { return static_cast<int>(forwarder_->accepted()); }
 
  private:
   struct Request {
     std::string command, database, collection;
   };
-  struct Conn;
 
   WireProxy() = default;
-  void AcceptLoop();
-  void ClientToServer(const std::shared_ptr<Conn>& c);
-  void ServerToClient(const std::shared_ptr<Conn>& c);
-  bool Sleep(std::chrono::milliseconds d);  // false if the proxy stopped meanwhile
+  static std::any Note(std::string_view request);
+  WireForwarder::ReplyVerdict Answer(std::string* message, std::any* note);
 
-  std::string host_;
-  int target_port_ = 0;
-  int listen_fd_ = -1;
-  int port_ = 0;
-  std::atomic<bool> stop_{false};
   std::atomic<int> forged_{0};
-  std::atomic<int> accepted_{0};
   std::mutex rule_mu_;  // guards rule_, and is held while a rule runs
   Rule rule_;
-  std::mutex mu_;  // guards conns_, threads_
-  std::condition_variable cv_;
-  std::vector<std::shared_ptr<Conn>> conns_;
-  std::vector<std::thread> threads_;
-  std::thread accept_thread_;
+  // Last, so destroyed first: its thread is joined before the rule it calls goes.
+  std::unique_ptr<WireForwarder> forwarder_;
 };
 
 }  // namespace txn_recovery::testing
