@@ -91,10 +91,11 @@ class EchoServer {
     addr.sin_family = AF_INET;
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t len = sizeof addr;
-    bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), len);
-    listen(listen_fd_, 8);
-    getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
-    port_ = ntohs(addr.sin_port);
+    // Port 0 tells the test it could not listen.
+    if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), len) == 0 &&
+        listen(listen_fd_, 8) == 0 &&
+        getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
+      port_ = ntohs(addr.sin_port);
     thread_ = std::thread([this] {
       int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
       if (fd < 0) return;
@@ -158,6 +159,7 @@ std::optional<std::int64_t> Ask(int fd, std::int32_t id) {
 
 TEST(WireToolkit, EachReplyMeetsItsRequestsNoteAndIsRewrittenHeldBackOrEndsTheConnection) {
   EchoServer server;
+  ASSERT_NE(server.port(), 0);
   std::atomic<int> requests{0};
   WireForwarder::Hooks hooks;
   hooks.on_request = [&](std::string_view request) {
@@ -196,6 +198,7 @@ TEST(WireToolkit, EachReplyMeetsItsRequestsNoteAndIsRewrittenHeldBackOrEndsTheCo
 
 TEST(WireToolkit, WithoutHooksBytesPassAsTheyComeAndConnectionsAreCutOrRefused) {
   EchoServer server;
+  ASSERT_NE(server.port(), 0);
   std::string error;
   auto forwarder = WireForwarder::Start("127.0.0.1", server.port(), {}, &error);
   ASSERT_TRUE(forwarder) << error;

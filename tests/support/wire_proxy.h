@@ -29,8 +29,6 @@
 
 namespace txn_recovery::testing {
 
-// ---- The proxy ---------------------------------------------------------------------------
-
 class WireProxy {
  public:
   // One reply, with what the rule needs to know of the request it answers.
