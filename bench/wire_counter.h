@@ -1,21 +1,25 @@
-// WireCounter: a TCP forwarder between a client (the daemon) and a MongoDB-wire server that
-// counts, per collection, the update commands the client sends, the update statements in
-// them, and the documents the server says those statements matched. The bytes pass
-// unchanged. OP_MSG requests are read (the `updates` array of an `update` command, or its
-// document sequence, is the statements; a findAndModify is one); the replies' `n`
+// WireCounter: between a client (the daemon) and a MongoDB-wire server, counts per
+// collection the update commands the client sends, the update statements in them, and the
+// documents the server says those statements matched. The bytes pass unchanged: it is a
+// pair of hooks on the wire toolkit's forwarder (support/wire/forwarder.h), which runs them
+// on its one thread. OP_MSG requests are read (the `updates` array of an `update` command,
+// or its document sequence, is the statements; a findAndModify is one); the replies' `n`
 // (`lastErrorObject.n` for findAndModify) are the documents matched. Every OP_MSG command
 // is also timed, request to reply. Anything else, and OP_COMPRESSED, is forwarded without
 // a look (the URIs built here ask for no compression).
 #pragma once
 
-#include <atomic>
+#include <any>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
-#include <vector>
+#include <string_view>
+
+#include "support/wire/forwarder.h"
+#include "support/wire/message.h"
 
 namespace txn_recovery::bench {
 
@@ -54,19 +58,21 @@ class WireCounter {
   static std::int64_t Statements(const std::string& message, std::string* collection);
 
  private:
-  struct Conn;
-  void AcceptLoop();
-  void Pump(const std::shared_ptr<Conn>& c, bool to_server);
+  struct Request {
+    std::string command, collection;
+    std::int64_t statements = 0;  // > 0: an update or findAndModify
+    std::chrono::steady_clock::time_point sent;
+  };
+  static std::int64_t Statements(const testing::OpMsg& msg, std::string* collection);
+  std::any Noted(std::string_view request);
+  void Answered(std::string_view reply, std::any* note);
 
-  std::string host_, uri_;
-  int target_port_ = 0, listen_fd_ = -1;
-  std::atomic<bool> stop_{false};
-  std::mutex mu_;  // guards counts_, timings_, conns_, threads_
+  std::string uri_;
+  std::mutex mu_;  // guards counts_, timings_
   std::map<std::string, Counts> counts_;
   std::map<std::string, Timing> timings_;
-  std::vector<std::shared_ptr<Conn>> conns_;
-  std::vector<std::thread> threads_;
-  std::thread accept_thread_;
+  // Last, so destroyed first: its thread is joined before the counts its hooks write go.
+  std::unique_ptr<testing::WireForwarder> forwarder_;
 };
 
 }  // namespace txn_recovery::bench

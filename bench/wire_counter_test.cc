@@ -7,37 +7,18 @@
 #include <string>
 #include <vector>
 
-#include "support/wire_proxy.h"
+#include "support/wire/bson.h"
+#include "support/wire/message.h"
 
 namespace txn_recovery::bench {
 namespace {
 
 using testing::BsonWriter;
 
-void Put32(std::string* s, std::uint32_t v) {
-  for (int i = 0; i < 4; ++i) s->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-
 // An OP_MSG: `body`, then one document sequence per (name, documents) pair.
 std::string OpMsg(const std::string& body,
                   const std::vector<std::pair<std::string, std::vector<std::string>>>& seqs) {
-  std::string sections;
-  sections.push_back('\0');
-  sections += body;
-  for (const auto& [name, docs] : seqs) {
-    std::string payload = name + std::string(1, '\0');
-    for (const auto& d : docs) payload += d;
-    sections.push_back('\1');
-    Put32(&sections, static_cast<std::uint32_t>(payload.size() + 4));
-    sections += payload;
-  }
-  std::string m;
-  Put32(&m, static_cast<std::uint32_t>(16 + 4 + sections.size()));
-  Put32(&m, 7);     // requestID
-  Put32(&m, 0);     // responseTo
-  Put32(&m, 2013);  // OP_MSG
-  Put32(&m, 0);     // flagBits
-  return m + sections;
+  return testing::BuildOpMsg(7, 0, 0, body, seqs);
 }
 
 std::string Statement(int id) {

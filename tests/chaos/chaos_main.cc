@@ -42,6 +42,7 @@
 #include "support/scenario.h"
 #include "support/subprocess.h"
 #include "support/test_env.h"
+#include "support/wire/forwarder.h"
 #include "tcp_proxy.h"
 #include "txn_recovery/mongo_store.h"
 
@@ -163,34 +164,6 @@ bool ParseArgs(int argc, char** argv, Options* o, std::string* error) {
     *error = "--failovers N (N >= 1) and --failover-state-dir DIR go together";
     return false;
   }
-  return true;
-}
-
-// mongodb://[credentials@]host:port[/rest] with host:port replaced by the proxy's.
-bool ProxyUri(const std::string& uri, int proxy_port, std::string* host, int* port,
-              std::string* proxied) {
-  const std::string scheme = "mongodb://";
-  if (uri.rfind(scheme, 0) != 0) return false;
-  std::size_t start = scheme.size();
-  std::size_t end = uri.find_first_of("/?", start);
-  if (end == std::string::npos) end = uri.size();
-  std::string authority = uri.substr(start, end - start);
-  std::string creds;
-  if (auto at = authority.rfind('@'); at != std::string::npos) {
-    creds = authority.substr(0, at + 1);
-    authority = authority.substr(at + 1);
-  }
-  if (authority.find(',') != std::string::npos) return false;  // one host only
-  auto colon = authority.rfind(':');
-  *host = colon == std::string::npos ? authority : authority.substr(0, colon);
-  *port = colon == std::string::npos ? 27017 : std::stoi(authority.substr(colon + 1));
-  std::string rest = uri.substr(end);
-  // The proxy is the only server the processes may see, even if the server is a replica
-  // set member that announces its own address.
-  rest +=
-      rest.find('?') == std::string::npos ? "/?directConnection=true" : "&directConnection=true";
-  if (rest.rfind("//", 0) == 0) rest.erase(0, 1);
-  *proxied = scheme + creds + "127.0.0.1:" + std::to_string(proxy_port) + rest;
   return true;
 }
 
@@ -319,18 +292,20 @@ class Run {
       return 2;
     }
 
-    std::string host, error;
-    int port = 0;
-    if (!ProxyUri(o_.uri, 0, &host, &port, &proxied_uri_)) {
+    auto server = testing::SplitMongoUri(o_.uri);
+    if (!server || server->several_hosts) {
       std::cerr << "txn-recovery-chaos: the proxy needs a single-host mongodb:// URI\n";
       return 2;
     }
-    proxy_ = TcpProxy::Start(host, port, &error);
+    std::string error;
+    proxy_ = TcpProxy::Start(server->host, server->port, &error);
     if (!proxy_) {
       std::cerr << "txn-recovery-chaos: " << error << "\n";
       return 2;
     }
-    ProxyUri(o_.uri, proxy_->port(), &host, &port, &proxied_uri_);
+    // The proxy is the only server the processes may see, even if the server is a replica
+    // set member that announces its own address (directConnection=true).
+    proxied_uri_ = testing::ForwardedUri(*server, proxy_->port());
 
     dir_ =
         std::filesystem::temp_directory_path() / ("txn_recovery_chaos_" + std::to_string(getpid()));

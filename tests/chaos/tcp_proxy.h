@@ -1,18 +1,17 @@
 // A TCP proxy between the processes of a chaos run and the database server, so that the
 // harness can break the network the way production breaks it: connections dropped (FIN),
 // reset (RST), stalled (bytes held, sockets open: a partition that drops packets), and new
-// connections refused for a while (the server gone). One thread with poll(); commands from
-// any thread.
+// connections refused for a while (the server gone). The wire toolkit's forwarder without
+// hooks (support/wire/forwarder.h): one thread, the bytes passed as they come, unread (a
+// TLS session passes too); commands from any thread.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
-#include <random>
 #include <string>
-#include <thread>
-#include <vector>
+#include <utility>
+
+#include "support/wire/forwarder.h"
 
 namespace txn_recovery::chaos {
 
@@ -21,54 +20,43 @@ class TcpProxy {
   // Listens on 127.0.0.1 (any free port) and forwards each connection to
   // `target_host:target_port`. Null with *error set when it cannot listen.
   static std::unique_ptr<TcpProxy> Start(const std::string& target_host, int target_port,
-                                         std::string* error);
-  ~TcpProxy();
-  TcpProxy(const TcpProxy&) = delete;
-  TcpProxy& operator=(const TcpProxy&) = delete;
+                                         std::string* error) {
+    auto forwarder = testing::WireForwarder::Start(target_host, target_port, {}, error);
+    if (!forwarder) {
+      *error = "proxy: " + *error;
+      return nullptr;
+    }
+    return std::unique_ptr<TcpProxy>(new TcpProxy(std::move(forwarder)));
+  }
 
-  int port() const { return port_; }
+  int port() const { return forwarder_->port(); }
 
   // Each command applies to every open connection, or with `fraction` < 1 to a random
   // share of them chosen with `seed` (so that, e.g., a worker's connection stalls while a
   // daemon's does not). Returns how many connections it applied to.
-  int Drop(double fraction = 1, std::uint64_t seed = 0);   // close both sides (FIN)
-  int Reset(double fraction = 1, std::uint64_t seed = 0);  // close both sides with RST
-  int Stall(double fraction = 1, std::uint64_t seed = 0);  // stop forwarding, keep open
+  int Drop(double fraction = 1, std::uint64_t seed = 0) {  // close both sides (FIN)
+    return forwarder_->Drop(fraction, seed);
+  }
+  int Reset(double fraction = 1, std::uint64_t seed = 0) {  // close both sides with RST
+    return forwarder_->Reset(fraction, seed);
+  }
+  int Stall(double fraction = 1, std::uint64_t seed = 0) {  // stop forwarding, keep open
+    return forwarder_->Stall(fraction, seed);
+  }
   // Forwards again on every stalled connection.
-  void Unstall();
+  void Unstall() { forwarder_->Unstall(); }
   // While on, new connections are accepted and closed at once (and stay stalled ones
   // alone); existing connections are not touched: Drop them to cut completely.
-  void Refuse(bool on);
+  void Refuse(bool on) { forwarder_->Refuse(on); }
 
-  int open_connections() const { return open_.load(); }
-  std::int64_t accepted() const { return accepted_.load(); }
+  int open_connections() const { return forwarder_->open_connections(); }
+  std::int64_t accepted() const { return forwarder_->accepted(); }
 
  private:
-  struct Conn {
-    int client = -1, server = -1;
-    std::string to_server, to_client;  // bytes read from one side, not yet written
-    bool stalled = false;
-  };
-  enum class Op { kDrop, kReset, kStall };
+  explicit TcpProxy(std::unique_ptr<testing::WireForwarder> forwarder)
+      : forwarder_(std::move(forwarder)) {}
 
-  TcpProxy() = default;
-  void Loop();
-  void Close(Conn& c, bool reset);
-  int Apply(Op op, double fraction, std::uint64_t seed);
-  void Wake();
-
-  std::string target_host_;
-  int target_port_ = 0;
-  int listen_fd_ = -1;
-  int port_ = 0;
-  int wake_[2] = {-1, -1};
-  std::atomic<bool> stop_{false};
-  std::atomic<bool> refuse_{false};
-  std::atomic<int> open_{0};
-  std::atomic<std::int64_t> accepted_{0};
-  std::mutex mu_;  // guards conns_ (the loop holds it while it works on them)
-  std::vector<Conn> conns_;
-  std::thread thread_;
+  std::unique_ptr<testing::WireForwarder> forwarder_;
 };
 
 }  // namespace txn_recovery::chaos
