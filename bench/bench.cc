@@ -75,9 +75,9 @@
 #include "index_cost.h"
 #include "support/subprocess.h"
 #include "sweep_command.h"
-#include "txn_recovery/membership.h"
-#include "txn_recovery/mongo_store.h"
-#include "txn_recovery/query_log.h"
+#include "txn_recovery/engine/membership.h"
+#include "txn_recovery/stores/mongo_store.h"
+#include "txn_recovery/stores/query_log.h"
 #include "wire_counter.h"
 
 namespace {

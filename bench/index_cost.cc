@@ -4,7 +4,7 @@
 #include <chrono>
 #include <stdexcept>
 
-#include "txn_recovery/indexes.h"
+#include "txn_recovery/tools/indexes.h"
 
 namespace txn_recovery::bench {
 namespace {

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "child_process.h"
-#include "txn_recovery/mongo_store.h"
-#include "txn_recovery/watch.h"
+#include "txn_recovery/engine/watch.h"
+#include "txn_recovery/stores/mongo_store.h"
 
 namespace txn_recovery::bench {
 

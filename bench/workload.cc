@@ -15,8 +15,8 @@
 #include <map>
 
 #include "support/bank.h"
-#include "txn_recovery/mongo_store.h"
-#include "txn_recovery/recovery_record.h"
+#include "txn_recovery/base/recovery_record.h"
+#include "txn_recovery/stores/mongo_store.h"
 
 namespace {
 

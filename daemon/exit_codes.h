@@ -2,7 +2,7 @@
 // (RestartPreventExitStatus=78) and scripts can tell a bad configuration from an outage.
 #pragma once
 
-#include "txn_recovery/status.h"
+#include "txn_recovery/base/status.h"
 
 namespace txn_recoveryd {
 

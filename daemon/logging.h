@@ -26,7 +26,7 @@
 #include <spdlog/common.h>
 
 #include "config.h"
-#include "txn_recovery/mongo_store.h"
+#include "txn_recovery/stores/mongo_store.h"
 
 namespace txn_recoveryd {
 

@@ -31,13 +31,13 @@
 #include "revision.h"
 #include "stop_signals.h"
 #include "sweep_command.h"
-#include "txn_recovery/clock.h"
-#include "txn_recovery/fleet_member.h"
-#include "txn_recovery/inspect.h"
-#include "txn_recovery/membership.h"
-#include "txn_recovery/mongo_store.h"
-#include "txn_recovery/retention.h"
-#include "txn_recovery/sweeper.h"
+#include "txn_recovery/base/clock.h"
+#include "txn_recovery/engine/fleet_member.h"
+#include "txn_recovery/engine/membership.h"
+#include "txn_recovery/engine/sweeper.h"
+#include "txn_recovery/stores/mongo_store.h"
+#include "txn_recovery/tools/inspect.h"
+#include "txn_recovery/tools/retention.h"
 
 namespace txn_recoveryd {
 

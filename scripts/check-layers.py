@@ -3,13 +3,14 @@
 
 Usage: scripts/check-layers.py [ROOT]   (ROOT defaults to the checkout holding this script)
 
-Each file belongs to a layer: lib/src/<layer>/... to <layer>; a public header
-lib/include/txn_recovery/X.h to the layer of the lib/src file that implements it (HEADER_LAYER
-below); daemon/... to "daemon". An include is a violation when it reaches a layer its file may
-not use (USES), when the daemon reaches a private header of lib/src, or when it names a header
-the check cannot place (a new public header must be entered in HEADER_LAYER, so that its layer
-is a decision, not an accident). Prints one line per violation, `file:line: <layer> includes
-<header> of <layer>`, and exits 1 when there is any.
+Each file belongs to a layer: lib/src/<layer>/... and the public header
+lib/include/txn_recovery/<layer>/X.h to <layer>; daemon/... to "daemon". A public header is
+implemented by lib/src/<layer>/X.cc (types-only headers excepted: TYPES_ONLY), so that where
+a header lives says which layer it belongs to. An include is a violation when it reaches a
+layer its file may not use (USES), when the daemon reaches a private header of lib/src, or
+when it names a header the check cannot place (a public header outside a layer directory).
+Prints one line per violation, `file:line: <layer> includes <header> of <layer>`, and exits 1
+when there is any.
 """
 
 import pathlib
@@ -31,35 +32,6 @@ USES = {
 
 # A public header is in the layer of the .cc that implements it; the check verifies that the
 # .cc named here exists in that layer, so the table cannot drift from the tree unnoticed.
-HEADER_LAYER = {
-    "candidates.h": "engine",
-    "clock.h": "base",
-    "config_problem.h": "shapes",
-    "decision.h": "engine",
-    "document.h": "base",
-    "duration.h": "base",
-    "filter.h": "base",
-    "fleet_member.h": "engine",
-    "indexes.h": "tools",
-    "inspect.h": "tools",
-    "membership.h": "engine",
-    "memory_store.h": "stores",
-    "mongo_store.h": "stores",
-    "one_transaction.h": "engine",
-    "orphans.h": "tools",
-    "profile.h": "shapes",
-    "query_log.h": "stores",
-    "recovery_record.h": "base",
-    "retention.h": "tools",
-    "retention_policy.h": "shapes",
-    "state_machine.h": "engine",
-    "status.h": "base",
-    "store.h": "stores",
-    "sweeper.h": "engine",
-    "thresholds.h": "shapes",
-    "uri_redaction.h": "stores",
-    "watch.h": "engine",
-}
 
 # Headers with no .cc of their own (types only), placed by what they declare, not by a file:
 #   thresholds.h: a watch's ages; the shapes validate them (config_problem.h), so they may not
@@ -76,7 +48,7 @@ def layer_of_file(rel):
     if parts[:2] == ("lib", "src") and len(parts) > 3 and parts[2] in LAYERS_OF_SRC:
         return parts[2]
     if parts[:3] == ("lib", "include", "txn_recovery"):
-        return HEADER_LAYER.get(parts[3])
+        return parts[3] if len(parts) > 4 and parts[3] in LAYERS_OF_SRC else None
     if parts[0] == "daemon":
         return "daemon"
     return None
@@ -85,7 +57,8 @@ def layer_of_file(rel):
 def layer_of_include(header, includer_rel):
     """The layer of an included header, and whether it is private; (None, _) if unplaceable."""
     if header.startswith("txn_recovery/"):
-        return HEADER_LAYER.get(header[len("txn_recovery/"):]), False
+        parts = header.split("/")
+        return (parts[1] if len(parts) == 3 and parts[1] in LAYERS_OF_SRC else None), False
     if header.startswith(PRIVATE_PREFIXES):
         return header.split("/", 1)[0], True
     # A bare name: a file next to its includer (the daemon's own headers, revision.h generated
@@ -99,15 +72,15 @@ def main():
     root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).resolve().parent.parent)
     problems = []
 
-    for name, layer in sorted(HEADER_LAYER.items()):
-        stem = name[: -len(".h")]
-        if name in TYPES_ONLY:
+    public = root / "lib" / "include" / "txn_recovery"
+    for header in sorted(public.rglob("*.h")):
+        rel = header.relative_to(public)
+        if len(rel.parts) != 2 or rel.parts[0] not in LAYERS_OF_SRC:
+            problems.append(f"{header.relative_to(root)}: a public header outside the layer directories ({', '.join(LAYERS_OF_SRC)})")
             continue
-        if not (root / "lib" / "src" / layer / (stem + ".cc")).is_file():
-            problems.append(f"lib/include/txn_recovery/{name}: placed in {layer}, but lib/src/{layer}/{stem}.cc does not exist")
-    for header in sorted((root / "lib" / "include" / "txn_recovery").glob("*.h")):
-        if header.name not in HEADER_LAYER:
-            problems.append(f"{header.relative_to(root)}: public header missing from HEADER_LAYER in scripts/check-layers.py")
+        layer, name = rel.parts
+        if name not in TYPES_ONLY and not (root / "lib" / "src" / layer / (name[: -len(".h")] + ".cc")).is_file():
+            problems.append(f"{header.relative_to(root)}: in {layer}, but lib/src/{layer}/{name[: -len('.h')]}.cc does not exist")
 
     files = sorted(
         p

@@ -201,7 +201,7 @@ run_pass() {
       # Never empty: the ctest fixture would then start the embedded server instead.
       [[ -n "$docdb_uri" ]] || { echo "== documentdb: no URI" >&2; return 1; }
       export TXN_RECOVERY_TEST_URI="$docdb_uri"
-      # The same server over TLS, for tests/tls_test.cc (its URI names the CA; the other
+      # The same server over TLS, for tests/stores/tls_test.cc (its URI names the CA; the other
       # engines have no TLS, and those tests skip there).
       TXN_RECOVERY_TEST_TLS_URI="$(cat "$docdb_state/testdb-tls.uri")"
       export TXN_RECOVERY_TEST_TLS_URI TXN_RECOVERY_TEST_TLS_CA="$docdb_state/tls/ca.pem"

@@ -1,6 +1,6 @@
 // Documentation drift: what the man page, the shell completions, the example configuration,
 // docs/configuration.md and the container image say, checked against the code that defines
-// it (the configuration's keys: the schema, daemon/config_schema.cc).
+// it (the configuration's keys: the schema, daemon/configuration/config_schema.cc).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -123,9 +123,9 @@ TEST(Completions, OfferEveryCommandAndOption) {
   }
 }
 
-// ---- The configuration's schema (daemon/config_schema.cc) against the code that applies it
-// and the three documents that describe it: a key, a default or a bound that drifts in any
-// of them fails here.
+// ---- The configuration's schema (daemon/configuration/config_schema.cc) against the code that
+// applies it and the three documents that describe it: a key, a default or a bound that drifts in
+// any of them fails here.
 
 std::string Trim(std::string s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();

@@ -1,7 +1,7 @@
 // The test binary's main: libmongoc is initialized once for the whole run, as in the daemon.
 #include <gtest/gtest.h>
 
-#include "txn_recovery/mongo_store.h"
+#include "txn_recovery/stores/mongo_store.h"
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);

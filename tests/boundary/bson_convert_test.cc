@@ -11,7 +11,7 @@
 
 #include "stores/mongo_handles.h"
 #include "support/wire_proxy.h"
-#include "txn_recovery/profile.h"
+#include "txn_recovery/shapes/profile.h"
 
 namespace txn_recovery {
 namespace {

@@ -13,8 +13,8 @@
 #include <string_view>
 #include <vector>
 
-#include "txn_recovery/profile.h"
-#include "txn_recovery/store.h"
+#include "txn_recovery/shapes/profile.h"
+#include "txn_recovery/stores/store.h"
 
 namespace txn_recovery::chaos {
 

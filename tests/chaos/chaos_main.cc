@@ -44,7 +44,7 @@
 #include "support/test_env.h"
 #include "support/wire/forwarder.h"
 #include "tcp_proxy.h"
-#include "txn_recovery/mongo_store.h"
+#include "txn_recovery/stores/mongo_store.h"
 
 namespace txn_recovery::chaos {
 namespace {

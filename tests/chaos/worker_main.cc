@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "chaos_app.h"
-#include "txn_recovery/mongo_store.h"
+#include "txn_recovery/stores/mongo_store.h"
 
 namespace {
 

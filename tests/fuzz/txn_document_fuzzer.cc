@@ -13,9 +13,9 @@
 
 #include "engine/requests.h"
 #include "stores/mongo_handles.h"
-#include "txn_recovery/candidates.h"
-#include "txn_recovery/profile.h"
-#include "txn_recovery/state_machine.h"
+#include "txn_recovery/engine/candidates.h"
+#include "txn_recovery/engine/state_machine.h"
+#include "txn_recovery/shapes/profile.h"
 
 namespace {
 

@@ -1,6 +1,6 @@
 #include "bank.h"
 
-#include "txn_recovery/recovery_record.h"
+#include "txn_recovery/base/recovery_record.h"
 
 #include <climits>
 #include <set>

@@ -14,7 +14,7 @@
 #include "support/bank.h"
 #include "support/scenario.h"
 #include "support/test_env.h"
-#include "txn_recovery/watch.h"
+#include "txn_recovery/engine/watch.h"
 
 namespace txn_recovery::testing {
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "txn_recovery/document.h"
-#include "txn_recovery/profile.h"
+#include "txn_recovery/base/document.h"
+#include "txn_recovery/shapes/profile.h"
 
 namespace txn_recovery::testing {
 

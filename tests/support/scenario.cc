@@ -6,7 +6,7 @@
 #include <random>
 #include <stdexcept>
 
-#include "txn_recovery/retention.h"
+#include "txn_recovery/tools/retention.h"
 
 namespace txn_recovery::testing {
 

@@ -11,9 +11,9 @@
 #include <tuple>
 #include <vector>
 
-#include "txn_recovery/clock.h"
-#include "txn_recovery/store.h"
-#include "txn_recovery/sweeper.h"
+#include "txn_recovery/base/clock.h"
+#include "txn_recovery/engine/sweeper.h"
+#include "txn_recovery/stores/store.h"
 
 namespace txn_recovery::testing {
 

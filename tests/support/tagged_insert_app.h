@@ -31,9 +31,9 @@
 #include <vector>
 
 #include "support/scenario.h"
-#include "txn_recovery/profile.h"
-#include "txn_recovery/store.h"
-#include "txn_recovery/sweeper.h"
+#include "txn_recovery/engine/sweeper.h"
+#include "txn_recovery/shapes/profile.h"
+#include "txn_recovery/stores/store.h"
 
 namespace txn_recovery::testing {
 

@@ -6,8 +6,8 @@
 #include <fstream>
 #include <random>
 
-#include "txn_recovery/memory_store.h"
-#include "txn_recovery/mongo_store.h"
+#include "txn_recovery/stores/memory_store.h"
+#include "txn_recovery/stores/mongo_store.h"
 
 namespace txn_recovery::testing {
 

@@ -8,8 +8,8 @@
 #include <memory>
 #include <string>
 
-#include "txn_recovery/clock.h"
-#include "txn_recovery/store.h"
+#include "txn_recovery/base/clock.h"
+#include "txn_recovery/stores/store.h"
 
 namespace txn_recovery::testing {
 

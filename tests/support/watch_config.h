@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "txn_recovery/sweeper.h"
+#include "txn_recovery/engine/sweeper.h"
 
 namespace txn_recovery::testing {
 

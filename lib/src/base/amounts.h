@@ -8,9 +8,9 @@
 
 #include <string>
 
-#include "txn_recovery/document.h"
-#include "txn_recovery/filter.h"
-#include "txn_recovery/status.h"
+#include "txn_recovery/base/document.h"
+#include "txn_recovery/base/filter.h"
+#include "txn_recovery/base/status.h"
 
 namespace txn_recovery {
 

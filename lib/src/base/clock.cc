@@ -1,4 +1,4 @@
-#include "txn_recovery/clock.h"
+#include "txn_recovery/base/clock.h"
 
 #include <thread>
 

@@ -1,4 +1,4 @@
-#include "txn_recovery/document.h"
+#include "txn_recovery/base/document.h"
 
 #include <cinttypes>
 #include <cmath>

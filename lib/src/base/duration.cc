@@ -1,4 +1,4 @@
-#include "txn_recovery/duration.h"
+#include "txn_recovery/base/duration.h"
 
 #include <string>
 

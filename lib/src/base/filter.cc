@@ -2,7 +2,7 @@
 // these directly; the MongoDB store translates them to query/update documents. The
 // semantics here follow MongoDB's for the types the engine uses, including its rule that
 // an equality predicate on an array field matches when any element is equal.
-#include "txn_recovery/filter.h"
+#include "txn_recovery/base/filter.h"
 
 #include <algorithm>
 #include <cassert>

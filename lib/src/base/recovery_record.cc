@@ -1,4 +1,4 @@
-#include "txn_recovery/recovery_record.h"
+#include "txn_recovery/base/recovery_record.h"
 
 namespace txn_recovery {
 namespace {

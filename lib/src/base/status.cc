@@ -1,4 +1,4 @@
-#include "txn_recovery/status.h"
+#include "txn_recovery/base/status.h"
 
 namespace txn_recovery {
 

@@ -35,7 +35,7 @@
 
 #include "engine/requests.h"
 #include "engine/writer.h"
-#include "txn_recovery/state_machine.h"
+#include "txn_recovery/engine/state_machine.h"
 
 namespace txn_recovery {
 

@@ -1,10 +1,10 @@
-#include "txn_recovery/candidates.h"
+#include "txn_recovery/engine/candidates.h"
 
 #include <algorithm>
 #include <limits>
 #include <map>
 
-#include "txn_recovery/recovery_record.h"
+#include "txn_recovery/base/recovery_record.h"
 
 namespace txn_recovery {
 

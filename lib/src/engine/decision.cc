@@ -1,4 +1,4 @@
-#include "txn_recovery/decision.h"
+#include "txn_recovery/engine/decision.h"
 
 #include <algorithm>
 #include <limits>

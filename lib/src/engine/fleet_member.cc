@@ -1,8 +1,8 @@
-#include "txn_recovery/fleet_member.h"
+#include "txn_recovery/engine/fleet_member.h"
 
 #include <utility>
 
-#include "txn_recovery/recovery_record.h"
+#include "txn_recovery/base/recovery_record.h"
 
 namespace txn_recovery {
 

@@ -1,4 +1,4 @@
-#include "txn_recovery/membership.h"
+#include "txn_recovery/engine/membership.h"
 
 #include <algorithm>
 #include <bit>

@@ -1,4 +1,4 @@
-#include "txn_recovery/one_transaction.h"
+#include "txn_recovery/engine/one_transaction.h"
 
 #include "engine/requests.h"
 #include "engine/writer.h"

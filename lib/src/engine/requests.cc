@@ -1,7 +1,7 @@
 #include "engine/requests.h"
 
 #include "base/amounts.h"
-#include "txn_recovery/candidates.h"
+#include "txn_recovery/engine/candidates.h"
 
 namespace txn_recovery::requests {
 namespace {

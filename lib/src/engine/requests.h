@@ -10,11 +10,11 @@
 #include <string>
 #include <string_view>
 
-#include "txn_recovery/decision.h"
-#include "txn_recovery/membership.h"
-#include "txn_recovery/profile.h"
-#include "txn_recovery/recovery_record.h"
-#include "txn_recovery/store.h"
+#include "txn_recovery/base/recovery_record.h"
+#include "txn_recovery/engine/decision.h"
+#include "txn_recovery/engine/membership.h"
+#include "txn_recovery/shapes/profile.h"
+#include "txn_recovery/stores/store.h"
 
 namespace txn_recovery::requests {
 

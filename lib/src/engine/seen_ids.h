@@ -10,7 +10,7 @@
 #include <set>
 #include <string>
 
-#include "txn_recovery/document.h"
+#include "txn_recovery/base/document.h"
 
 namespace txn_recovery {
 

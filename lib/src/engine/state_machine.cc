@@ -1,7 +1,7 @@
 // The parts of the engine that are not the execution itself (execution.cc): names, the
 // server clock's extrapolation, and the bookkeeping writes the sweeper makes outside any
 // lease (stamping first sightings, counting failures, quarantining).
-#include "txn_recovery/state_machine.h"
+#include "txn_recovery/engine/state_machine.h"
 
 #include <unistd.h>
 

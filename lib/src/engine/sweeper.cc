@@ -1,4 +1,4 @@
-#include "txn_recovery/sweeper.h"
+#include "txn_recovery/engine/sweeper.h"
 
 #include <condition_variable>
 #include <deque>
@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "engine/seen_ids.h"
-#include "txn_recovery/candidates.h"
-#include "txn_recovery/duration.h"
+#include "txn_recovery/base/duration.h"
+#include "txn_recovery/engine/candidates.h"
 
 namespace txn_recovery {
 namespace {

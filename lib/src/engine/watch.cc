@@ -1,4 +1,4 @@
-#include "txn_recovery/watch.h"
+#include "txn_recovery/engine/watch.h"
 
 #include "engine/requests.h"
 #include "engine/writer.h"

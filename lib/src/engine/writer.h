@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "txn_recovery/state_machine.h"
-#include "txn_recovery/store.h"
+#include "txn_recovery/engine/state_machine.h"
+#include "txn_recovery/stores/store.h"
 
 namespace txn_recovery {
 

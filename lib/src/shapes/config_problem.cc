@@ -1,10 +1,10 @@
-#include "txn_recovery/config_problem.h"
+#include "txn_recovery/shapes/config_problem.h"
 
 #include <chrono>
 
 #include "shapes/profile_parsing.h"
-#include "txn_recovery/duration.h"
-#include "txn_recovery/thresholds.h"
+#include "txn_recovery/base/duration.h"
+#include "txn_recovery/shapes/thresholds.h"
 
 namespace txn_recovery {
 

@@ -1,6 +1,6 @@
 // What every profile shares: state spellings, the owner filter, the transaction document's
 // own fields (id, state, time, lease), and the dispatch to the protocol-specific part.
-#include "txn_recovery/profile.h"
+#include "txn_recovery/shapes/profile.h"
 
 #include <map>
 #include <set>

@@ -6,8 +6,8 @@
 #include <string_view>
 #include <vector>
 
-#include "txn_recovery/config_problem.h"
-#include "txn_recovery/profile.h"
+#include "txn_recovery/shapes/config_problem.h"
+#include "txn_recovery/shapes/profile.h"
 
 namespace txn_recovery {
 

@@ -1,4 +1,4 @@
-#include "txn_recovery/retention_policy.h"
+#include "txn_recovery/shapes/retention_policy.h"
 
 #include <algorithm>
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "txn_recovery/profile.h"
+#include "txn_recovery/shapes/profile.h"
 
 namespace txn_recovery::steps {
 

@@ -1,4 +1,4 @@
-#include "txn_recovery/memory_store.h"
+#include "txn_recovery/stores/memory_store.h"
 
 #include <algorithm>
 

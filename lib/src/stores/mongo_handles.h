@@ -9,9 +9,9 @@
 #include <optional>
 #include <string_view>
 
-#include "txn_recovery/document.h"
-#include "txn_recovery/status.h"
-#include "txn_recovery/store.h"
+#include "txn_recovery/base/document.h"
+#include "txn_recovery/base/status.h"
+#include "txn_recovery/stores/store.h"
 
 namespace txn_recovery::mongo {
 

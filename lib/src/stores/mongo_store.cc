@@ -1,4 +1,4 @@
-#include "txn_recovery/mongo_store.h"
+#include "txn_recovery/stores/mongo_store.h"
 
 #include <algorithm>
 #include <atomic>

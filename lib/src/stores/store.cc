@@ -1,6 +1,6 @@
 // The Store interface's defaults (each in terms of the interface's own primitives, for
 // stores without a cheaper way) and what an index is.
-#include "txn_recovery/store.h"
+#include "txn_recovery/stores/store.h"
 
 #include <algorithm>
 #include <string>

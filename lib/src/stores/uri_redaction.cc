@@ -1,5 +1,5 @@
 // Redaction of MongoDB URIs from their parsed form (see uri_redaction.h).
-#include "txn_recovery/uri_redaction.h"
+#include "txn_recovery/stores/uri_redaction.h"
 
 #include <algorithm>
 #include <array>

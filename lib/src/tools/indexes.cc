@@ -1,9 +1,9 @@
-#include "txn_recovery/indexes.h"
+#include "txn_recovery/tools/indexes.h"
 
 #include <map>
 
-#include "txn_recovery/candidates.h"
-#include "txn_recovery/recovery_record.h"
+#include "txn_recovery/base/recovery_record.h"
+#include "txn_recovery/engine/candidates.h"
 
 namespace txn_recovery {
 

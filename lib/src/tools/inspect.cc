@@ -1,6 +1,6 @@
-#include "txn_recovery/inspect.h"
+#include "txn_recovery/tools/inspect.h"
 
-#include "txn_recovery/candidates.h"
+#include "txn_recovery/engine/candidates.h"
 
 namespace txn_recovery {
 namespace {

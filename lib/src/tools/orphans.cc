@@ -1,4 +1,4 @@
-#include "txn_recovery/orphans.h"
+#include "txn_recovery/tools/orphans.h"
 
 #include <set>
 

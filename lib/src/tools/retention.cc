@@ -1,4 +1,4 @@
-#include "txn_recovery/retention.h"
+#include "txn_recovery/tools/retention.h"
 
 #include "engine/writer.h"
 

@@ -1,0 +1,168 @@
+// Configuration: the TOML file, the environment and the defaults, merged and validated
+// into the watches the core library sweeps. Precedence: command line > environment
+// (TXN_RECOVERYD_*) > file > defaults. Every error names the file, the line and the key.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "http_server.h"
+#include "txn_recovery/base/duration.h"
+#include "txn_recovery/base/status.h"
+#include "txn_recovery/engine/sweeper.h"
+#include "txn_recovery/stores/mongo_store.h"
+
+namespace txn_recoveryd {
+
+// The values of the sections outside [[watch]]. Their defaults are the schema's
+// (config_schema.cc), set by Config(); the comments say what the code does with them.
+struct MongoConfig {
+  std::string uri;         // may hold a password: print only through RedactUri
+  std::string uri_source;  // where the URI came from ("file", "uri_file /path", "env ...")
+  std::chrono::milliseconds server_selection_timeout{};
+  // How long one operation may wait for a reply from a connected server.
+  std::chrono::milliseconds socket_timeout{};
+  // Durability on a replica set (see MongoOptions): "majority" or a number of members.
+  std::string write_concern;
+  std::chrono::milliseconds write_concern_timeout{};
+  std::string read_concern;  // "majority" or "local"
+  // Who compares with the server's clock in filters: "auto", "server" ($$NOW) or "daemon"
+  // (its estimate; servers without $$NOW in filters, docs/compatibility.md).
+  std::string server_clock;
+};
+
+struct SweepConfig {
+  int workers = 0;
+  std::int32_t batch_size = 0;  // documents per cursor batch (bounds memory)
+  // Transactions a worker drives together, each phase one bulk write per collection.
+  std::int32_t bulk_size = 0;
+  std::chrono::milliseconds lease_duration{};
+  int max_failures = 0;
+  // How every watch's retention removes finished transactions (see retention.h): documents
+  // per batch, the pause between batches, and batches per sweep.
+  std::int32_t retention_batch_size = 0;
+  std::chrono::milliseconds retention_pause{};
+  std::int32_t retention_max_batches = 0;
+  // The orphan scan reports a participant carrying more markers than this.
+  std::int64_t marker_cap = 0;
+  // Create the indexes each watch's queries need at start (otherwise only report the
+  // missing ones). Off by default: building an index on a large production collection
+  // loads the server and needs the createIndex privilege, an operator's decision.
+  bool manage_indexes = false;
+};
+
+// The long-running mode (`txn-recoveryd run`).
+struct DaemonConfig {
+  std::chrono::milliseconds interval{};
+  // Each wait is interval * (1 +/- jitter), so that hosts do not sweep in lockstep.
+  double jitter = 0;
+  // While the database is unreachable: wait backoff_initial, doubling up to backoff_max
+  // (the retry schedule of the tagged inserts).
+  std::chrono::milliseconds backoff_initial{};
+  std::chrono::milliseconds backoff_max{};
+  // After SIGTERM: how long the transactions in hand may take before the process exits
+  // anyway (everything it leaves is safe to repeat; its leases simply expire).
+  std::chrono::milliseconds drain_deadline{};
+  // How often `run` scans the participants for orphan markers (orphans.h). It reads every
+  // marked participant, hence the low rate.
+  std::chrono::milliseconds orphan_scan_interval{};
+};
+
+// How `run` instances divide the candidates between them (docs/fleet.md).
+struct FleetConfig {
+  bool enabled = true;
+  // In each watch's database: one record per running instance.
+  std::string members_collection;
+  // How often an instance stamps its record; 0 in the file (unset): daemon.interval.
+  std::chrono::milliseconds heartbeat{};
+  // A record not stamped for this long is no longer a member; unset: 3 x heartbeat.
+  std::chrono::milliseconds expiry{};
+  // A candidate a member has found stuck outside its share for this long is driven by it
+  // too (SweepOptions::overdue_after); unset: 5 x expiry.
+  std::chrono::milliseconds overdue_after{};
+};
+
+enum class LogFormat { kText, kJson, kJournal };
+
+// log.format's values as the file, the environment and --log-format spell them
+// ("text", "json", "journal"); nullopt for any other name.
+std::optional<LogFormat> LogFormatNamed(std::string_view name);
+std::string LogFormatName(LogFormat format);
+
+struct LogConfig {
+  LogFormat format = LogFormat::kText;
+  std::string level;  // trace, debug, info, warn, error
+};
+
+struct HttpConfig {
+  std::string listen;  // "host:port"; empty = no HTTP listener
+  // The web configuration file (TLS, basic authentication); empty: plain HTTP, no
+  // credentials. Loaded with the configuration, so that a bad file is a bad configuration.
+  std::string web_config;
+  HttpSecurity security;
+};
+
+struct Config {
+  Config();          // every default of the schema's
+  std::string path;  // the file it was loaded from
+  MongoConfig mongodb;
+  SweepConfig sweep;
+  DaemonConfig daemon;
+  FleetConfig fleet;
+  LogConfig log;
+  HttpConfig http;
+  std::vector<txn_recovery::WatchSpec> watches;
+};
+
+// Where every command looks for its configuration unless --config says otherwise (the
+// Debian package's conffile; the container mounts its own there).
+inline constexpr const char* kDefaultConfigPath = "/etc/txn-recoveryd/txn-recoveryd.toml";
+
+// Looks up an environment variable; injectable so tests need not touch the real one.
+using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;
+EnvLookup ProcessEnv();
+
+// Every TXN_RECOVERYD_* variable the configuration reads, sorted.
+std::vector<std::string> EnvironmentVariables();
+// The names among `present` (e.g. every variable of the process's environment) that start
+// with TXN_RECOVERYD_ but are none of EnvironmentVariables(), each with a suggestion when
+// one is close: "TXN_RECOVERYD_SWEEP_WORKER (did you mean TXN_RECOVERYD_SWEEP_WORKERS?)".
+// A misspelt variable would otherwise be ignored without a word.
+std::vector<std::string> UnknownEnvironmentVariables(const std::vector<std::string>& present);
+// The names of the process's environment variables.
+std::vector<std::string> ProcessEnvironmentNames();
+
+// Loads and validates `path`. InvalidArgument with "FILE:LINE:COL: KEY: problem" on any
+// error; never a partial result, never an exception. This is the one validation: what
+// check-config accepts, run accepts (less what only exists at run time: a port in use).
+txn_recovery::Status LoadConfig(const std::string& path, const EnvLookup& env, Config* config);
+
+// MERGE HOOK (listen address): the [http] listen address as HealthServer::Start will parse
+// it, so that check-config refuses what run would refuse, with exit 78. Today it accepts
+// any non-empty text and leaves the parsing to the server; wire the HTTP server's own
+// address parser in here (daemon/http_server.*, ":PORT" included) when that lands.
+txn_recovery::Status CheckHttpListen(const std::string& listen);
+
+// Keeps only the watches named in `names` (all of them when `names` is empty), in the
+// configuration's order. InvalidArgument naming the unknown name and the known ones.
+txn_recovery::Status SelectWatches(const std::vector<std::string>& names, Config* config);
+
+// How to open the database for `config`: URI, timeouts, and a pool with a client for each
+// sweep worker plus the scheduler's own calls.
+txn_recovery::MongoOptions MongoOptionsFor(const Config& config);
+
+// The configuration with secrets redacted, as TOML (check-config).
+std::string DescribeConfig(const Config& config);
+// The participant steps of `watch` as the daemon understands them: the `steps` list of a
+// described watch (as TOML), then one comment line per step, for every profile.
+std::string DescribeSteps(const txn_recovery::WatchSpec& watch);
+
+// The configuration's durations (txn_recovery/base/duration.h).
+using txn_recovery::FormatDuration;
+using txn_recovery::ParseDuration;
+
+}  // namespace txn_recoveryd

@@ -1,0 +1,46 @@
+// The indexes a watch's queries need, and checking or creating them.
+//
+// Without them every sweep scans the transactions collection (the candidate query filters
+// on state and time) and every participant check scans the participants (guards filter on
+// the marker). The daemon creates them at start when the operator lets it
+// (`manage_indexes`), and otherwise reports each missing one, since building an index on
+// a large production collection is an operator's decision.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "txn_recovery/base/status.h"
+#include "txn_recovery/engine/sweeper.h"
+#include "txn_recovery/stores/store.h"
+
+namespace txn_recovery {
+
+struct RequiredIndex {
+  Namespace ns;
+  IndexSpec spec;
+  std::string why;  // which queries need it, for the operator
+};
+
+// Every index `watch` needs, in a stable order: on the transactions collection
+// {<state_field>: 1, <time_field>: 1} (with missing_time "object_id" then _id, with
+// "first_seen" then <lease_field>.firstSeen) and {<lease_field>.quarantine: 1} over the
+// quarantined only; per participant collection the marker field (the apply/undo guards),
+// {<lease_field>.finished: 1} over the participants carrying a trace, and each participant
+// key that is not _id (a transfer's participant_key, a described step's key).
+std::vector<RequiredIndex> RequiredIndexes(const WatchSpec& watch);
+
+struct IndexCheck {
+  RequiredIndex index;
+  bool present = false;  // an existing index serves it (IndexSpec::ServedBy)
+  bool created = false;  // it was missing and EnsureIndexes created it
+  Status status;         // the error listing or creating it, OK otherwise
+};
+
+// Lists the indexes of every collection `watch` uses and compares. With `create`, builds
+// the missing ones. Never stops at the first problem: one IndexCheck per required index.
+// Returns the first error (also in its IndexCheck), OK if every list and create worked.
+Status EnsureIndexes(Store* store, const WatchSpec& watch, bool create,
+                     std::vector<IndexCheck>* checks);
+
+}  // namespace txn_recovery
