@@ -288,7 +288,7 @@ import json, pathlib, re, sys
 dashboard = json.load(open(sys.argv[1]))
 # The metric names the daemon declares (metrics.cc, process_metrics.cc).
 declared = set()
-for f in pathlib.Path(sys.argv[2]).glob("*.cc"):
+for f in pathlib.Path(sys.argv[2]).rglob("*.cc"):
     declared |= set(re.findall(r'Describe\("([a-z_:]+)"', f.read_text()))
 exprs = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
 unknown = set()
