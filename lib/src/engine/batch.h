@@ -206,6 +206,9 @@ class StateMachine::Batch {
   // deadline has passed is not sent (its item fails); every other write under a lease
   // carries the lease's fence, and so does a claim (the lease it takes). A write the server
   // refuses fails its item; a bulk that fails as a whole fails every item with a write in it.
+  // Each write's request and label are moved into the bulk (copying the filters and updates
+  // was a large share of the daemon's allocations): afterwards read only its item, step,
+  // namespace and best_effort.
   Sent Send(std::vector<Write>& writes);
 
   // A write to every document of a tagged set for `it`: UpdateMany with `update`, or

@@ -24,9 +24,10 @@ auto StateMachine::Batch::Send(std::vector<Write>& writes) -> Sent {
   for (const auto& [key, indices] : by_ns) {
     std::vector<LabelledRequest> bulk;
     bulk.reserve(indices.size());
-    for (std::size_t i : indices) bulk.push_back({writes[i].what, writes[i].request});
+    for (std::size_t i : indices)
+      bulk.push_back({std::move(writes[i].what), std::move(writes[i].request)});
     BulkResult r;
-    if (Status s = writer_.Each(writes[indices.front()].ns, bulk, &r); !s.ok()) {
+    if (Status s = writer_.Each(writes[indices.front()].ns, std::move(bulk), &r); !s.ok()) {
       for (std::size_t i : indices)
         if (!writes[i].best_effort) Fail(writes[i].item, s);
       continue;

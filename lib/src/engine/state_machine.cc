@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <random>
+#include <utility>
 
 #include "engine/requests.h"
 #include "engine/writer.h"
@@ -88,7 +89,7 @@ Status StateMachine::StampFirstSeen(const std::vector<Value>& ids, BulkResult* r
   stamps.reserve(ids.size());
   for (const Value& id : ids)
     stamps.push_back({"stamp the first sighting", requests::StampFirstSeen(id, *profile_, paths_)});
-  return Writer(store_).Each(txn_ns_, stamps, result);
+  return Writer(store_).Each(txn_ns_, std::move(stamps), result);
 }
 
 Status StateMachine::Quarantine(const Value& id, std::string_view reason) {

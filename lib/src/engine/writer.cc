@@ -1,13 +1,15 @@
 #include "engine/writer.h"
 
+#include <utility>
+
 namespace txn_recovery {
 
-Status Writer::Each(const Namespace& ns, const std::vector<LabelledRequest>& requests,
+Status Writer::Each(const Namespace& ns, std::vector<LabelledRequest> requests,
                     BulkResult* result) {
   if (!recording()) {
     std::vector<UpdateRequest> bulk;
     bulk.reserve(requests.size());
-    for (const LabelledRequest& r : requests) bulk.push_back(r.request);
+    for (LabelledRequest& r : requests) bulk.push_back(std::move(r.request));
     return store_->UpdateEach(ns, bulk, result);
   }
   *result = BulkResult{};

@@ -34,9 +34,9 @@ class Writer {
   bool recording() const { return record_ != nullptr; }
 
   // One unordered bulk of single-document updates (Store::UpdateEach). Recording: each
-  // matched and modified.
-  Status Each(const Namespace& ns, const std::vector<LabelledRequest>& requests,
-              BulkResult* result);
+  // matched and modified. Taken by value: a caller that has no further use for its requests
+  // moves them in, and they are sent without a copy.
+  Status Each(const Namespace& ns, std::vector<LabelledRequest> requests, BulkResult* result);
   // One single-document update. Recording: matched and modified.
   Status One(const Namespace& ns, const LabelledRequest& request, WriteResult* result);
   // One single-document update returning the document after it (FindOneAndUpdate).
