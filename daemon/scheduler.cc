@@ -541,6 +541,7 @@ txn_recovery::FleetEvents Daemon::FleetEvents() {
   };
   e.membership_failed = [](const txn_recovery::Namespace& members, const Status& s,
                            bool had_share) {
+    LogFields f({{"database", members.database}});
     if (had_share)
       spdlog::warn("fleet membership in {} failed, sweeping every candidate: {}",
                    members.ToString(), s.ToString());
