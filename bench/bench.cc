@@ -698,7 +698,8 @@ struct Options {
   std::string fleet_logs;                // a directory: every run daemon's JSON log is kept there
   std::string fleet_log_level = "info";  // "debug" adds each busy claim to their logs
   std::int64_t index_cost_writes = 0;    // --index-cost: the application's writes per round
-  std::int64_t writes_n = -1;            // -1: the first of `ns`; 0: none
+  std::int64_t index_cost_accounts = 10'000;  // --index-cost-accounts: the accounts written
+  std::int64_t writes_n = -1;                 // -1: the first of `ns`; 0: none
   std::vector<std::string> profiles{"transfer"};
   double baseline_budget = 600;
   int workers = 4, batch_size = 500, limit_threads = 4;
@@ -1878,20 +1879,29 @@ int Main(const Options& o) {
       throw std::runtime_error("--index-cost needs the transfer profile in --profiles");
     bench::IndexCostOptions io;
     io.writes = o.index_cost_writes;
+    io.accounts = o.index_cost_accounts;
     Table t(
         "The application's own writes to its accounts (a guarded $inc and $push of its "
-        "marker, then the $pull; unordered bulks of 500) with the indexes the daemon "
-        "requires there, and without",
-        {"indexes", "writes", "wall s", "writes/s", "server CPU s", "overhead"});
+        "marker, then the $pull; unordered bulks of 500) with each index the daemon may "
+        "ask for there, and without; then one orphan scan of the accounts",
+        {"indexes", "writes", "wall s", "writes/s", "server CPU s", "overhead", "orphan scan s",
+         "its server CPU s"});
     for (const bench::IndexCostRow& row :
          bench::MeasureIndexCost(store.get(), *transfer, io, server)) {
       t.Print({row.variant, Int(row.writes), Fmt("%.2f", row.seconds),
                Fmt("%.0f", static_cast<double>(row.writes) / row.seconds), Opt(row.server_cpu),
-               Fmt("%+.1f %%", 100 * row.overhead)});
-      nlohmann::json j = {{"run", "index-cost"},     {"variant", row.variant},
-                          {"indexes", row.indexes},  {"writes", row.writes},
-                          {"seconds", row.seconds},  {"server_cpu", Json(row.server_cpu)},
-                          {"overhead", row.overhead}};
+               Fmt("%+.1f %%", 100 * row.overhead), Fmt("%.3f", row.orphan_scan_seconds),
+               Opt(row.orphan_scan_server_cpu)});
+      nlohmann::json j = {{"run", "index-cost"},
+                          {"variant", row.variant},
+                          {"indexes", row.indexes},
+                          {"accounts", io.accounts},
+                          {"writes", row.writes},
+                          {"seconds", row.seconds},
+                          {"server_cpu", Json(row.server_cpu)},
+                          {"overhead", row.overhead},
+                          {"orphan_scan_seconds", row.orphan_scan_seconds},
+                          {"orphan_scan_server_cpu", Json(row.orphan_scan_server_cpu)}};
       report.Add(std::move(j));
     }
   }
@@ -2382,7 +2392,11 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
                  "resume_after of the take-over's watch");
   app.add_option("--index-cost", o.index_cost_writes,
                  "The application's writes to its accounts per round, with and without each "
-                 "index the daemon requires there (0: not measured)");
+                 "index the daemon may ask for there, and one orphan scan of them after each "
+                 "round (0: not measured)");
+  app.add_option("--index-cost-accounts", o.index_cost_accounts,
+                 "The accounts of --index-cost (the orphan scan without indexes reads them all)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{100'000'000}));
   app.add_option("--json", o.json_path, "Also write every figure to this JSON file");
   app.add_option("--daemon", o.daemon, "The txn-recoveryd binary");
   CLI11_PARSE(app, argc, argv);

@@ -4,7 +4,9 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "txn_recovery/base/clock.h"
 #include "txn_recovery/tools/indexes.h"
+#include "txn_recovery/tools/orphans.h"
 
 namespace txn_recovery::bench {
 namespace {
@@ -18,12 +20,21 @@ void Must(const Status& s, const std::string& what) {
 struct Round {
   double seconds = 0;
   std::optional<double> server_cpu;
+  double scan_seconds = 0;
+  std::optional<double> scan_server_cpu;
 };
 
-// One round: the participants rebuilt with `indexes`, then the application's writes.
-Round RunRound(MongoStore* store, const Namespace& accounts, const std::string& marker,
-               const std::vector<IndexSpec>& indexes, const IndexCostOptions& o,
-               const ProcessTreeCpu& server) {
+// The server's CPU seconds between two readings, when both were taken.
+std::optional<double> Spent(std::optional<double> from, std::optional<double> to) {
+  if (!from.has_value() || !to.has_value()) return std::nullopt;
+  return to.value() - from.value();
+}
+
+// One round: the participants rebuilt with `indexes`, then the application's writes, then
+// one orphan scan of `watch` (whose participants they are).
+Round RunRound(MongoStore* store, const WatchSpec& watch, const Namespace& accounts,
+               const std::string& marker, const std::vector<IndexSpec>& indexes,
+               const IndexCostOptions& o, const ProcessTreeCpu& server) {
   Must(store->DropDatabase(accounts.database), "drop " + accounts.database);
   std::vector<Document> docs;
   for (std::int64_t a = 0; a < o.accounts; ++a) {
@@ -34,7 +45,7 @@ Round RunRound(MongoStore* store, const Namespace& accounts, const std::string& 
     }
   }
   if (!indexes.empty()) Must(store->CreateIndexes(accounts, indexes), "create the indexes");
-  const std::optional<double> cpu0 = server.empty() ? std::nullopt : server.Seconds();
+  const std::optional<double> cpu0 = server.Seconds();  // nullopt without a server to watch
   const auto t0 = Steady::now();
   std::int64_t txn = 1;
   for (std::int64_t done = 0; done < o.writes;) {
@@ -54,9 +65,17 @@ Round RunRound(MongoStore* store, const Namespace& accounts, const std::string& 
   }
   Round round;
   round.seconds = std::chrono::duration<double>(Steady::now() - t0).count();
-  if (cpu0) {
-    if (const std::optional<double> cpu1 = server.Seconds()) round.server_cpu = *cpu1 - *cpu0;
-  }
+  const std::optional<double> cpu1 = server.Seconds();
+  round.server_cpu = Spent(cpu0, cpu1);
+
+  const auto s0 = Steady::now();
+  OrphanSummary summary;
+  Must(ScanOrphans(store, Clock::Real(), watch, OrphanOptions{}, nullptr, &summary),
+       "the orphan scan");
+  round.scan_seconds = std::chrono::duration<double>(Steady::now() - s0).count();
+  round.scan_server_cpu = Spent(cpu1, server.Seconds());
+  if (summary.markers_checked != 0)
+    throw std::runtime_error("the orphan scan found markers the writes should have pulled");
   return round;
 }
 
@@ -68,19 +87,30 @@ std::vector<IndexCostRow> MeasureIndexCost(MongoStore* store, const WatchSpec& w
   const TransferProfile* transfer = watch.profile.transfer();
   if (transfer == nullptr) throw std::runtime_error("the index cost is measured on a transfer");
   const Namespace accounts{watch.ns.database, transfer->participants_collection};
-  std::vector<IndexSpec> required;
-  for (const RequiredIndex& r : RequiredIndexes(watch))
-    if (r.ns == accounts) required.push_back(r.spec);
+  // Every index the daemon may ask for on the accounts, and those it asks for by default.
+  auto on_accounts = [&accounts](const WatchSpec& w) {
+    std::vector<IndexSpec> out;
+    for (const RequiredIndex& r : RequiredIndexes(w))
+      if (r.ns == accounts) out.push_back(r.spec);
+    return out;
+  };
+  WatchSpec with_scan_indexes = watch;
+  with_scan_indexes.orphan_scan_indexes = true;
+  const std::vector<IndexSpec> required = on_accounts(with_scan_indexes);
+  WatchSpec by_default = watch;
+  by_default.orphan_scan_indexes = false;
+  const bool default_is_none = on_accounts(by_default).empty();
   // None, each alone, all of them (when there are two or more).
-  std::vector<std::pair<std::string, std::vector<IndexSpec>>> variants = {{"none", {}}};
+  std::vector<std::pair<std::string, std::vector<IndexSpec>>> variants = {
+      {default_is_none ? "none (the daemon's default)" : "none", {}}};
   for (const IndexSpec& spec : required) variants.push_back({"only " + spec.ToString(), {spec}});
-  if (required.size() > 1) variants.push_back({"all the daemon's", required});
+  if (required.size() > 1) variants.push_back({"all (orphan_scan_indexes = true)", required});
 
   std::vector<std::vector<Round>> rounds(variants.size());
   for (int r = 0; r < o.rounds; ++r)
     for (std::size_t v = 0; v < variants.size(); ++v)
-      rounds[v].push_back(
-          RunRound(store, accounts, transfer->marker_field, variants[v].second, o, server));
+      rounds[v].push_back(RunRound(store, with_scan_indexes, accounts, transfer->marker_field,
+                                   variants[v].second, o, server));
   std::vector<IndexCostRow> rows;
   for (std::size_t v = 0; v < variants.size(); ++v) {
     auto& rs = rounds[v];
@@ -94,6 +124,8 @@ std::vector<IndexCostRow> MeasureIndexCost(MongoStore* store, const WatchSpec& w
     row.writes = o.writes;
     row.seconds = median.seconds;
     row.server_cpu = median.server_cpu;
+    row.orphan_scan_seconds = median.scan_seconds;
+    row.orphan_scan_server_cpu = median.scan_server_cpu;
     rows.push_back(row);
   }
   for (IndexCostRow& row : rows) row.overhead = row.seconds / rows.front().seconds - 1;

@@ -4,7 +4,10 @@
 // the daemon asks for is paid by the application's every debit and credit, not only by the
 // daemon. Measured as the application writes: the MongoDB manual's transfer steps on the
 // participants (a guarded $inc with the $push of its marker, then the $pull), in unordered
-// bulks, with and without each index the daemon requires there (RequiredIndexes).
+// bulks, with and without each index the daemon may ask for there (RequiredIndexes, with
+// and without the watch's orphan_scan_indexes). The other side of the trade is measured in
+// the same round: one orphan scan of the accounts (ScanOrphans), which reads them through
+// those indexes, or whole without them.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +28,10 @@ struct IndexCostRow {
   double seconds = 0;                // the median round's wall time
   std::optional<double> server_cpu;  // the median round's server CPU seconds
   double overhead = 0;               // seconds / the "none" row's seconds - 1
+  // One orphan scan of the accounts after the writes (the median round's): nothing is left
+  // to find, so this is what the daemon pays per orphan_scan_interval.
+  double orphan_scan_seconds = 0;
+  std::optional<double> orphan_scan_server_cpu;
 };
 
 struct IndexCostOptions {
@@ -35,8 +42,10 @@ struct IndexCostOptions {
 };
 
 // For the participants of `watch` (a transfer watch: its participants collection; the
-// database is dropped and rebuilt for each round), one row per variant. `server` measures
-// the server's CPU (may be empty).
+// database is dropped and rebuilt for each round), one row per variant: "none" (the
+// daemon's default unless the participants are found by another key than _id), each index
+// alone, and all of them (orphan_scan_indexes = true). `server` measures the server's CPU
+// (may be empty).
 std::vector<IndexCostRow> MeasureIndexCost(MongoStore* store, const WatchSpec& watch,
                                            const IndexCostOptions& options,
                                            const ProcessTreeCpu& server);

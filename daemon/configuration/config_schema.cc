@@ -536,6 +536,15 @@ constexpr KeySpec kSchema[] = {
      .field = MarkerField,
      .doc = "the marker array on each participant (steps: of every step naming no marker)"},
     {.section = "watch",
+     .key = "orphan_scan_indexes",
+     .type = K::kBool,
+     .default_value = "false",
+     .profiles = kTransfer | kOperations | kSteps,
+     .field = InWatch<&WatchSpec::orphan_scan_indexes>,
+     .doc = "also require (and with manage_indexes create) indexes of the marker arrays and "
+            "finish traces on the participants; only the orphan scan uses them, and on "
+            "DocumentDB they slow the application's participant writes 2.5 times"},
+    {.section = "watch",
      .key = "require_funds",
      .type = K::kBool,
      .default_value = "false",

@@ -8,6 +8,11 @@
 // matter on DocumentDB, whose bitmap and RUM index scans count no keys (PostgreSQL's own
 // buffer counts, which its explain reports); the embedded server answers explain with what
 // its narrowed scans examine. Runs on every server that answers explain.
+//
+// One read may scan a collection: the orphan scan's look for markers and traces on the
+// participants, unless the watch asks for their indexes (orphan_scan_indexes, on in the
+// first shape). That scan reads the participants whole, which grows with the application's
+// accounts, never with the history of transactions.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -59,10 +64,11 @@ struct Shape {
 
 // One watch of each application shape and each way of telling a transaction's age.
 const Shape kShapes[] = {
-    {"ManualTransfer", "MongoDB manual transfer", R"([[watch]]
+    {"ManualTransfer", "MongoDB manual transfer, with the orphan scan's indexes", R"([[watch]]
 name = "w"
 database = "d"
 profile = "transfer"
+orphan_scan_indexes = true
 )",
      true},
     {"ManualTransferFirstSightings",
@@ -275,7 +281,11 @@ TEST_P(IdleServerWork, TenTimesTheHistoryCostsAnIdleSweepNoMore) {
     SCOPED_TRACE(large.reads[i].ToString() + "\n  with " + std::to_string(kHistorySmall) +
                  " finished: " + was.summary + "\n  with " + std::to_string(kHistoryLarge) +
                  " finished: " + now.summary);
-    EXPECT_FALSE(now.collection_scan) << "a collection scan";
+    const bool unindexed_orphan_scan =
+        large.reads[i].ns != watch_.ns && !watch_.orphan_scan_indexes;
+    if (!unindexed_orphan_scan) {
+      EXPECT_FALSE(now.collection_scan) << "a collection scan";
+    }
     EXPECT_LE(now.keys_examined, allowed(was.keys_examined, kGrowthSlackKeys))
         << "index keys read grow with the history";
     EXPECT_LE(now.docs_examined, allowed(was.docs_examined, kGrowthSlackKeys))

@@ -52,9 +52,19 @@ TEST_P(Indexes, ACreatedIndexIsListedWithTheIdIndexAndCreatingItAgainIsHarmless)
   EXPECT_EQ(list.size(), 2u) << "created twice, listed once";
 }
 
-TEST_P(Indexes, AWatchNeedsStateAndTimeOnTransactionsAndTheMarkerOnParticipants) {
+TEST_P(Indexes, AWatchNeedsStateAndTimeOnTransactionsAndNothingOnParticipantsFoundById) {
   WatchSpec w = Bank(store(), backend_->database()).Watch();
   std::vector<RequiredIndex> req = RequiredIndexes(w);
+  ASSERT_EQ(req.size(), 3u) << "every write and read of an account names it by its _id";
+  EXPECT_EQ(req[0].ns.ToString(), backend_->database() + ".transactions");
+  EXPECT_EQ(req[0].spec.ToString(), "{state: 1, lastModified: 1} ordered");
+  EXPECT_EQ(req[1].spec.ToString(), "{state: 1}");
+  EXPECT_EQ(req[2].spec.ToString(), "{recovery.quarantine: 1} where present");
+
+  // The operator who would rather pay on every application write than scan the accounts
+  // once per orphan scan asks for the marker and trace indexes.
+  w.orphan_scan_indexes = true;
+  req = RequiredIndexes(w);
   ASSERT_EQ(req.size(), 5u);
   EXPECT_EQ(req[0].ns.ToString(), backend_->database() + ".transactions");
   EXPECT_EQ(req[0].spec.ToString(), "{state: 1, lastModified: 1} ordered");
@@ -78,6 +88,7 @@ TEST_P(Indexes, AWatchNeedsStateAndTimeOnTransactionsAndTheMarkerOnParticipants)
     participants = "wallets"
     participant_key = "name"
     marker_field = "pendingTx"
+    orphan_scan_indexes = true
   )",
                                  backend_->database());
   req = RequiredIndexes(book);
@@ -89,6 +100,28 @@ TEST_P(Indexes, AWatchNeedsStateAndTimeOnTransactionsAndTheMarkerOnParticipants)
   EXPECT_EQ(req[3].spec.ToString(), "{pendingTx: 1}");
   EXPECT_EQ(req[4].spec.ToString(), "{recovery.finished: 1} where present");
   EXPECT_EQ(req[5].spec.ToString(), "{name: 1}");
+  book.orphan_scan_indexes = false;
+  req = RequiredIndexes(book);
+  ASSERT_EQ(req.size(), 4u);
+  EXPECT_EQ(req[3].ns.collection, "wallets");
+  EXPECT_EQ(req[3].spec.ToString(), "{name: 1}") << "the key every step's write names";
+}
+
+TEST_P(Indexes, ATaggedInsertAlwaysNeedsItsTagSinceItsDocumentsAreFoundByIt) {
+  std::vector<RequiredIndex> req = RequiredIndexes(WatchFromToml(R"([[watch]]
+name = "w"
+database = "x"
+profile = "tagged-insert"
+tagged_collections = ["orders"]
+)",
+                                                                 backend_->database()));
+  int tag = 0;
+  for (const RequiredIndex& r : req)
+    if (r.ns.collection == "orders") {
+      ++tag;
+      EXPECT_EQ(r.spec.ToString(), "{tx: 1}");
+    }
+  EXPECT_EQ(tag, 1);
 }
 
 TEST_P(Indexes, AWatchWithoutATimeFieldNeedsWhatItsAgesComeFromInTheIndex) {
@@ -146,6 +179,7 @@ TEST_P(Indexes, MissingIndexesAreReportedAndCreatedOnlyWhenAsked) {
   Bank bank(store(), backend_->database());
   bank.Open(2);
   WatchSpec w = bank.Watch();
+  w.orphan_scan_indexes = true;
   std::vector<IndexCheck> checks;
   Must(EnsureIndexes(store(), w, /*create=*/false, &checks));
   ASSERT_EQ(checks.size(), 5u);
@@ -172,6 +206,7 @@ TEST_P(Indexes, MissingIndexesAreReportedAndCreatedOnlyWhenAsked) {
 TEST_P(Indexes, AnIndexStartingWithTheNeededKeysServesThemButAReorderedOneDoesNot) {
   Bank bank(store(), backend_->database());
   WatchSpec w = bank.Watch();
+  w.orphan_scan_indexes = true;
   Must(store()->CreateIndexes(bank.txns(), {IndexSpec{{{"lastModified", 1}, {"state", 1}}, ""}}));
   Must(store()->CreateIndexes(bank.accounts(),
                               {IndexSpec{{{"pendingTransactions", 1}, {"balance", 1}}, ""}}));
@@ -271,13 +306,14 @@ TEST(WireStats, MongoStoreCountsCommandsAndTheDocumentsTheyReturn) {
 
 // ---- The operator's view ----------------------------------------------------------------
 
-std::string WriteConfig(const std::string& database, bool manage) {
+std::string WriteConfig(const std::string& database, bool manage,
+                        const std::string& watch_lines = "") {
   return WriteTestFile(".toml", "[mongodb]\nuri = \"" + FindTestUri().uri_or_reason +
                                     "\"\nserver_selection_timeout = \"2s\"\n[sweep]\n"
                                     "manage_indexes = " +
                                     (manage ? "true" : "false") +
                                     "\n[[watch]]\nname = \"bank\"\ndatabase = \"" + database +
-                                    "\"\n");
+                                    "\"\n" + watch_lines);
 }
 
 TEST(IndexesCli, WithoutManageIndexesTheSweepWarnsAndInspectListsWhatIsMissing) {
@@ -302,17 +338,17 @@ TEST(IndexesCli, WithoutManageIndexesTheSweepWarnsAndInspectListsWhatIsMissing) 
                        bank.txns().ToString()),
             std::string::npos)
       << s.err;
-  EXPECT_NE(s.err.find("missing index {pendingTransactions: 1} on " + bank.accounts().ToString()),
-            std::string::npos)
+  EXPECT_EQ(s.err.find(bank.accounts().ToString()), std::string::npos)
+      << "no index is asked of the application's accounts by default\n"
       << s.err;
 
   ProcessResult i = RunTxnRecoveryd({"inspect", "--config", path});
   EXPECT_EQ(i.exit_code, 0) << i.err;
-  EXPECT_NE(i.out.find("indexes: 6 missing"), std::string::npos) << i.out;
+  EXPECT_NE(i.out.find("indexes: 4 missing"), std::string::npos) << i.out;
   ProcessResult j = RunTxnRecoveryd({"inspect", "--json", "--config", path});
   ASSERT_EQ(j.exit_code, 0) << j.err;
   auto doc = nlohmann::json::parse(j.out);
-  ASSERT_EQ(doc["watches"][0]["missing_indexes"].size(), 6u);
+  ASSERT_EQ(doc["watches"][0]["missing_indexes"].size(), 4u);
   EXPECT_EQ(doc["watches"][0]["missing_indexes"][0]["keys"], "{state: 1, lastModified: 1} ordered");
 
   std::vector<IndexSpec> list;
@@ -342,6 +378,34 @@ TEST(IndexesCli, WithManageIndexesTheSweepCreatesThemAndInspectFindsNoneMissing)
 
   ProcessResult i = RunTxnRecoveryd({"inspect", "--config", path});
   EXPECT_NE(i.out.find("indexes: all present"), std::string::npos) << i.out;
+  std::vector<IndexSpec> accounts;
+  Must(backend->store()->ListIndexes(bank.accounts(), &accounts));
+  EXPECT_EQ(accounts.size(), 1u) << "the accounts keep their _id index alone";
+}
+
+TEST(IndexesCli, AWatchAskingForTheOrphanScanIndexesGetsThemOnItsParticipants) {
+  auto backend = TestBackend::Create("mongo");
+  ASSERT_TRUE(backend->error().empty()) << backend->error();
+  Bank bank(backend->store(), backend->database());
+  bank.Open(2);
+  const std::string lines = "orphan_scan_indexes = true\n";
+
+  ProcessResult s =
+      RunTxnRecoveryd({"sweep", "--config", WriteConfig(backend->database(), false, lines)});
+  EXPECT_EQ(s.exit_code, 0) << s.err;
+  EXPECT_NE(s.err.find("missing index {pendingTransactions: 1} on " + bank.accounts().ToString()),
+            std::string::npos)
+      << s.err;
+
+  s = RunTxnRecoveryd({"sweep", "--config", WriteConfig(backend->database(), true, lines)});
+  EXPECT_EQ(s.exit_code, 0) << s.err;
+  std::vector<IndexSpec> accounts;
+  Must(backend->store()->ListIndexes(bank.accounts(), &accounts));
+  std::string keys;
+  for (const IndexSpec& i : accounts) keys += i.ToString() + " ";
+  EXPECT_EQ(accounts.size(), 3u) << keys;
+  EXPECT_NE(keys.find("{pendingTransactions: 1}"), std::string::npos) << keys;
+  EXPECT_NE(keys.find("{recovery.finished: 1} where present"), std::string::npos) << keys;
 }
 
 }  // namespace

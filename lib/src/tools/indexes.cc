@@ -30,17 +30,24 @@ std::vector<RequiredIndex> RequiredIndexes(const WatchSpec& watch) {
                  "finding transactions whose state is none of the profile's spellings"});
   out.push_back({watch.ns, IndexSpec{{{paths.Quarantine(), 1}}, "", true},
                  "counting and listing quarantined transactions (only those are in it)"});
-  // Every place the profile marks: transfer's and operations' marker arrays (operations: the
-  // allowed_collections it is told about), tagged-insert's tag; and where a finish leaves its
-  // trace, for the orphan scan's look for traces left behind (only those carrying one).
+  // A tagged-insert's tag is how its documents are found (finished, deleted, counted), so
+  // it is always required. A marker array is only read by with the participant's key, which
+  // its own index serves; the marker and the trace a finish leaves (only the participants
+  // carrying one are in its index) serve the orphan scan alone, and only when the operator
+  // asks for them (WatchSpec::orphan_scan_indexes): on DocumentDB every application write
+  // of a participant would maintain them.
   for (const MarkerLocation& loc : p.MarkerLocations(watch.ns)) {
-    out.push_back({loc.ns, IndexSpec{{{loc.field, 1}}, ""},
-                   "the guards of applying, undoing and finishing a step, late-write checks "
-                   "and the orphan scan"});
-    if (!loc.scalar)
+    if (loc.scalar) {
+      out.push_back({loc.ns, IndexSpec{{{loc.field, 1}}, ""},
+                     "finding the documents a transaction inserted, to finish, delete or count "
+                     "them"});
+    } else if (watch.orphan_scan_indexes) {
+      out.push_back({loc.ns, IndexSpec{{{loc.field, 1}}, ""},
+                     "the orphan scan's look for markers left behind (orphan_scan_indexes)"});
       out.push_back({loc.ns, IndexSpec{{{paths.Finished(), 1}}, "", true},
                      "the orphan scan's look for traces of finished transactions (only the "
-                     "participants carrying one are in it)"});
+                     "participants carrying one are in it; orphan_scan_indexes)"});
+    }
   }
   // Participants found by a key other than _id (a transfer's participant_key, a described
   // step's key): every step's write and read names its participant by it.

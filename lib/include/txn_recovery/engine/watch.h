@@ -33,6 +33,13 @@ struct WatchSpec {
   // window) are deleted or archived at the end of each sweep (SweepAndRetain, retention.h).
   // Off by default.
   RetentionPolicy retention;
+  // Whether the indexes of the marker arrays and of the finish traces on the participant
+  // collections are asked for (RequiredIndexes). Only the orphan scan reads by them: every
+  // write and read of the recovery names a participant by its key. Off by default, because
+  // on DocumentDB they cost the application's every participant write (docs/benchmarks.md,
+  // "What the daemon's indexes cost the application") while without them the orphan scan,
+  // once per orphan_scan_interval, reads each participant collection whole.
+  bool orphan_scan_indexes = false;
 
   Namespace control_ns() const { return {ns.database, control_collection}; }
 };

@@ -1,10 +1,15 @@
 // The indexes a watch's queries need, and checking or creating them.
 //
 // Without them every sweep scans the transactions collection (the candidate query filters
-// on state and time) and every participant check scans the participants (guards filter on
-// the marker). The daemon creates them at start when the operator lets it
+// on state and time), and participants found by a key other than _id, or by a tag, are
+// found by a collection scan. The daemon creates them at start when the operator lets it
 // (`manage_indexes`), and otherwise reports each missing one, since building an index on
 // a large production collection is an operator's decision.
+//
+// Indexes on an application's collections are paid by the application's every write (on
+// DocumentDB a fifth to two and a half times, docs/benchmarks.md), so none is asked for that
+// only the hourly orphan scan would read by, unless the watch says so
+// (WatchSpec::orphan_scan_indexes).
 #pragma once
 
 #include <string>
@@ -25,9 +30,10 @@ struct RequiredIndex {
 // Every index `watch` needs, in a stable order: on the transactions collection
 // {<state_field>: 1, <time_field>: 1} (with missing_time "object_id" then _id, with
 // "first_seen" then <lease_field>.firstSeen) and {<lease_field>.quarantine: 1} over the
-// quarantined only; per participant collection the marker field (the apply/undo guards),
-// {<lease_field>.finished: 1} over the participants carrying a trace, and each participant
-// key that is not _id (a transfer's participant_key, a described step's key).
+// quarantined only; per tagged collection the tag field; with orphan_scan_indexes, per
+// participant collection the marker array and {<lease_field>.finished: 1} over the
+// participants carrying a trace; and each participant key that is not _id (a transfer's
+// participant_key, a described step's key).
 std::vector<RequiredIndex> RequiredIndexes(const WatchSpec& watch);
 
 struct IndexCheck {

@@ -17,8 +17,13 @@
 // leaves on participants (recovery_record.h) of transactions that are terminal or gone,
 // left by a daemon stopped before it removed them, are removed.
 //
-// The scan reads every marked participant, so it is meant to run rarely (the daemon's
-// orphan_scan_interval, or `txn-recoveryd sweep --orphans` on demand).
+// The scan reads every marked participant (two reads per participant collection: traces,
+// then markers), so it is meant to run rarely (the daemon's orphan_scan_interval, or
+// `txn-recoveryd sweep --orphans` on demand). Unless the watch asks for the indexes of
+// markers and traces (WatchSpec::orphan_scan_indexes), each of those reads scans the
+// participant collection whole: on a collection so large that the server takes longer than
+// mongodb.socket_timeout to return a first batch, the scan fails with that error (and is
+// retried at the next interval) until those indexes exist.
 #pragma once
 
 #include <atomic>
