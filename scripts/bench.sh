@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Runs the benchmark (bench/bench.cc) against the embedded MongoDB-wire server, or against
-# TXN_RECOVERY_TEST_URI when set: txn-recoveryd sweep vs the applications' own step-by-step
-# recovery loop vs the server's bulk-write limit, on the same data, the writes per recovered
-# transaction, idle sweeps over terminal transactions and dry-run sweeps; on request, sweeps
-# at once (--fleet), a fleet of `txn-recoveryd run` daemons (--fleet-run) and a member's
-# take-over (--takeover): docs/benchmarks.md.
+# Runs the benchmark (bench/: main.cc and one file per run, listed in bench/bench.h) against
+# the embedded MongoDB-wire server, or against TXN_RECOVERY_TEST_URI when set: txn-recoveryd
+# sweep vs the applications' own step-by-step recovery loop vs the server's bulk-write limit,
+# on the same data, the writes per recovered transaction, idle sweeps over terminal
+# transactions and dry-run sweeps; on request, sweeps at once (--fleet), a fleet of
+# `txn-recoveryd run` daemons (--fleet-run) and a member's take-over (--takeover):
+# docs/benchmarks.md.
 #
 # Usage: scripts/bench.sh [txn-recovery-bench options]
 #   default: --n 100000 --idle 10000,1000000 --dry-run-n 10000,1000000

@@ -1,0 +1,699 @@
+// A fleet of `txn-recoveryd run` daemons over the same stuck transactions (--fleet-run: the
+// time until the last is resolved, each daemon's busy claims from its /metrics and what each
+// resolved from its JSON log), and the take-over (--takeover: three daemons, one SIGKILLed
+// once a third of the backlog is resolved, then one SIGSTOPped past the fleet's expiry and
+// continued: how long its share waits, whether any transaction was resolved by two).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "bench.h"
+#include "config.h"
+#include "support/subprocess.h"
+#include "txn_recovery/engine/membership.h"
+
+namespace txn_recovery::bench {
+
+namespace {
+
+// ---- A fleet of `run` daemons -----------------------------------------------------------
+//
+// --fleet-run and --takeover start real `txn-recoveryd run` daemons, as hosts of a fleet
+// run them (docs/fleet.md), rather than one-shot sweeps: each has its own configuration
+// file, serves /metrics on a port of its own (http.listen 127.0.0.1:0; the port is read
+// from its start line) and logs JSON lines on stdout, one per transaction it resolves. The
+// bench polls the server for what is left, scrapes each daemon's counters once the backlog
+// is gone and reads each daemon's log afterwards: who resolved what, and when.
+
+// One daemon's JSON log (log.format = "json"): its member id, its metrics port, and every
+// transaction it resolved ("resolved: <before> -> <after>", with txn_id and action; logged
+// once the bulk that resolved it returns, so a daemon stopped in between logs it late).
+struct DaemonLog {
+  std::string owner;  // "... started as <owner>: ..." (its lease owner and member id)
+  int http_port = 0;  // "health and metrics on http://127.0.0.1:<port>"
+  struct Resolution {
+    std::string txn, action;
+    double at = 0;  // the line's time stamp, Unix seconds (the daemon's host clock: ours)
+  };
+  std::vector<Resolution> resolved;
+  std::vector<double> failed;  // "failed: ..." lines' times: attempts refused or fenced
+  std::int64_t errors = 0;     // lines at level error
+};
+
+// A transaction's _id as one text whichever side it comes from (the log's JSON or the
+// store's Value): the bench's ids are integers or strings.
+std::string IdKey(const Value& id) {
+  if (id.is_string()) return *id.as_string();
+  if (auto d = id.as_double()) return std::to_string(static_cast<std::int64_t>(*d));
+  return id.ToString();
+}
+std::string IdKey(const nlohmann::json& id) {
+  if (id.is_string()) return id.get<std::string>();
+  if (id.is_number()) return std::to_string(id.get<std::int64_t>());
+  return id.dump();
+}
+
+double UnixNow() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// "2026-11-27T20:44:19.123Z" (the daemon's log time stamps) as Unix seconds; 0 if unreadable.
+double ParseLogTime(const std::string& ts) {
+  std::tm tm{};
+  int ms = 0;
+  if (std::sscanf(ts.c_str(), "%d-%d-%dT%d:%d:%d.%dZ", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+                  &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &ms) != 7)
+    return 0;
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  return static_cast<double>(timegm(&tm)) + ms / 1000.0;
+}
+
+DaemonLog ParseDaemonLog(const std::string& text) {
+  DaemonLog log;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object() || !j.contains("msg") || !j["msg"].is_string()) continue;
+    const std::string msg = j["msg"].get<std::string>();
+    if (j.value("level", "") == "error") ++log.errors;
+    if (msg.rfind("resolved: ", 0) == 0 && j.contains("txn_id")) {
+      log.resolved.push_back(
+          {IdKey(j["txn_id"]), j.value("action", ""), ParseLogTime(j.value("ts", ""))});
+    } else if (msg.rfind("failed: ", 0) == 0) {
+      log.failed.push_back(ParseLogTime(j.value("ts", "")));
+    } else if (auto at = msg.find(" started as "); at != std::string::npos && log.owner.empty()) {
+      // The owner id is "<host>:<pid>:<random>": it holds colons, but no ": ".
+      const std::size_t start = at + std::strlen(" started as ");
+      log.owner = msg.substr(start, msg.find(": ", start) - start);
+    } else if (auto h = msg.find("health and metrics on http://"); h != std::string::npos) {
+      const std::string rest = msg.substr(h + std::strlen("health and metrics on http://"));
+      const std::size_t colon = rest.rfind(':', rest.find(' '));
+      if (colon != std::string::npos) log.http_port = std::atoi(rest.c_str() + colon + 1);
+    }
+  }
+  return log;
+}
+
+// GET http://127.0.0.1:<port><path>, the body; empty when the daemon did not answer within
+// two seconds. HTTP/1.0: the server closes the connection after the reply.
+std::string HttpGet(int port, const std::string& path) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return "";
+  timeval tv{2, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string reply;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+    const std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+    if (send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
+        static_cast<ssize_t>(request.size())) {
+      char buf[16384];
+      for (ssize_t got; (got = recv(fd, buf, sizeof buf, 0)) > 0;)
+        reply.append(buf, static_cast<std::size_t>(got));
+    }
+  }
+  close(fd);
+  const std::size_t body = reply.find("\r\n\r\n");
+  return reply.rfind("HTTP/1.", 0) == 0 && reply.find(" 200 ") != std::string::npos &&
+                 body != std::string::npos
+             ? reply.substr(body + 4)
+             : "";
+}
+
+// The Prometheus text a daemon serves, each family summed over its labels
+// (txn_recoveryd_busy_total over the watches, _resolved_total over watches and actions).
+std::map<std::string, double> SumFamilies(const std::string& text) {
+  std::map<std::string, double> sums;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    const std::size_t name_end = line.find_first_of("{ ");
+    const std::size_t value_at = line.rfind(' ');
+    if (name_end == std::string::npos || value_at == std::string::npos) continue;
+    char* end = nullptr;
+    const double v = std::strtod(line.c_str() + value_at + 1, &end);
+    if (end == line.c_str() + value_at + 1) continue;
+    sums[line.substr(0, name_end)] += v;
+  }
+  return sums;
+}
+
+// The keys of one fleet run's daemons (printed with its table, and in the JSON report).
+struct FleetSettings {
+  std::string interval = "1s", heartbeat, expiry, lease;  // empty: the daemon's default
+  std::string watch_keys;                                 // appended to each [[watch]]
+
+  std::string Describe() const {
+    std::string d = "daemon.interval " + interval;
+    d += ", fleet.heartbeat " + (heartbeat.empty() ? "= interval" : heartbeat);
+    d += ", fleet.expiry " + (expiry.empty() ? "= 3 x heartbeat" : expiry);
+    d += ", sweep.lease " + (lease.empty() ? "60s" : lease);
+    return d;
+  }
+};
+
+// One `txn-recoveryd run` of the fleet, started at construction with its own configuration
+// file; the URI reaches it through its environment (never argv, never the file), and every
+// other TXN_RECOVERYD_* variable of the bench's environment is removed, since those override
+// the file.
+class RunDaemon {
+ public:
+  RunDaemon(const Options& o, const std::string& uri, const FleetSettings& fs,
+            const std::vector<std::string>& watches, int index)
+      : config_(TempPath("-run" + std::to_string(index) + ".toml")) {
+    {
+      std::ofstream f(config_);
+      f << "[mongodb]\nsocket_timeout = \"10m\"\n"
+        << "[sweep]\nworkers = " << o.workers << "\nbatch_size = " << o.batch_size
+        << "\nmanage_indexes = true\n";
+      if (!fs.lease.empty()) f << "lease = \"" << fs.lease << "\"\n";
+      f << "[daemon]\ninterval = \"" << fs.interval << "\"\n[fleet]\nenabled = true\n";
+      if (!fs.heartbeat.empty()) f << "heartbeat = \"" << fs.heartbeat << "\"\n";
+      if (!fs.expiry.empty()) f << "expiry = \"" << fs.expiry << "\"\n";
+      f << "[http]\nlisten = \"127.0.0.1:0\"\n[log]\nlevel = \"" << o.fleet_log_level
+        << "\"\nformat = \"json\"\n";
+      for (const auto& w : watches) f << w;
+    }
+    std::vector<std::string> unset;
+    for (char** e = environ; *e; ++e) {
+      const std::string kv(*e);
+      if (kv.rfind("TXN_RECOVERYD_", 0) == 0) unset.push_back(kv.substr(0, kv.find('=')));
+    }
+    for (const char* v : {"NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "JOURNAL_STREAM",
+                          "CREDENTIALS_DIRECTORY"})
+      unset.push_back(v);
+    proc_ = std::make_unique<testing::Subprocess>(
+        std::vector<std::string>{o.daemon, "run", "--config", config_},
+        std::map<std::string, std::string>{{"TXN_RECOVERYD_MONGODB_URI", uri}}, unset);
+  }
+  ~RunDaemon() {
+    proc_.reset();  // kills it if it still runs
+    std::remove(config_.c_str());
+  }
+  RunDaemon(const RunDaemon&) = delete;
+  RunDaemon& operator=(const RunDaemon&) = delete;
+
+  testing::Subprocess& proc() { return *proc_; }
+  DaemonLog Log() const { return ParseDaemonLog(proc_->Stdout()); }
+  // Waits until its start line and its listener's are logged (its owner id and port).
+  void AwaitStart(int index) {
+    const auto deadline = Steady::now() + std::chrono::seconds(30);
+    for (;;) {
+      DaemonLog log = Log();
+      if (!log.owner.empty() && log.http_port > 0) {
+        owner_ = log.owner;
+        port_ = log.http_port;
+        return;
+      }
+      if (!proc_->Running() || Steady::now() > deadline)
+        throw std::runtime_error("daemon " + std::to_string(index) + " did not start: " +
+                                 proc_->Stderr().substr(0, 2000) + proc_->Stdout().substr(0, 2000));
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  const std::string& owner() const { return owner_; }
+  // Its counters, each family summed over its labels; empty when it did not answer.
+  std::map<std::string, double> Metrics() const { return SumFamilies(HttpGet(port_, "/metrics")); }
+  // Its CPU time so far (user + system), from /proc; nullopt once it has exited.
+  std::optional<double> Cpu() const { return ProcessTreeCpu({proc_->pid()}).Seconds(); }
+
+ private:
+  std::string config_;
+  std::unique_ptr<testing::Subprocess> proc_;
+  std::string owner_;
+  int port_ = 0;
+};
+
+// Who resolved what, from every daemon's log: a transaction resolved by two daemons was
+// driven by two (a late-write check of a finished transaction is not a resolution of it,
+// and may come from any daemon).
+struct Resolutions {
+  std::map<std::string, std::vector<int>> by;  // txn -> the daemons that resolved it
+  std::map<std::string, double> at;            // txn -> its first resolution's time
+  std::int64_t lines = 0, twice = 0, failed = 0, errors = 0;
+  double last = 0;  // the last resolution's time
+  std::vector<std::int64_t> per_daemon;
+  std::string example;  // one transaction resolved twice, and by whom
+
+  explicit Resolutions(const std::vector<DaemonLog>& logs) {
+    for (std::size_t i = 0; i < logs.size(); ++i) {
+      std::int64_t mine = 0;
+      failed += static_cast<std::int64_t>(logs[i].failed.size());
+      errors += logs[i].errors;
+      for (const auto& r : logs[i].resolved) {
+        if (r.action == "check-late-writes") continue;
+        ++lines;
+        ++mine;
+        auto& who = by[r.txn];
+        who.push_back(static_cast<int>(i));
+        auto [it, fresh] = at.emplace(r.txn, r.at);
+        if (!fresh) it->second = std::min(it->second, r.at);
+        last = std::max(last, r.at);
+      }
+      per_daemon.push_back(mine);
+    }
+    for (const auto& [txn, who] : by)
+      if (who.size() > 1) {
+        ++twice;
+        if (example.empty()) {
+          example = "txn " + txn + " by daemons";
+          for (int d : who) example += " " + std::to_string(d);
+        }
+      }
+  }
+};
+
+}  // namespace
+
+void RunDaemons(Session& session) {
+  const Options& o = session.o;
+  const std::string& config = session.config;
+  const std::string& uri = session.uri;
+  const ProcessTreeCpu& server = session.server;
+  const std::unique_ptr<MongoStore>& store = session.store;
+  const std::vector<std::unique_ptr<BenchProfile>>& profiles = session.profiles;
+  JsonReport& report = session.report;
+  // What is left to do, summed over the profiles: the transactions not yet terminal.
+  auto unfinished = [&] {
+    std::int64_t total = 0;
+    for (const auto& p : profiles) {
+      std::int64_t left = 0;
+      Check(store->Count(p->Transactions(session.db_of(*p)), p->Unfinished(), &left),
+            "count unfinished");
+      total += left;
+    }
+    return total;
+  };
+  struct Fleet {
+    std::vector<std::unique_ptr<RunDaemon>> daemons;
+    std::vector<bool> gone;  // killed by the bench: neither waited for nor stopped
+    double wall0 = 0;        // Unix seconds at the start (the logs' clock)
+    Steady::time_point t0;
+  };
+  // k daemons started at once, each with its own configuration file.
+  auto start_fleet = [&](int k, const FleetSettings& fs) {
+    std::vector<std::string> keyed;
+    for (const auto& p : profiles) keyed.push_back(p->WatchToml(session.db_of(*p), fs.watch_keys));
+    Fleet f;
+    f.wall0 = UnixNow();
+    f.t0 = Steady::now();
+    for (int i = 0; i < k; ++i) {
+      f.daemons.push_back(std::make_unique<RunDaemon>(o, uri, fs, keyed, i));
+      f.gone.push_back(false);
+    }
+    for (int i = 0; i < k; ++i) f.daemons[static_cast<std::size_t>(i)]->AwaitStart(i);
+    return f;
+  };
+  // Polls the server until nothing is unfinished or `until` says stop (it gets what is
+  // left), every `every`; false when --fleet-timeout passed first. A daemon that exits by
+  // itself ends the run: it is a failure, not a figure.
+  auto await_left = [&](Fleet& f, const std::function<bool(std::int64_t)>& until,
+                        std::chrono::milliseconds every) {
+    const auto deadline =
+        Steady::now() + std::chrono::duration_cast<Steady::duration>(Seconds(o.fleet_timeout));
+    for (;;) {
+      for (std::size_t i = 0; i < f.daemons.size(); ++i)
+        if (!f.gone[i] && !f.daemons[i]->proc().Running())
+          throw std::runtime_error("daemon " + std::to_string(i) + " exited by itself: " +
+                                   f.daemons[i]->proc().Stderr().substr(0, 2000));
+      if (until(unfinished())) return true;
+      if (Steady::now() > deadline) return false;
+      std::this_thread::sleep_for(every);
+    }
+  };
+  auto drained = [](std::int64_t left) { return left == 0; };
+  // Each live daemon's counters once every sweep in progress when the backlog ended has
+  // ended too: a sweep adds its busy claims when it finishes a watch, so the bench waits
+  // for each daemon's sweeps_total to move by one sweep of every watch (up to a minute).
+  auto settled_metrics = [&](Fleet& f) {
+    std::vector<std::map<std::string, double>> m(f.daemons.size());
+    std::vector<double> from(f.daemons.size(), -1);
+    for (std::size_t i = 0; i < f.daemons.size(); ++i)
+      if (!f.gone[i]) {
+        m[i] = f.daemons[i]->Metrics();
+        from[i] =
+            m[i].count("txn_recoveryd_sweeps_total") ? m[i]["txn_recoveryd_sweeps_total"] : -1;
+      }
+    const auto deadline = Steady::now() + std::chrono::minutes(1);
+    for (std::size_t i = 0; i < f.daemons.size(); ++i) {
+      if (f.gone[i]) continue;
+      for (;;) {
+        m[i] = f.daemons[i]->Metrics();
+        const double now =
+            m[i].count("txn_recoveryd_sweeps_total") ? m[i]["txn_recoveryd_sweeps_total"] : -1;
+        if ((from[i] >= 0 && now >= from[i] + static_cast<double>(profiles.size())) ||
+            Steady::now() > deadline)
+          break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      }
+    }
+    return m;
+  };
+  // SIGTERM to each live daemon; each must exit 0 within 30 s (it drains, then leaves the
+  // fleet). Their logs, read afterwards; the problems, as text.
+  int fleet_runs = 0;  // names the kept logs
+  auto stop_fleet = [&](Fleet& f, std::vector<DaemonLog>* logs) {
+    ++fleet_runs;
+    std::string problems;
+    for (std::size_t i = 0; i < f.daemons.size(); ++i)
+      if (!f.gone[i]) f.daemons[i]->proc().Signal(SIGTERM);
+    for (std::size_t i = 0; i < f.daemons.size(); ++i) {
+      if (!f.gone[i]) {
+        std::optional<int> rc = f.daemons[i]->proc().Wait(std::chrono::seconds(30));
+        if (!rc || *rc != 0)
+          problems += "; daemon " + std::to_string(i) + " " +
+                      (rc ? "exited " + std::to_string(*rc) : std::string("did not stop"));
+      }
+      logs->push_back(f.daemons[i]->Log());
+      if (!o.fleet_logs.empty())
+        std::ofstream(o.fleet_logs + "/run" + std::to_string(fleet_runs) + "-daemon" +
+                      std::to_string(i) + ".jsonl")
+            << f.daemons[i]->proc().Stdout();
+    }
+    return problems;
+  };
+  auto per_daemon = [](const std::vector<std::int64_t>& v) {
+    std::string s;
+    for (std::int64_t x : v) s += (s.empty() ? "" : "/") + Int(x);
+    return s;
+  };
+  // "every transaction resolved once" or what was not.
+  auto once = [&](const Resolutions& r, std::int64_t n, nlohmann::json* row) {
+    (*row)["resolved_in_logs"] = static_cast<std::int64_t>(r.by.size());
+    (*row)["resolved_by_two"] = r.twice;
+    (*row)["failed_attempts"] = r.failed;
+    std::string text;
+    if (r.twice) text += "; " + Int(r.twice) + " RESOLVED BY TWO (" + r.example + ")";
+    if (static_cast<std::int64_t>(r.by.size()) != n)
+      text += "; " + Int(static_cast<std::int64_t>(r.by.size())) + " of " + Int(n) +
+              " in the daemons' logs";
+    if (text.empty()) text = "; each resolved once";
+    if (r.errors) text += "; " + Int(r.errors) + " error lines";
+    return text;
+  };
+
+  if (!o.fleet_run.empty()) {
+    FleetSettings fs;
+    fs.interval = o.fleet_interval;
+    Table t(
+        "A fleet of `txn-recoveryd run` daemons started together over the same stuck "
+        "transactions (" +
+            fs.Describe() +
+            "; indexes created before they start; drain: from their start to the last "
+            "resolution)",
+        {"daemons", "N", "drain s", "busy claims", "busy/tx", "resolved per daemon", "server CPU s",
+         "daemons CPU s", "check"});
+    // A warm-up sweep first, not shown, as for --fleet.
+    session.seed(o.fleet_n, false);
+    (void)SweepUntilClean(o, config, uri, server, store.get(), true);
+    for (std::int64_t k : o.fleet_run) {
+      session.seed(o.fleet_n, false);
+      CreateIndexes(store.get(), config, uri);
+      ServerMeter meter(server);
+      Fleet f = start_fleet(static_cast<int>(k), fs);
+      const bool done = await_left(f, drained, std::chrono::milliseconds(250));
+      const double poll_s = Seconds(Steady::now() - f.t0).count();
+      const std::optional<double> server_cpu = meter.Elapsed();
+      auto metrics = settled_metrics(f);
+      double cpu = 0;
+      for (const auto& d : f.daemons) cpu += d->Cpu().value_or(0);
+      std::vector<DaemonLog> logs;
+      std::string problems = stop_fleet(f, &logs);
+      const Resolutions res(logs);
+      const double drain_s = res.last > 0 ? res.last - f.wall0 : poll_s;
+      std::int64_t busy = 0;
+      std::vector<std::int64_t> resolved;
+      for (auto& m : metrics) {
+        busy += static_cast<std::int64_t>(m["txn_recoveryd_busy_total"]);
+        resolved.push_back(static_cast<std::int64_t>(m["txn_recoveryd_resolved_total"]));
+      }
+      nlohmann::json j;
+      std::string check = session.verify(o.fleet_n, &j) + once(res, o.fleet_n, &j) + problems;
+      if (!done) check = "NOT DRAINED in " + Fmt("%.0f", o.fleet_timeout) + " s; " + check;
+      t.Print({Int(k), Int(o.fleet_n), Fmt("%.1f", drain_s), Int(busy),
+               Per(static_cast<double>(busy), o.fleet_n, "%.3f"), per_daemon(resolved),
+               Opt(server_cpu, "%.1f"), Fmt("%.1f", cpu), check});
+      j["run"] = "fleet-run";
+      j["daemons"] = k;
+      j["n"] = o.fleet_n;
+      j["settings"] = fs.Describe();
+      j["drained"] = done;
+      j["drain_seconds"] = drain_s;
+      j["poll_seconds"] = poll_s;
+      j["busy_claims"] = busy;
+      j["busy_per_transaction"] = static_cast<double>(busy) / static_cast<double>(o.fleet_n);
+      j["resolved_per_daemon"] = resolved;
+      j["resolved_per_daemon_logs"] = res.per_daemon;
+      j["server_cpu_seconds"] = Json(server_cpu);
+      j["daemons_cpu_seconds"] = cpu;
+      if (!problems.empty()) j["problem_daemons"] = problems.substr(2);
+      report.Add(std::move(j));
+    }
+  }
+
+  if (o.takeover) {
+    std::chrono::milliseconds heartbeat, expiry, interval, lease;
+    Check(txn_recoveryd::ParseDuration(o.takeover_heartbeat, &heartbeat), "--takeover-heartbeat");
+    Check(txn_recoveryd::ParseDuration(o.takeover_expiry, &expiry), "--takeover-expiry");
+    Check(txn_recoveryd::ParseDuration(o.takeover_interval, &interval), "--takeover-interval");
+    Check(txn_recoveryd::ParseDuration(o.takeover_lease, &lease), "--takeover-lease");
+    FleetSettings fs;
+    fs.interval = o.takeover_interval;
+    fs.heartbeat = o.takeover_heartbeat;
+    fs.expiry = o.takeover_expiry;
+    fs.lease = o.takeover_lease;
+    // A transaction the victim had claimed is in `resuming`, its time stamped at the
+    // claim: it is due again only resume_after later (and once its lease expired), so
+    // resume_after is shortened too, or the default minute would be all one measures.
+    fs.watch_keys = "resume_after = \"" + o.takeover_resume_after + "\"\n";
+    const double bound = std::chrono::duration<double>(expiry + interval).count();
+    const double lease_bound = std::chrono::duration<double>(lease + interval).count();
+    const std::string members = "txn_recoveryd_members";
+    Table t(
+        "Take-over: 3 `run` daemons, one SIGKILLed or SIGSTOPped once a third of the "
+        "backlog is resolved (" +
+            fs.Describe() + ", resume_after " + o.takeover_resume_after +
+            "); times from the fault; its share: the buckets it held among the 3 "
+            "members, less what it had leased",
+        {"fault", "N", "resolved at fault", "its share left", "its share started s",
+         "its share done s", "bound s", "its leased done s", "all done s", "by two", "check"});
+    struct Left {
+      std::unordered_set<std::string> share, leased;  // its share unleased; its leases
+    };
+    // Runs one take-over: `fault` is "kill" or "stop", `stop_s` how long a stop lasts.
+    auto run = [&](const std::string& fault, double stop_s) {
+      session.seed(o.fleet_n, false);
+      CreateIndexes(store.get(), config, uri);
+      Fleet f = start_fleet(3, fs);
+      const std::int64_t third = o.fleet_n - o.fleet_n / 3;
+      std::int64_t left_at_fault = 0;
+      await_left(
+          f,
+          [&](std::int64_t left) {
+            left_at_fault = left;
+            return left <= third;
+          },
+          std::chrono::milliseconds(100));
+      // The fleet as the server holds it now: the victim's share is the buckets it holds
+      // among the live members (all three, unless one's record has lapsed).
+      std::vector<std::vector<MemberRecord>> sweepers(profiles.size());
+      std::size_t seen_members = 3;
+      for (std::size_t i = 0; i < profiles.size(); ++i) {
+        DateTime now;
+        const Namespace txns = profiles[i]->Transactions(session.db_of(*profiles[i]));
+        Check(LiveSweepers(store.get(), {txns.database, members}, txns.collection, expiry,
+                           &sweepers[i], &now),
+              "live members");
+        seen_members = std::min(seen_members, sweepers[i].size());
+      }
+      RunDaemon& victim = *f.daemons[0];
+      const double wall_fault = UnixNow();
+      const Steady::time_point t_fault = Steady::now();
+      victim.proc().Signal(fault == "kill" ? SIGKILL : SIGSTOP);
+      if (fault == "kill") {
+        (void)victim.proc().Wait(std::chrono::seconds(5));
+        f.gone[0] = true;
+      }
+      // What is left of its share, read a second after the fault: its leased transactions
+      // wait for the lease (and resume_after), the rest only for the others to see it
+      // gone. Not at once: the claims it had sent before the fault still land (the
+      // server reads what reached it before a SIGKILL closed the socket), and read
+      // earlier they were taken for unleased ones (its share done at 15.8 s, the lease).
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      Left left;
+      for (std::size_t i = 0; i < profiles.size(); ++i) {
+        DateTime now = ServerNow(store.get());
+        FindOptions fo;
+        fo.batch_size = o.read_batch;
+        fo.projection = {"recovery.lease"};
+        std::unique_ptr<Cursor> c;
+        const Namespace txns = profiles[i]->Transactions(session.db_of(*profiles[i]));
+        Check(store->Find(txns, profiles[i]->Unfinished(), fo, &c), "find unfinished");
+        Document d;
+        for (bool has = true;;) {
+          Check(c->Next(&d, &has), "read unfinished");
+          if (!has) break;
+          const Value* id = d.Get("_id");
+          const MemberRecord* holder = id ? HolderOf(sweepers[i], *id) : nullptr;
+          if (!holder || holder->id != victim.owner()) continue;
+          const Value* owner = d.GetPath("recovery.lease.owner");
+          const Value* expires = d.GetPath("recovery.lease.expires");
+          const bool leased = owner && owner->is_string() &&
+                              *owner->as_string() == victim.owner() && expires &&
+                              expires->is_datetime() && expires->as_datetime()->millis > now.millis;
+          (leased ? left.leased : left.share).insert(IdKey(*id));
+        }
+      }
+      // Everything, by the server: the poll that first finds nothing unfinished, during the
+      // stop too (a stopped daemon logs what it wrote before the stop only once continued,
+      // so its log's times say when it woke, not when it wrote).
+      std::optional<Steady::time_point> drained_at;
+      double wall_cont = 0;
+      if (fault == "stop") {
+        const auto until = t_fault + std::chrono::duration_cast<Steady::duration>(Seconds(stop_s));
+        for (; Steady::now() < until; std::this_thread::sleep_for(std::chrono::milliseconds(250)))
+          if (!drained_at && unfinished() == 0) drained_at = Steady::now();
+        victim.proc().Signal(SIGCONT);
+        wall_cont = UnixNow();
+      }
+      const bool done = drained_at || await_left(f, drained, std::chrono::milliseconds(250));
+      const double all_s = Seconds(drained_at.value_or(Steady::now()) - t_fault).count();
+      (void)settled_metrics(f);
+      std::vector<DaemonLog> logs;
+      std::string problems = stop_fleet(f, &logs);
+      const Resolutions res(logs);
+      // When the last of a set was resolved by the others, after the fault (their logs:
+      // they were never stopped, so a line's time is its write's, within a bulk); how
+      // many the victim resolved itself (its writes in flight at the fault, or once
+      // continued: their time is unknown), and how many no log names (the killed
+      // daemon's last writes, which its log did not keep).
+      std::int64_t by_itself = 0, unlogged = 0;
+      std::unordered_map<std::string, double> by_others;  // txn -> its first resolution
+      for (std::size_t d = 1; d < logs.size(); ++d)
+        for (const auto& r : logs[d].resolved)
+          if (r.action != "check-late-writes") by_others.emplace(r.txn, r.at);
+      auto last_of = [&](const std::unordered_set<std::string>& set) {
+        double last = -1;  // none timed: every one resolved by itself, or none left
+        for (const auto& id : set) {
+          if (auto it = by_others.find(id); it != by_others.end())
+            last = std::max(last, it->second - wall_fault);
+          else if (res.by.count(id))
+            ++by_itself;
+          else
+            ++unlogged;
+        }
+        return last;
+      };
+      const double share_s = last_of(left.share);
+      const double leased_s = last_of(left.leased);
+      // When the others first resolved one of its share: the take-over's start, which the
+      // bound (fleet.expiry + one interval) is about; the rest of "done" is the time to
+      // drive what it held.
+      double started_s = -1;
+      for (const auto& id : left.share)
+        if (auto it = by_others.find(id); it != by_others.end())
+          started_s = started_s < 0 ? it->second - wall_fault
+                                    : std::min(started_s, it->second - wall_fault);
+      nlohmann::json j;
+      // A SIGKILLed daemon's last resolutions may be on the server and not in its log (it
+      // logs a bulk's transactions once the bulk returns): those are named, not failed.
+      std::string check = session.verify(o.fleet_n, &j);
+      if (fault == "kill" && !res.twice && static_cast<std::int64_t>(res.by.size()) < o.fleet_n) {
+        const std::int64_t missing = o.fleet_n - static_cast<std::int64_t>(res.by.size());
+        check += "; each logged once; " + Int(missing) +
+                 " resolved in no log (the killed daemon's last bulks)";
+        j["resolved_in_logs"] = static_cast<std::int64_t>(res.by.size());
+        j["resolved_by_two"] = res.twice;
+        j["failed_attempts"] = res.failed;
+      } else {
+        check += once(res, o.fleet_n, &j);
+      }
+      check += problems;
+      if (!done) check = "NOT DRAINED in " + Fmt("%.0f", o.fleet_timeout) + " s; " + check;
+      if (seen_members != 3) check += "; " + std::to_string(seen_members) + " live members seen";
+      if (unlogged) check += "; " + Int(unlogged) + " of what it held in no log";
+      if (by_itself)
+        check += "; " + Int(by_itself) + " of what it held (share or leases) resolved by itself";
+      std::string what = fault == "kill" ? "SIGKILL" : "SIGSTOP " + Fmt("%.0f", stop_s) + " s";
+      if (fault == "stop") {
+        // What the stopped member did once continued: resolutions (its own share, or its
+        // leases not yet taken over), and attempts that failed (a fenced write, a lost claim).
+        std::int64_t after = 0, by_others_while = 0;
+        std::int64_t failed_after = 0;
+        // Half a second of slack: its lines carry milliseconds, truncated, and it may log
+        // before the bench reads the clock after SIGCONT; a stop lasts seconds.
+        const double woke = wall_cont - 0.5;
+        for (const auto& r : logs[0].resolved)
+          if (r.at >= woke && r.action != "check-late-writes") ++after;
+        for (double at : logs[0].failed) failed_after += at >= woke ? 1 : 0;
+        for (const auto& id : left.share) {
+          auto it = res.at.find(id);
+          if (it != res.at.end() && it->second < wall_cont) ++by_others_while;
+        }
+        check += "; while stopped the others resolved " + Int(by_others_while) + " of its " +
+                 Int(static_cast<std::int64_t>(left.share.size())) + "; continued, it resolved " +
+                 Int(after) + " and failed " + Int(failed_after) + " attempt(s)";
+        j["failed_by_it_after_sigcont"] = failed_after;
+        j["resolved_by_it_after_sigcont"] = after;
+        j["its_share_resolved_by_others_while_stopped"] = by_others_while;
+        j["stop_seconds"] = stop_s;
+      }
+      t.Print({what, Int(o.fleet_n), Int(o.fleet_n - left_at_fault),
+               Int(static_cast<std::int64_t>(left.share.size())) + " + " +
+                   Int(static_cast<std::int64_t>(left.leased.size())) + " leased",
+               started_s >= 0 ? Fmt("%.1f", started_s) : "-",
+               share_s >= 0 ? Fmt("%.1f", share_s) : "-", Fmt("%.1f", bound),
+               leased_s >= 0 ? Fmt("%.1f", leased_s) : "-", Fmt("%.1f", all_s), Int(res.twice),
+               check});
+      j["run"] = fault == "kill" ? "takeover-kill" : "takeover-stop";
+      j["n"] = o.fleet_n;
+      j["settings"] = fs.Describe() + ", resume_after " + o.takeover_resume_after;
+      j["resolved_at_fault"] = o.fleet_n - left_at_fault;
+      j["live_members_seen"] = seen_members;
+      j["its_share_left"] = left.share.size();
+      j["its_leased_left"] = left.leased.size();
+      j["its_share_started_seconds"] =
+          started_s >= 0 ? nlohmann::json(started_s) : nlohmann::json();
+      j["its_share_started_within_bound"] = started_s >= 0 && started_s <= bound;
+      j["its_share_done_seconds"] = share_s >= 0 ? nlohmann::json(share_s) : nlohmann::json();
+      j["bound_seconds"] = bound;
+      j["its_share_within_bound"] = share_s <= bound;
+      j["its_leased_done_seconds"] = leased_s >= 0 ? nlohmann::json(leased_s) : nlohmann::json();
+      j["lease_bound_seconds"] = lease_bound;
+      j["all_done_seconds"] = all_s;
+      j["unlogged"] = unlogged;
+      j["its_share_resolved_by_itself"] = by_itself;
+      report.Add(std::move(j));
+    };
+    run("kill", 0);
+    for (double s : o.takeover_stop) run("stop", s);
+  }
+}
+
+}  // namespace txn_recovery::bench

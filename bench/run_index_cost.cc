@@ -1,0 +1,56 @@
+// What the indexes the daemon may ask for on the accounts cost the application's own writes,
+// and what one orphan scan costs with them and without (--index-cost; the measure itself is
+// index_cost.h).
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "bench.h"
+#include "config.h"
+#include "index_cost.h"
+
+namespace txn_recovery::bench {
+
+void RunIndexCost(Session& session) {
+  const Options& o = session.o;
+  const std::string& config = session.config;
+  const ProcessTreeCpu& server = session.server;
+  const std::unique_ptr<MongoStore>& store = session.store;
+  JsonReport& report = session.report;
+  // The transfer watch as the daemon reads it, for the indexes it requires on the accounts.
+  const txn_recoveryd::Config daemon_config = DaemonConfig(config, o.uri);
+  const auto transfer =
+      std::find_if(daemon_config.watches.begin(), daemon_config.watches.end(),
+                   [](const WatchSpec& w) { return w.profile.transfer() != nullptr; });
+  if (transfer == daemon_config.watches.end())
+    throw std::runtime_error("--index-cost needs the transfer profile in --profiles");
+  bench::IndexCostOptions io;
+  io.writes = o.index_cost_writes;
+  io.accounts = o.index_cost_accounts;
+  Table t(
+      "The application's own writes to its accounts (a guarded $inc and $push of its "
+      "marker, then the $pull; unordered bulks of 500) with each index the daemon may "
+      "ask for there, and without; then one orphan scan of the accounts",
+      {"indexes", "writes", "wall s", "writes/s", "server CPU s", "overhead", "orphan scan s",
+       "its server CPU s"});
+  for (const bench::IndexCostRow& row :
+       bench::MeasureIndexCost(store.get(), *transfer, io, server)) {
+    t.Print({row.variant, Int(row.writes), Fmt("%.2f", row.seconds),
+             Fmt("%.0f", static_cast<double>(row.writes) / row.seconds), Opt(row.server_cpu),
+             Fmt("%+.1f %%", 100 * row.overhead), Fmt("%.3f", row.orphan_scan_seconds),
+             Opt(row.orphan_scan_server_cpu)});
+    nlohmann::json j = {{"run", "index-cost"},
+                        {"variant", row.variant},
+                        {"indexes", row.indexes},
+                        {"accounts", io.accounts},
+                        {"writes", row.writes},
+                        {"seconds", row.seconds},
+                        {"server_cpu", Json(row.server_cpu)},
+                        {"overhead", row.overhead},
+                        {"orphan_scan_seconds", row.orphan_scan_seconds},
+                        {"orphan_scan_server_cpu", Json(row.orphan_scan_server_cpu)}};
+    report.Add(std::move(j));
+  }
+}
+
+}  // namespace txn_recovery::bench
