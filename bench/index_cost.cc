@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <stdexcept>
 
 #include "txn_recovery/base/clock.h"
@@ -20,7 +21,7 @@ void Must(const Status& s, const std::string& what) {
 struct Round {
   double seconds = 0;
   std::optional<double> server_cpu;
-  double scan_seconds = 0;
+  std::optional<double> scan_seconds;  // the accounts' rounds only
   std::optional<double> scan_server_cpu;
 };
 
@@ -79,6 +80,90 @@ Round RunRound(MongoStore* store, const WatchSpec& watch, const Namespace& accou
   return round;
 }
 
+// One round of the application's own transaction writes: the transactions collection
+// rebuilt with `indexes`, then per transaction the manual's insert (initial) and its three
+// moves (pending, applied, done), each setting the time with $currentDate, in bulks.
+Round RunTransactionsRound(MongoStore* store, const WatchSpec& watch,
+                           const std::vector<IndexSpec>& indexes, const IndexCostOptions& o,
+                           const ProcessTreeCpu& server) {
+  const Profile& p = watch.profile;
+  Must(store->DropDatabase(watch.ns.database), "drop " + watch.ns.database);
+  if (!indexes.empty()) Must(store->CreateIndexes(watch.ns, indexes), "create the indexes");
+  const std::optional<double> cpu0 = server.Seconds();
+  const auto t0 = Steady::now();
+  const TxnState moves[][2] = {{TxnState::kInitial, TxnState::kPending},
+                               {TxnState::kPending, TxnState::kApplied},
+                               {TxnState::kApplied, TxnState::kDone}};
+  const std::int64_t txns = o.writes / 4;
+  const DateTime now{Clock::Real()->WallMillis()};
+  for (std::int64_t from = 0; from < txns; from += o.bulk) {
+    const std::int64_t to = std::min(txns, from + o.bulk);
+    std::vector<Document> docs;
+    for (std::int64_t t = from; t < to; ++t)
+      docs.push_back(Document{{"_id", t},
+                              {"source", "A"},
+                              {"destination", "B"},
+                              {"value", std::int64_t{100}},
+                              {p.state_field, p.states.Written(TxnState::kInitial)},
+                              {p.time_field, now}});
+    Must(store->InsertMany(watch.ns, docs), "insert the transactions");
+    for (const auto& move : moves) {
+      std::vector<UpdateRequest> updates;
+      for (std::int64_t t = from; t < to; ++t)
+        updates.push_back(
+            {Filter().Eq("_id", t).Eq(p.state_field, p.states.Written(move[0])),
+             Update().Set(p.state_field, p.states.Written(move[1])).CurrentDate(p.time_field)});
+      BulkResult r;
+      Must(store->UpdateEach(watch.ns, updates, &r), "move the transactions");
+    }
+  }
+  Round round;
+  round.seconds = std::chrono::duration<double>(Steady::now() - t0).count();
+  round.server_cpu = Spent(cpu0, server.Seconds());
+  return round;
+}
+
+using Variants = std::vector<std::pair<std::string, std::vector<IndexSpec>>>;
+
+// Runs `round` for every variant, `o.rounds` times interleaved, and keeps the median round of
+// each as its row.
+std::vector<IndexCostRow> Measure(
+    const std::string& collection, const Variants& variants, std::int64_t writes,
+    const IndexCostOptions& o, const std::function<Round(const std::vector<IndexSpec>&)>& round) {
+  std::vector<std::vector<Round>> rounds(variants.size());
+  for (int r = 0; r < o.rounds; ++r)
+    for (std::size_t v = 0; v < variants.size(); ++v)
+      rounds[v].push_back(round(variants[v].second));
+  std::vector<IndexCostRow> rows;
+  for (std::size_t v = 0; v < variants.size(); ++v) {
+    auto& rs = rounds[v];
+    std::sort(rs.begin(), rs.end(),
+              [](const Round& a, const Round& b) { return a.seconds < b.seconds; });
+    const Round& median = rs[rs.size() / 2];
+    IndexCostRow row;
+    row.collection = collection;
+    row.variant = variants[v].first;
+    for (const IndexSpec& spec : variants[v].second)
+      row.indexes += (row.indexes.empty() ? "" : ", ") + spec.ToString();
+    row.writes = writes;
+    row.seconds = median.seconds;
+    row.server_cpu = median.server_cpu;
+    row.orphan_scan_seconds = median.scan_seconds;
+    row.orphan_scan_server_cpu = median.scan_server_cpu;
+    row.overhead = row.seconds / rounds[0][rounds[0].size() / 2].seconds - 1;
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+// The indexes `w` asks for on `ns`.
+std::vector<IndexSpec> On(const Namespace& ns, const WatchSpec& w) {
+  std::vector<IndexSpec> out;
+  for (const RequiredIndex& r : RequiredIndexes(w))
+    if (r.ns == ns) out.push_back(r.spec);
+  return out;
+}
+
 }  // namespace
 
 std::vector<IndexCostRow> MeasureIndexCost(MongoStore* store, const WatchSpec& watch,
@@ -87,48 +172,33 @@ std::vector<IndexCostRow> MeasureIndexCost(MongoStore* store, const WatchSpec& w
   const TransferProfile* transfer = watch.profile.transfer();
   if (transfer == nullptr) throw std::runtime_error("the index cost is measured on a transfer");
   const Namespace accounts{watch.ns.database, transfer->participants_collection};
-  // Every index the daemon may ask for on the accounts, and those it asks for by default.
-  auto on_accounts = [&accounts](const WatchSpec& w) {
-    std::vector<IndexSpec> out;
-    for (const RequiredIndex& r : RequiredIndexes(w))
-      if (r.ns == accounts) out.push_back(r.spec);
-    return out;
-  };
+  // The accounts: every index the daemon may ask for there, and those it asks for by default.
   WatchSpec with_scan_indexes = watch;
   with_scan_indexes.orphan_scan_indexes = true;
-  const std::vector<IndexSpec> required = on_accounts(with_scan_indexes);
   WatchSpec by_default = watch;
   by_default.orphan_scan_indexes = false;
-  const bool default_is_none = on_accounts(by_default).empty();
-  // None, each alone, all of them (when there are two or more).
-  std::vector<std::pair<std::string, std::vector<IndexSpec>>> variants = {
-      {default_is_none ? "none (the daemon's default)" : "none", {}}};
-  for (const IndexSpec& spec : required) variants.push_back({"only " + spec.ToString(), {spec}});
-  if (required.size() > 1) variants.push_back({"all (orphan_scan_indexes = true)", required});
+  const std::vector<IndexSpec> possible = On(accounts, with_scan_indexes);
+  Variants variants = {
+      {On(accounts, by_default).empty() ? "none (the daemon's default)" : "none", {}}};
+  for (const IndexSpec& spec : possible) variants.push_back({"only " + spec.ToString(), {spec}});
+  if (possible.size() > 1) variants.push_back({"all (orphan_scan_indexes = true)", possible});
+  std::vector<IndexCostRow> rows =
+      Measure(accounts.collection, variants, o.writes, o, [&](const std::vector<IndexSpec>& ix) {
+        return RunRound(store, with_scan_indexes, accounts, transfer->marker_field, ix, o, server);
+      });
 
-  std::vector<std::vector<Round>> rounds(variants.size());
-  for (int r = 0; r < o.rounds; ++r)
-    for (std::size_t v = 0; v < variants.size(); ++v)
-      rounds[v].push_back(RunRound(store, with_scan_indexes, accounts, transfer->marker_field,
-                                   variants[v].second, o, server));
-  std::vector<IndexCostRow> rows;
-  for (std::size_t v = 0; v < variants.size(); ++v) {
-    auto& rs = rounds[v];
-    std::sort(rs.begin(), rs.end(),
-              [](const Round& a, const Round& b) { return a.seconds < b.seconds; });
-    const Round& median = rs[rs.size() / 2];
-    IndexCostRow row;
-    row.variant = variants[v].first;
-    for (const IndexSpec& spec : variants[v].second)
-      row.indexes += (row.indexes.empty() ? "" : ", ") + spec.ToString();
-    row.writes = o.writes;
-    row.seconds = median.seconds;
-    row.server_cpu = median.server_cpu;
-    row.orphan_scan_seconds = median.scan_seconds;
-    row.orphan_scan_server_cpu = median.scan_server_cpu;
-    rows.push_back(row);
-  }
-  for (IndexCostRow& row : rows) row.overhead = row.seconds / rows.front().seconds - 1;
+  // The transactions: none, each index alone, and all of them, which every watch needs (the
+  // sweep's reads are bounded by them: docs/state-machine.md, "What a sweep reads").
+  const std::vector<IndexSpec> needed = On(watch.ns, by_default);
+  variants = {{"none", {}}};
+  for (const IndexSpec& spec : needed) variants.push_back({"only " + spec.ToString(), {spec}});
+  if (needed.size() > 1) variants.push_back({"all (the daemon's default)", needed});
+  const std::int64_t txn_writes = o.writes / 4 * 4;
+  for (IndexCostRow& row :
+       Measure(watch.ns.collection, variants, txn_writes, o, [&](const std::vector<IndexSpec>& ix) {
+         return RunTransactionsRound(store, watch, ix, o, server);
+       }))
+    rows.push_back(std::move(row));
   Must(store->DropDatabase(accounts.database), "drop " + accounts.database);
   return rows;
 }

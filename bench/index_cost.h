@@ -22,21 +22,23 @@
 namespace txn_recovery::bench {
 
 struct IndexCostRow {
-  std::string variant;  // "none", then each index alone, then all of them
-  std::string indexes;  // the keys, as IndexSpec::ToString writes them
+  std::string collection;  // the accounts' or the transactions' name
+  std::string variant;     // "none", then each index alone, then all of them
+  std::string indexes;     // the keys, as IndexSpec::ToString writes them
   std::int64_t writes = 0;
   double seconds = 0;                // the median round's wall time
   std::optional<double> server_cpu;  // the median round's server CPU seconds
   double overhead = 0;               // seconds / the "none" row's seconds - 1
   // One orphan scan of the accounts after the writes (the median round's): nothing is left
   // to find, so this is what the daemon pays per orphan_scan_interval.
-  double orphan_scan_seconds = 0;
+  std::optional<double> orphan_scan_seconds;  // the accounts' rows only
   std::optional<double> orphan_scan_server_cpu;
 };
 
 struct IndexCostOptions {
   std::int64_t accounts = 10'000;
-  std::int64_t writes = 100'000;  // participant writes per round (half $push, half $pull)
+  std::int64_t writes = 100'000;  // writes per round (accounts: half $push, half $pull;
+                                  // transactions: a quarter inserts, the rest moves)
   std::int32_t bulk = 500;
   int rounds = 3;  // per variant, interleaved; the median is kept
 };
@@ -44,8 +46,10 @@ struct IndexCostOptions {
 // For the participants of `watch` (a transfer watch: its participants collection; the
 // database is dropped and rebuilt for each round), one row per variant: "none" (the
 // daemon's default unless the participants are found by another key than _id), each index
-// alone, and all of them (orphan_scan_indexes = true). `server` measures the server's CPU
-// (may be empty).
+// alone, and all of them (orphan_scan_indexes = true); then the same for the application's
+// own writes of its transactions (the manual's insert and three moves of its state, each
+// setting its time) with none, each and all of the indexes the daemon needs there. `server`
+// measures the server's CPU (may be empty).
 std::vector<IndexCostRow> MeasureIndexCost(MongoStore* store, const WatchSpec& watch,
                                            const IndexCostOptions& options,
                                            const ProcessTreeCpu& server);
