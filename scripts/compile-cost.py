@@ -5,17 +5,27 @@ with each file's own flags from compile_commands.json) and, with --cpu, the comp
 CPU seconds (user + system of the child, not wall time: another build on the machine slows
 the wall clock, much less the CPU time a compile needs).
 
-Usage: scripts/compile-cost.py [--build DIR] [-n N] [--cpu] [--filter REGEX] [--by-library FILE]
+Usage: scripts/compile-cost.py [--build DIR] [-n N] [--cpu] [--tidy] [--filter REGEX]
+                               [--by-library FILE]
 
   --build DIR        the build tree holding compile_commands.json (default: build/)
   -n N               the N heaviest (default 10); 0: all
-  --cpu              also compile each file (one at a time, to a temporary object; slow)
+  --cpu              also compile each file (one at a time, to a temporary object) and rank
+                     by CPU seconds, not by lines: about 10 minutes for the whole tree on one
+                     core of a 2-core machine; --filter narrows it
+  --tidy             also run clang-tidy on each file as scripts/tidy.sh does (its cold pass,
+                     one file at a time): its CPU seconds, ranked by them unless --cpu
   --filter REGEX     only the files whose path matches
   --by-library FILE  the preprocessed lines of FILE by where they come from (the C++ library,
                      nlohmann/json, CLI11, spdlog/fmt, toml++, gtest/gmock, httplib, mongoc,
                      the project's own headers...), heaviest first
 
-Prints a Markdown table. One compiler runs at a time, whatever the machine has.
+Prints a Markdown table, the N heaviest and then the sum over every file measured. One
+compiler runs at a time, whatever the machine has. Lines and CPU rank the files differently:
+a test file's time goes mostly to generating its own code (-O2 -g), not to its headers.
+
+  scripts/compile-cost.py                 # the 10 largest after preprocessing (seconds)
+  scripts/compile-cost.py --cpu -n 10     # the 10 slowest to compile (minutes)
 """
 
 import argparse
@@ -85,6 +95,15 @@ def cpu_seconds(directory, args, source):
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+def tidy_seconds(build, source):
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(["clang-tidy", "-p", str(build), "--quiet",
+                    f"--header-filter=^{ROOT}/(lib|daemon|tests|bench)/", source],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
 def short(path):
     try:
         return str(pathlib.Path(path).resolve().relative_to(ROOT))
@@ -122,6 +141,7 @@ def main():
     p.add_argument("--build", default=str(ROOT / "build"))
     p.add_argument("-n", type=int, default=10)
     p.add_argument("--cpu", action="store_true")
+    p.add_argument("--tidy", action="store_true")
     p.add_argument("--filter", default="")
     p.add_argument("--by-library", default="")
     a = p.parse_args()
@@ -149,22 +169,28 @@ def main():
         if a.filter and not re.search(a.filter, source):
             continue
         text = preprocess(directory, args, source)
-        rows.append([source, text.count(b"\n"), len(text), None])
-    rows.sort(key=lambda r: -r[1])
-    rows = rows[: a.n] if a.n else rows
-    if a.cpu:
-        for r in rows:
-            directory, args = cmds[r[0]]
-            r[3] = cpu_seconds(directory, args, r[0])
-    total_lines = sum(r[1] for r in rows)
-    print("| translation unit | preprocessed lines | preprocessed KiB |" +
-          (" CPU s |" if a.cpu else ""))
-    print("|---|---:|---:|" + ("---:|" if a.cpu else ""))
-    for name, lines, size, cpu in rows:
-        print(f"| {short(name)} | {lines} | {size // 1024} |" + (f" {cpu:.1f} |" if a.cpu else ""))
-    print(f"| total of these {len(rows)} | {total_lines} | |" + (
-        f" {sum(r[3] or 0 for r in rows):.1f} |" if a.cpu else ""))
+        rows.append({"file": source, "lines": text.count(b"\n"), "kib": len(text) // 1024})
+    for r in rows:
+        directory, args = cmds[r["file"]]
+        if a.cpu:
+            r["cpu"] = cpu_seconds(directory, args, r["file"])
+        if a.tidy:
+            r["tidy"] = tidy_seconds(build, r["file"])
+    key = "cpu" if a.cpu else "tidy" if a.tidy else "lines"
+    rows.sort(key=lambda r: -r[key])
+    columns = [("lines", "preprocessed lines"), ("kib", "preprocessed KiB")]
+    columns += [("cpu", "CPU s")] if a.cpu else []
+    columns += [("tidy", "clang-tidy CPU s")] if a.tidy else []
 
+    def cell(r, c):
+        return f"{r[c]:.1f}" if isinstance(r[c], float) else str(r[c])
+
+    print("| translation unit | " + " | ".join(title for _, title in columns) + " |")
+    print("|---|" + "---:|" * len(columns))
+    for r in rows[: a.n] if a.n else rows:
+        print(f"| {short(r['file'])} | " + " | ".join(cell(r, c) for c, _ in columns) + " |")
+    total = {c: sum(r[c] for r in rows) for c, _ in columns}
+    print(f"| all {len(rows)} measured | " + " | ".join(cell(total, c) for c, _ in columns) + " |")
 
 if __name__ == "__main__":
     main()

@@ -2,6 +2,7 @@
 // docs/configuration.md and the container image say, checked against the code that defines
 // it (the configuration's keys: the schema, daemon/configuration/config_schema.cc).
 #include <gtest/gtest.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <cctype>

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <iostream>

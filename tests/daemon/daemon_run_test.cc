@@ -1,7 +1,6 @@
 // `txn-recoveryd run` as systemd and operators run it: a real process, its notifications on
 // a stand-in NOTIFY_SOCKET, its health endpoint, signals, and the database going away.
 #include <gtest/gtest.h>
-#include <httplib.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>

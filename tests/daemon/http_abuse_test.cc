@@ -6,6 +6,7 @@
 // stop waits for a client.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <httplib.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/resource.h>

@@ -1,10 +1,11 @@
 // Helpers for tests that run the txn-recoveryd binary (TXN_RECOVERYD_BINARY) as a child
 // process: a configuration file for a test, the daemon started (or a command run to its end)
 // with only that file in effect, its health endpoint found from its log and asked over
-// plain HTTP.
+// plain HTTP. HealthPort and HttpGet are compiled once, in daemon_process.cc: inline here,
+// their std::regex and cpp-httplib (with OpenSSL's headers) cost each of the 13 test files
+// that include this header about a second of CPU (scripts/compile-cost.py).
 #pragma once
 
-#include <httplib.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -14,7 +15,6 @@
 #include <fstream>
 #include <map>
 #include <memory>
-#include <regex>
 #include <string>
 #include <vector>
 
@@ -79,21 +79,7 @@ inline ProcessResult RunTxnRecoveryd(std::vector<std::string> args,
 
 // The port of the daemon's health listener, from its "health and metrics on" log line; 0 if
 // it did not say within `timeout`.
-inline int HealthPort(Subprocess& daemon,
-                      std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
-  int port = 0;
-  Eventually(
-      [&] {
-        std::smatch m;
-        std::string err = daemon.Stderr() + daemon.Stdout();
-        if (!std::regex_search(err, m, std::regex(R"(health and metrics on http://\S*:(\d+))")))
-          return false;
-        port = std::stoi(m[1]);
-        return true;
-      },
-      timeout);
-  return port;
-}
+int HealthPort(Subprocess& daemon, std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
 // A TCP port on 127.0.0.1 that was free a moment ago (for a server a test starts itself).
 inline int FreePort() {
@@ -113,13 +99,8 @@ struct HttpAnswer {
   std::string body;
 };
 
-inline HttpAnswer HttpGet(int port, const std::string& path, const httplib::Headers& headers = {}) {
-  httplib::Client c("127.0.0.1", port);
-  c.set_connection_timeout(2);
-  c.set_read_timeout(5);
-  auto r = c.Get(path, headers);
-  if (!r) return {};
-  return {r->status, r->body};
-}
+// GET http://127.0.0.1:<port><path> (cpp-httplib, in daemon_process.cc, so that the files
+// including this header do not parse it).
+HttpAnswer HttpGet(int port, const std::string& path);
 
 }  // namespace txn_recovery::testing
