@@ -400,7 +400,10 @@ void RunDaemons(Session& session) {
   };
   auto per_daemon = [](const std::vector<std::int64_t>& v) {
     std::string s;
-    for (std::int64_t x : v) s += (s.empty() ? "" : "/") + Int(x);
+    for (std::int64_t x : v) {
+      if (!s.empty()) s += '/';
+      s += Int(x);
+    }
     return s;
   };
   // "every transaction resolved once" or what was not.
