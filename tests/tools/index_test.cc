@@ -55,27 +55,25 @@ TEST_P(Indexes, ACreatedIndexIsListedWithTheIdIndexAndCreatingItAgainIsHarmless)
 TEST_P(Indexes, AWatchNeedsStateAndTimeOnTransactionsAndNothingOnParticipantsFoundById) {
   WatchSpec w = Bank(store(), backend_->database()).Watch();
   std::vector<RequiredIndex> req = RequiredIndexes(w);
-  ASSERT_EQ(req.size(), 3u) << "every write and read of an account names it by its _id";
+  ASSERT_EQ(req.size(), 2u) << "every write and read of an account names it by its _id";
   EXPECT_EQ(req[0].ns.ToString(), backend_->database() + ".transactions");
   EXPECT_EQ(req[0].spec.ToString(), "{state: 1, lastModified: 1} ordered");
-  EXPECT_EQ(req[1].spec.ToString(), "{state: 1}");
-  EXPECT_EQ(req[2].spec.ToString(), "{recovery.quarantine: 1} where present");
+  EXPECT_TRUE(req[0].spec.hinted) << "the read of unknown states names it";
+  EXPECT_EQ(req[1].spec.ToString(), "{recovery.quarantine: 1} where present");
 
   // The operator who would rather pay on every application write than scan the accounts
   // once per orphan scan asks for the marker and trace indexes.
   w.orphan_scan_indexes = true;
   req = RequiredIndexes(w);
-  ASSERT_EQ(req.size(), 5u);
+  ASSERT_EQ(req.size(), 4u);
   EXPECT_EQ(req[0].ns.ToString(), backend_->database() + ".transactions");
   EXPECT_EQ(req[0].spec.ToString(), "{state: 1, lastModified: 1} ordered");
   EXPECT_EQ(req[1].ns.ToString(), backend_->database() + ".transactions");
-  EXPECT_EQ(req[1].spec.ToString(), "{state: 1}");
-  EXPECT_TRUE(req[1].spec.hinted) << "the read of unknown states names it";
-  EXPECT_EQ(req[2].spec.ToString(), "{recovery.quarantine: 1} where present");
+  EXPECT_EQ(req[1].spec.ToString(), "{recovery.quarantine: 1} where present");
+  EXPECT_EQ(req[2].ns.ToString(), backend_->database() + ".accounts");
+  EXPECT_EQ(req[2].spec.ToString(), "{pendingTransactions: 1}");
   EXPECT_EQ(req[3].ns.ToString(), backend_->database() + ".accounts");
-  EXPECT_EQ(req[3].spec.ToString(), "{pendingTransactions: 1}");
-  EXPECT_EQ(req[4].ns.ToString(), backend_->database() + ".accounts");
-  EXPECT_EQ(req[4].spec.ToString(), "{recovery.finished: 1} where present");
+  EXPECT_EQ(req[3].spec.ToString(), "{recovery.finished: 1} where present");
 
   // The schema-book transfer's names, configured: its own fields, and the participant key it
   // looks up by.
@@ -92,19 +90,18 @@ TEST_P(Indexes, AWatchNeedsStateAndTimeOnTransactionsAndNothingOnParticipantsFou
   )",
                                  backend_->database());
   req = RequiredIndexes(book);
-  ASSERT_EQ(req.size(), 6u);
+  ASSERT_EQ(req.size(), 5u);
   EXPECT_EQ(req[0].spec.ToString(), "{state: 1, updatedAt: 1} ordered");
-  EXPECT_EQ(req[1].spec.ToString(), "{state: 1}");
-  EXPECT_EQ(req[2].spec.ToString(), "{recovery.quarantine: 1} where present");
-  EXPECT_EQ(req[3].ns.collection, "wallets");
-  EXPECT_EQ(req[3].spec.ToString(), "{pendingTx: 1}");
-  EXPECT_EQ(req[4].spec.ToString(), "{recovery.finished: 1} where present");
-  EXPECT_EQ(req[5].spec.ToString(), "{name: 1}");
+  EXPECT_EQ(req[1].spec.ToString(), "{recovery.quarantine: 1} where present");
+  EXPECT_EQ(req[2].ns.collection, "wallets");
+  EXPECT_EQ(req[2].spec.ToString(), "{pendingTx: 1}");
+  EXPECT_EQ(req[3].spec.ToString(), "{recovery.finished: 1} where present");
+  EXPECT_EQ(req[4].spec.ToString(), "{name: 1}");
   book.orphan_scan_indexes = false;
   req = RequiredIndexes(book);
-  ASSERT_EQ(req.size(), 4u);
-  EXPECT_EQ(req[3].ns.collection, "wallets");
-  EXPECT_EQ(req[3].spec.ToString(), "{name: 1}") << "the key every step's write names";
+  ASSERT_EQ(req.size(), 3u);
+  EXPECT_EQ(req[2].ns.collection, "wallets");
+  EXPECT_EQ(req[2].spec.ToString(), "{name: 1}") << "the key every step's write names";
 }
 
 TEST_P(Indexes, ATaggedInsertAlwaysNeedsItsTagSinceItsDocumentsAreFoundByIt) {
@@ -182,19 +179,19 @@ TEST_P(Indexes, MissingIndexesAreReportedAndCreatedOnlyWhenAsked) {
   w.orphan_scan_indexes = true;
   std::vector<IndexCheck> checks;
   Must(EnsureIndexes(store(), w, /*create=*/false, &checks));
-  ASSERT_EQ(checks.size(), 5u);
+  ASSERT_EQ(checks.size(), 4u);
   for (const auto& c : checks) {
     EXPECT_FALSE(c.present) << c.index.spec.ToString();
     EXPECT_FALSE(c.created);
   }
-  EXPECT_FALSE(HasKeys(List(bank.accounts()), checks[3].index.spec)) << "a check writes nothing";
+  EXPECT_FALSE(HasKeys(List(bank.accounts()), checks[2].index.spec)) << "a check writes nothing";
 
   Must(EnsureIndexes(store(), w, /*create=*/true, &checks));
   for (const auto& c : checks) EXPECT_TRUE(c.created) << c.index.spec.ToString();
-  for (std::size_t i = 0; i < 3; ++i)
+  for (std::size_t i = 0; i < 2; ++i)
     EXPECT_TRUE(HasKeys(List(bank.txns()), checks[i].index.spec))
         << checks[i].index.spec.ToString();
-  EXPECT_TRUE(HasKeys(List(bank.accounts()), checks[3].index.spec));
+  EXPECT_TRUE(HasKeys(List(bank.accounts()), checks[2].index.spec));
 
   Must(EnsureIndexes(store(), w, /*create=*/true, &checks));
   for (const auto& c : checks) {
@@ -212,9 +209,9 @@ TEST_P(Indexes, AnIndexStartingWithTheNeededKeysServesThemButAReorderedOneDoesNo
                               {IndexSpec{{{"pendingTransactions", 1}, {"balance", 1}}, ""}}));
   std::vector<IndexCheck> checks;
   Must(EnsureIndexes(store(), w, /*create=*/false, &checks));
-  ASSERT_EQ(checks.size(), 5u);
+  ASSERT_EQ(checks.size(), 4u);
   EXPECT_FALSE(checks[0].present) << "{lastModified, state} cannot serve a query by state";
-  EXPECT_TRUE(checks[3].present) << "{pendingTransactions, balance} serves the marker guards";
+  EXPECT_TRUE(checks[2].present) << "{pendingTransactions, balance} serves the marker guards";
 }
 
 TEST_P(Indexes, AReadThatNamesAnIndexTheCollectionLacksIsReadWithoutIt) {
@@ -326,10 +323,10 @@ TEST(IndexesCli, WithoutManageIndexesTheSweepWarnsAndInspectListsWhatIsMissing) 
   ProcessResult s = RunTxnRecoveryd({"sweep", "--config", path});
   EXPECT_EQ(s.exit_code, 0) << s.err;
   // The configuration names no time field: ages may come from the first sighting. Without
-  // the index on the state that the read of unknown states names, that read goes on
+  // the {state, time} index that the read of unknown states names, that read goes on
   // without it (the server would otherwise refuse it, and every sweep).
-  for (const char* keys : {"{state: 1, lastModified: 1} ordered",
-                           "{state: 1, recovery.firstSeen: 1} ordered", "{state: 1}"})
+  for (const char* keys :
+       {"{state: 1, lastModified: 1} ordered", "{state: 1, recovery.firstSeen: 1} ordered"})
     EXPECT_NE(s.err.find(std::string("missing index ") + keys + " on " + bank.txns().ToString()),
               std::string::npos)
         << keys << "\n"
@@ -344,11 +341,11 @@ TEST(IndexesCli, WithoutManageIndexesTheSweepWarnsAndInspectListsWhatIsMissing) 
 
   ProcessResult i = RunTxnRecoveryd({"inspect", "--config", path});
   EXPECT_EQ(i.exit_code, 0) << i.err;
-  EXPECT_NE(i.out.find("indexes: 4 missing"), std::string::npos) << i.out;
+  EXPECT_NE(i.out.find("indexes: 3 missing"), std::string::npos) << i.out;
   ProcessResult j = RunTxnRecoveryd({"inspect", "--json", "--config", path});
   ASSERT_EQ(j.exit_code, 0) << j.err;
   auto doc = nlohmann::json::parse(j.out);
-  ASSERT_EQ(doc["watches"][0]["missing_indexes"].size(), 4u);
+  ASSERT_EQ(doc["watches"][0]["missing_indexes"].size(), 3u);
   EXPECT_EQ(doc["watches"][0]["missing_indexes"][0]["keys"], "{state: 1, lastModified: 1} ordered");
 
   std::vector<IndexSpec> list;

@@ -55,21 +55,97 @@ std::vector<Filter> AgedAlternatives(const WatchSpec& watch, const std::vector<T
   return out;
 }
 
+namespace {
+
+// The UTF-8 encoding of code point `cp`.
+std::string Utf8(char32_t cp) {
+  std::string out;
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+  return out;
+}
+
+// How many of the greatest character an upper bound below a finished spelling ends with:
+// a state must begin with the spelling's predecessor and this many of them to pass it.
+constexpr int kPastTheLastCharacter = 16;
+
+// Closed upper bounds whose union holds every string that sorts below `spelling`, but for
+// strings that begin with the spelling's last character lowered by one and then
+// kPastTheLastCharacter of the greatest character: on DocumentDB's ordered {state, time}
+// index an open bound `$lt: "done"` walks every entry of "done" (the whole finished history)
+// where a closed bound at a string nobody writes stops at once. The greatest character is
+// U+10FFFF in the order of UTF-8's bytes (mongod, DocumentDB) and U+FFFF in that of UTF-16's
+// units (mongo-java-server orders strings as Java does): one bound each. Exact (one bound)
+// when the spelling ends with U+0000, or is empty (nothing is below it).
+std::vector<std::string> ClosedBoundsBelow(const std::string& spelling) {
+  if (spelling.empty()) return {};
+  // The last code point: its lead byte is the last byte that is not a continuation byte.
+  std::size_t at = spelling.size() - 1;
+  while (at > 0 && (static_cast<unsigned char>(spelling[at]) & 0xC0) == 0x80) --at;
+  const std::string prefix = spelling.substr(0, at);
+  const auto lead = static_cast<unsigned char>(spelling[at]);
+  char32_t cp = lead < 0x80   ? lead
+                : lead < 0xE0 ? lead & 0x1F
+                : lead < 0xF0 ? lead & 0x0F
+                              : lead & 0x07;
+  for (std::size_t i = at + 1; i < spelling.size(); ++i)
+    cp = (cp << 6) | (static_cast<unsigned char>(spelling[i]) & 0x3F);
+  if (cp == 0) return {prefix};
+  char32_t below = cp - 1;
+  if (below >= 0xD800 && below <= 0xDFFF) below = 0xD7FF;  // no surrogate is a character
+  std::vector<std::string> out;
+  for (char32_t greatest : {char32_t{0x10FFFF}, char32_t{0xFFFF}}) {
+    std::string bound = prefix + Utf8(below);
+    for (int i = 0; i < kPastTheLastCharacter; ++i) bound += Utf8(greatest);
+    out.push_back(std::move(bound));
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<Filter> UnknownStates(const Profile& profile) {
   const std::string& field = profile.state_field;
-  std::vector<std::string> known;
+  std::vector<std::string> known, finished;
   for (const Value& v : profile.states.AllSpellings())
     if (const std::string* s = v.as_string()) known.push_back(*s);
+  for (const Value& v : profile.states.TerminalSpellings())
+    if (const std::string* s = v.as_string()) finished.push_back(*s);
   std::sort(known.begin(), known.end());
   known.erase(std::unique(known.begin(), known.end()), known.end());
   std::vector<Filter> out;
-  if (known.empty()) {
-    out.push_back(Filter().OfType(field, "string"));
-  } else {
-    out.push_back(Filter().Lt(field, known.front()));
-    for (std::size_t i = 1; i < known.size(); ++i)
-      out.push_back(Filter().Gt(field, known[i - 1]).Lt(field, known[i]));
-    out.push_back(Filter().Gt(field, known.back()));
+  if (known.empty()) out.push_back(Filter().OfType(field, "string"));
+  // The strings between two spellings, below the first and above the last. Each range is
+  // read on the ordered {state, time} index, which bounds a range of its first key by the
+  // entries equal to either end: past a spelling is `$gte` of the spelling followed by
+  // U+0000 (the next string in every order), and below a finished spelling is below a
+  // string nobody writes (ClosedBoundsBelow), so that no read walks the finished history.
+  for (std::size_t i = 0; i <= known.size() && !known.empty(); ++i) {
+    Filter range;
+    if (i > 0) range.Gte(field, known[i - 1] + std::string(1, '\0'));
+    if (i == known.size()) {
+      out.push_back(std::move(range));
+    } else if (std::find(finished.begin(), finished.end(), known[i]) == finished.end()) {
+      out.push_back(std::move(range.Lt(field, known[i])));
+    } else {
+      for (std::string& bound : ClosedBoundsBelow(known[i])) {
+        Filter below = range;
+        out.push_back(std::move(below.Lte(field, std::move(bound))));
+      }
+    }
   }
   // No state, or null: two alternatives, since DocumentDB reads {state: null} (which means
   // both) by walking its index.
@@ -135,12 +211,6 @@ Filter Ours(const WatchSpec& watch, std::vector<Filter> alternatives) {
 
 }  // namespace
 
-IndexSpec StateIndex(const Profile& profile) {
-  IndexSpec spec{{{profile.state_field, 1}}, ""};
-  spec.hinted = true;
-  return spec;
-}
-
 IndexSpec AgeIndex(const WatchSpec& watch, AgeSource clock) {
   const Profile& p = watch.profile;
   IndexSpec spec{{{p.state_field, 1}}, ""};
@@ -202,7 +272,8 @@ std::vector<CandidateRead> CandidateReads(const WatchSpec& watch, DateTime now,
                                           bool finished_carry_times) {
   std::vector<CandidateRead> reads;
   reads.push_back({Ours(watch, KnownStateAlternatives(watch, now)), {}});
-  reads.push_back({Ours(watch, UnknownStates(watch.profile)), StateIndex(watch.profile).keys});
+  reads.push_back(
+      {Ours(watch, UnknownStates(watch.profile)), AgeIndex(watch, AgeSource::kTimeField).keys});
   if (watch.profile.missing_time == MissingTime::kFirstSeen)
     reads.push_back(NotYetSeenRead(watch, finished_carry_times));
   return reads;

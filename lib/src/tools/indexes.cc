@@ -18,7 +18,8 @@ std::vector<RequiredIndex> RequiredIndexes(const WatchSpec& watch) {
   // since a range of a third key under "time absent" is no range on DocumentDB (it walks
   // every entry of the state without a time, the whole history).
   out.push_back({watch.ns, AgeIndex(watch, AgeSource::kTimeField),
-                 "the sweep's candidate query (stale states by age) and inspect's counts"});
+                 "the sweep's candidate query (stale states by age, states that are none of the "
+                 "profile's spellings) and inspect's counts"});
   if (p.missing_time == MissingTime::kObjectIdTime)
     out.push_back({watch.ns, AgeIndex(watch, AgeSource::kObjectId),
                    "the same for transactions without a time field (ages from the _id)"});
@@ -26,8 +27,6 @@ std::vector<RequiredIndex> RequiredIndexes(const WatchSpec& watch) {
     out.push_back({watch.ns, AgeIndex(watch, AgeSource::kFirstSeen),
                    "the same for transactions without a time field (ages from the first "
                    "sighting)"});
-  out.push_back({watch.ns, StateIndex(p),
-                 "finding transactions whose state is none of the profile's spellings"});
   out.push_back({watch.ns, IndexSpec{{{paths.Quarantine(), 1}}, "", true},
                  "counting and listing quarantined transactions (only those are in it)"});
   // A tagged-insert's tag is how its documents are found (finished, deleted, counted), so

@@ -37,10 +37,13 @@ inline constexpr const char* kOtherStateTypes[] = {"number",   "bool",    "objec
                                                    "minKey",   "maxKey"};
 
 // Documents whose state is none of the profile's spellings, as alternatives that each read
-// only such documents from the index on the state: the strings below, between and above the
-// known spellings (in the server's binary order), absent, null, and each other type. Not
-// `$nin` of the spellings: mongod reads it as ranges too, but DocumentDB reads its whole
-// ordered index for it (docs/compatibility.md).
+// only such documents from the ordered {state, time} index: the strings below, between and
+// above the known spellings (in the server's binary order), absent, null, and each other
+// type. Not `$nin` of the spellings: mongod reads it as ranges too, but DocumentDB reads its
+// whole ordered index for it (docs/compatibility.md). Below a finished spelling the range
+// ends at a string nobody writes, so no read walks the finished history; a state that begins
+// with that spelling's last character lowered by one and then sixteen of the greatest
+// character is past that end and not found (docs/state-machine.md, "What a sweep reads").
 std::vector<Filter> UnknownStates(const Profile& profile);
 
 // The query that selects a sweep's candidates at server time `now`: transactions the
@@ -56,9 +59,6 @@ Filter CandidateFilter(const WatchSpec& watch, DateTime now);
 // overdue in a fleet member's share. Nullopt when no state can age (no spelling).
 std::optional<Filter> OverdueFilter(const WatchSpec& watch, DateTime now,
                                     std::chrono::milliseconds overdue_after);
-
-// The index on the state alone that the read of unknown states names in its hint.
-IndexSpec StateIndex(const Profile& profile);
 
 // One read of a sweep: a filter, and the index the server must read it from (empty: the
 // planner's choice).
@@ -78,10 +78,9 @@ CandidateRead FinishedTimesProbe(const WatchSpec& watch);
 
 // The candidates of CandidateFilter as the reads a sweep sends, each bounded by an index
 // range: the known states by state and age (the planner chooses among the AgeIndex
-// indexes), then the unknown states on the index on the state alone, named in a hint
-// (DocumentDB plans a range of states on the ordered {state, time} index, where it walks
-// every finished transaction sorting below the range's end; on its plain index on the
-// state the same range reads only the documents in it; docs/compatibility.md), then with
+// indexes), then the unknown states (UnknownStates) on the ordered {state, time} index,
+// named in a hint (a planner left to choose may take another index that starts with the
+// state, where the same ranges are not bounded the same way; docs/compatibility.md), then with
 // missing_time = "first_seen" those not seen yet, on the AgeIndex whose second key the
 // finished transactions carry (`finished_carry_times`, FinishedTimesProbe). A document may
 // be in two reads (a state that is an array): the reader sees it twice.
