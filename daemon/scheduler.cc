@@ -232,6 +232,9 @@ class Daemon {
   std::shared_ptr<txn_recovery::SweepMemory> sweep_memory_ =
       std::make_shared<txn_recovery::SweepMemory>();
   bool indexes_checked_ = false;  // PrepareIndexes ran for the current configuration
+  // It left an index for when a transaction without a time appears: checked again after a
+  // sweep that stamps a first sighting.
+  bool indexes_deferred_ = false;
   std::unique_ptr<HealthServer> http_;
   std::string owner_ = txn_recovery::MakeOwnerId();
   Notifier notifier_;
@@ -470,6 +473,7 @@ void Daemon::RecordWatch(const txn_recovery::WatchSpec& w,
                static_cast<double>(summary.late_writes_undone));
   metrics_.Inc("txn_recoveryd_first_sightings_total", watch,
                static_cast<double>(summary.first_sightings));
+  if (indexes_deferred_ && summary.first_sightings > 0) indexes_checked_ = false;
   if (w.retention.enabled()) {
     metrics_.Inc("txn_recoveryd_finished_removed_total", {{"watch", w.name}, {"mode", "deleted"}},
                  static_cast<double>(summary.finished_deleted));
@@ -604,7 +608,8 @@ Daemon::SweepOutcome Daemon::SweepAll() {
   metrics_.Set("txn_recoveryd_database_up", {}, 1);
   // Once per configuration, at the first sweep that reaches the database.
   if (!indexes_checked_)
-    indexes_checked_ = !PrepareIndexes(config_, store_.get(), false).IsUnavailable();
+    indexes_checked_ =
+        !PrepareIndexes(config_, store_.get(), false, &indexes_deferred_).IsUnavailable();
 
   txn_recovery::SweepOptions so = SweepOptionsFor(config_);
   so.lease.owner = owner_;

@@ -11,9 +11,10 @@ std::string DescribeMissing(const txn_recovery::IndexCheck& c) {
          " (needed by " + c.index.why + ")";
 }
 
-txn_recovery::Status PrepareIndexes(const Config& config, txn_recovery::Store* store,
-                                    bool dry_run) {
+txn_recovery::Status PrepareIndexes(const Config& config, txn_recovery::Store* store, bool dry_run,
+                                    bool* deferred) {
   const bool create = config.sweep.manage_indexes && !dry_run;
+  if (deferred != nullptr) *deferred = false;
   for (const auto& w : config.watches) {
     std::vector<txn_recovery::IndexCheck> checks;
     txn_recovery::Status s = txn_recovery::EnsureIndexes(store, w, create, &checks);
@@ -23,6 +24,13 @@ txn_recovery::Status PrepareIndexes(const Config& config, txn_recovery::Store* s
       if (!c.status.ok()) {
         spdlog::error("{} {} on {}: {}", create ? "cannot create index" : "cannot check index",
                       c.index.spec.ToString(), c.index.ns.ToString(), c.status.ToString());
+      } else if (!c.present && !c.needed) {
+        if (deferred != nullptr) *deferred = true;
+        spdlog::info(
+            "index {} on {} not needed yet: no transaction there is without a time field; "
+            "{} once the first one is seen",
+            c.index.spec.ToString(), c.index.ns.ToString(),
+            create ? "created" : "reported missing");
       } else if (c.created) {
         spdlog::info("created index {} on {}", c.index.spec.ToString(), c.index.ns.ToString());
       } else if (!c.present) {

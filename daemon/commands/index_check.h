@@ -15,8 +15,12 @@ namespace txn_recoveryd {
 // creates the missing ones. Logs a warning per missing index (naming the collection, the
 // keys and what needs it), an info line per created one, an error per failure. Returns
 // Unavailable when the database could not be reached (the caller may try again later),
-// OK otherwise, even when some index is missing or could not be created.
-txn_recovery::Status PrepareIndexes(const Config& config, txn_recovery::Store* store, bool dry_run);
+// OK otherwise, even when some index is missing or could not be created. `deferred`, when
+// given, says whether an index was left for later (IndexCheck::needed false: no
+// transaction without a time yet); the caller checks again once a sweep stamps a first
+// sighting.
+txn_recovery::Status PrepareIndexes(const Config& config, txn_recovery::Store* store, bool dry_run,
+                                    bool* deferred = nullptr);
 
 // "missing index {state: 1, lastModified: 1} on bank.transactions (needed by ...)"
 std::string DescribeMissing(const txn_recovery::IndexCheck& check);

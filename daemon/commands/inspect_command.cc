@@ -124,7 +124,7 @@ WatchFindings InspectWatch(const Config& config, const txn_recovery::WatchSpec& 
   // Inspect never creates indexes (it only reads); it shows what is missing.
   if (s.ok()) s = txn_recovery::EnsureIndexes(store, w, /*create=*/false, &f.checks);
   for (const auto& c : f.checks)
-    if (!c.present)
+    if (!c.present && c.needed)
       f.missing.push_back({{"namespace", c.index.ns.ToString()},
                            {"keys", c.index.spec.ToString()},
                            {"needed_by", c.index.why}});
@@ -187,7 +187,7 @@ void PrintWatch(const Config& config, const txn_recovery::WatchSpec& w, const Wa
                             : std::to_string(f.missing.size()) + " missing")
       << "\n";
   for (const auto& c : f.checks)
-    if (!c.present) out << "    " << DescribeMissing(c) << "\n";
+    if (!c.present && c.needed) out << "    " << DescribeMissing(c) << "\n";
   if (config.fleet.enabled) {
     out << "  fleet (" << config.fleet.members_collection << "): " << f.members.size()
         << " live member" << (f.members.size() == 1 ? "" : "s") << "\n";

@@ -264,6 +264,52 @@ TEST_F(DaemonRun, RetentionArchivesOldFinishedTransactionsAndTheMetricCountsThem
   EXPECT_EQ(daemon->Wait(seconds(10)), 0) << daemon->Stderr();
 }
 
+TEST_F(DaemonRun, TheFirstSightingsIndexIsCreatedOnlyOnceATransactionWithoutATimeAppears) {
+  // The watch names no time field, so a transaction without one is aged from its first
+  // sighting; an application that always writes a time never needs that index, and pays
+  // for it on every write of its transactions if it is there.
+  Bank bank(backend_->store(), backend_->database());
+  bank.Open(2);
+  bank.Transfer(Bank::Account(0), Bank::Account(1), 1, 8);
+  std::string config = Config(uri_, {backend_->database()}, "[http]\nlisten = \"127.0.0.1:0\"\n");
+  config.replace(config.find("[sweep]\n"), 8, "[sweep]\nmanage_indexes = true\n");
+  auto daemon = StartDaemon(WriteTestFile(".toml", config));
+  int port = HealthPort(*daemon);
+  ASSERT_GT(port, 0) << daemon->Stderr();
+  const std::string sweeps = "txn_recoveryd_sweeps_total{watch=\"w0\"}";
+  ASSERT_TRUE(
+      Eventually([&] { return Metric(HttpGet(port, "/metrics").body, sweeps) >= 3; }, seconds(10)))
+      << daemon->Stderr();
+  auto first_sightings_index = [&] {
+    std::vector<IndexSpec> list;
+    Must(backend_->store()->ListIndexes(bank.txns(), &list));
+    for (const IndexSpec& i : list)
+      if (i.keys.size() == 2 && i.keys[1].first == "recovery.firstSeen") return true;
+    return false;
+  };
+  EXPECT_FALSE(first_sightings_index()) << daemon->Stderr();
+  EXPECT_NE(daemon->Stderr().find("created index {state: 1, lastModified: 1} ordered"),
+            std::string::npos)
+      << daemon->Stderr();
+
+  Must(backend_->store()->InsertMany(bank.txns(), {Document{{"_id", "no time"},
+                                                            {"source", Bank::Account(0)},
+                                                            {"destination", Bank::Account(1)},
+                                                            {"value", 1},
+                                                            {"state", "initial"}}}));
+  EXPECT_TRUE(Eventually(first_sightings_index, seconds(10))) << daemon->Stderr();
+  // DocumentDB lists an index before its createIndexes has returned.
+  EXPECT_TRUE(Eventually(
+      [&] {
+        return daemon->Stderr().find("created index {state: 1, recovery.firstSeen: 1} ordered") !=
+               std::string::npos;
+      },
+      seconds(10)))
+      << daemon->Stderr();
+  daemon->Signal(SIGTERM);
+  EXPECT_EQ(daemon->Wait(seconds(10)), 0) << daemon->Stderr();
+}
+
 TEST_F(DaemonRun, ThePeriodicOrphanScanUndoesALateWriteNoSweepWouldSeeAndCountsWhatIsLeft) {
   Bank bank(backend_->store(), backend_->database());
   bank.Open(3);

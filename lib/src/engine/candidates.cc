@@ -229,6 +229,12 @@ CandidateRead FinishedTimesProbe(const WatchSpec& watch) {
           AgeIndex(watch, AgeSource::kTimeField).keys};
 }
 
+CandidateRead TimelessProbe(const WatchSpec& watch) {
+  const Profile& p = watch.profile;
+  return {Filter().In(p.state_field, p.states.AllSpellings()).NotExists(p.time_field),
+          AgeIndex(watch, AgeSource::kTimeField).keys};
+}
+
 namespace {
 
 // Transactions seen by no sweep yet (missing_time = "first_seen"), finished ones too: the

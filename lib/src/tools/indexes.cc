@@ -1,6 +1,8 @@
 #include "txn_recovery/tools/indexes.h"
 
 #include <map>
+#include <memory>
+#include <optional>
 
 #include "txn_recovery/base/recovery_record.h"
 #include "txn_recovery/engine/candidates.h"
@@ -26,7 +28,8 @@ std::vector<RequiredIndex> RequiredIndexes(const WatchSpec& watch) {
   if (p.missing_time == MissingTime::kFirstSeen)
     out.push_back({watch.ns, AgeIndex(watch, AgeSource::kFirstSeen),
                    "the same for transactions without a time field (ages from the first "
-                   "sighting)"});
+                   "sighting), once there is one",
+                   /*only_with_timeless=*/true});
   out.push_back({watch.ns, IndexSpec{{{paths.Quarantine(), 1}}, "", true},
                  "counting and listing quarantined transactions (only those are in it)"});
   // A tagged-insert's tag is how its documents are found (finished, deleted, counted), so
@@ -75,6 +78,24 @@ Status EnsureIndexes(Store* store, const WatchSpec& watch, bool create,
   };
   std::map<std::string, std::vector<IndexSpec>> existing;  // by namespace
   std::map<std::string, Status> list_status;
+  std::optional<bool> timeless;  // asked at most once
+  auto any_timeless = [&](bool* out) -> Status {
+    if (!timeless) {
+      const CandidateRead probe = TimelessProbe(watch);
+      FindOptions o;
+      o.limit = 1;
+      o.projection = {"_id"};
+      o.hint = probe.hint;
+      std::unique_ptr<Cursor> cursor;
+      if (Status s = store->Find(watch.ns, probe.filter, o, &cursor); !s.ok()) return s;
+      Document d;
+      bool found = false;
+      if (Status s = cursor->Next(&d, &found); !s.ok()) return s;
+      timeless = found;
+    }
+    *out = *timeless;
+    return Status::Ok();
+  };
   for (RequiredIndex& r : RequiredIndexes(watch)) {
     IndexCheck c;
     c.index = std::move(r);
@@ -88,7 +109,11 @@ Status EnsureIndexes(Store* store, const WatchSpec& watch, bool create,
     if (c.status.ok())
       for (const IndexSpec& e : existing[key])
         if (c.index.spec.ServedBy(e)) c.present = true;
-    if (c.status.ok() && !c.present && create) {
+    if (c.status.ok() && !c.present && c.index.only_with_timeless) {
+      c.status = any_timeless(&c.needed);
+      note(c.status);
+    }
+    if (c.status.ok() && !c.present && c.needed && create) {
       c.status = store->CreateIndexes(c.index.ns, {c.index.spec});
       note(c.status);
       c.created = c.status.ok();

@@ -76,6 +76,11 @@ IndexSpec AgeIndex(const WatchSpec& watch, AgeSource clock);
 // "first_seen".
 CandidateRead FinishedTimesProbe(const WatchSpec& watch);
 
+// The read that tells whether any transaction lacks a time (one document at most, points
+// of AgeIndex(kTimeField)): until one does, the first sightings' index is not needed
+// (RequiredIndex::only_with_timeless).
+CandidateRead TimelessProbe(const WatchSpec& watch);
+
 // The candidates of CandidateFilter as the reads a sweep sends, each bounded by an index
 // range: the known states by state and age (the planner chooses among the AgeIndex
 // indexes), then the unknown states (UnknownStates) on the ordered {state, time} index,
