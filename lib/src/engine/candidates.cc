@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <memory>
 
 #include "txn_recovery/base/recovery_record.h"
 
@@ -227,6 +228,17 @@ CandidateRead FinishedTimesProbe(const WatchSpec& watch) {
   const Profile& p = watch.profile;
   return {Filter().In(p.state_field, p.states.TerminalSpellings()).OfType(p.time_field, "date"),
           AgeIndex(watch, AgeSource::kTimeField).keys};
+}
+
+Status AnyMatches(Store* store, const Namespace& ns, const CandidateRead& read, bool* found) {
+  FindOptions o;
+  o.limit = 1;
+  o.projection = {"_id"};
+  o.hint = read.hint;
+  std::unique_ptr<Cursor> cursor;
+  if (Status s = store->Find(ns, read.filter, o, &cursor); !s.ok()) return s;
+  Document d;
+  return cursor->Next(&d, found);
 }
 
 CandidateRead TimelessProbe(const WatchSpec& watch) {

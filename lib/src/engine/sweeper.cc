@@ -222,15 +222,8 @@ class Sweeper::Pass {
       *carry = *known;
       return Status::Ok();
     }
-    const CandidateRead probe = FinishedTimesProbe(watch_);
-    FindOptions o;
-    o.limit = 1;
-    o.projection = {"_id"};
-    o.hint = probe.hint;
-    std::unique_ptr<Cursor> cursor;
-    if (Status s = s_->store_->Find(watch_.ns, probe.filter, o, &cursor); !s.ok()) return s;
-    Document d;
-    if (Status s = cursor->Next(&d, carry); !s.ok()) return s;
+    if (Status s = AnyMatches(s_->store_, watch_.ns, FinishedTimesProbe(watch_), carry); !s.ok())
+      return s;
     memory->SetFinishedCarryTimes(watch_.ns, *carry);
     return Status::Ok();
   }

@@ -1,7 +1,6 @@
 #include "txn_recovery/tools/indexes.h"
 
 #include <map>
-#include <memory>
 #include <optional>
 
 #include "txn_recovery/base/recovery_record.h"
@@ -81,16 +80,8 @@ Status EnsureIndexes(Store* store, const WatchSpec& watch, bool create,
   std::optional<bool> timeless;  // asked at most once
   auto any_timeless = [&](bool* out) -> Status {
     if (!timeless) {
-      const CandidateRead probe = TimelessProbe(watch);
-      FindOptions o;
-      o.limit = 1;
-      o.projection = {"_id"};
-      o.hint = probe.hint;
-      std::unique_ptr<Cursor> cursor;
-      if (Status s = store->Find(watch.ns, probe.filter, o, &cursor); !s.ok()) return s;
-      Document d;
       bool found = false;
-      if (Status s = cursor->Next(&d, &found); !s.ok()) return s;
+      if (Status s = AnyMatches(store, watch.ns, TimelessProbe(watch), &found); !s.ok()) return s;
       timeless = found;
     }
     *out = *timeless;

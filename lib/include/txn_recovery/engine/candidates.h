@@ -76,6 +76,10 @@ IndexSpec AgeIndex(const WatchSpec& watch, AgeSource clock);
 // "first_seen".
 CandidateRead FinishedTimesProbe(const WatchSpec& watch);
 
+// Whether any document of `ns` matches `read`: one _id at most, read on its hint. What the
+// probes below are asked with.
+Status AnyMatches(Store* store, const Namespace& ns, const CandidateRead& read, bool* found);
+
 // The read that tells whether any transaction lacks a time (one document at most, points
 // of AgeIndex(kTimeField)): until one does, the first sightings' index is not needed
 // (RequiredIndex::only_with_timeless).
