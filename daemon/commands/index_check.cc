@@ -27,8 +27,9 @@ txn_recovery::Status PrepareIndexes(const Config& config, txn_recovery::Store* s
       } else if (!c.present && !c.needed) {
         if (deferred != nullptr) *deferred = true;
         spdlog::info(
-            "index {} on {} not needed yet: no transaction there is without a time field; "
-            "{} once the first one is seen",
+            "index {} on {} not needed yet: every transaction there has a time field; {} "
+            "once one without it is seen (a run daemon looks again after a sweep that stamps "
+            "a first sighting)",
             c.index.spec.ToString(), c.index.ns.ToString(),
             create ? "created" : "reported missing");
       } else if (c.created) {
