@@ -233,7 +233,7 @@ class Daemon {
       std::make_shared<txn_recovery::SweepMemory>();
   bool indexes_checked_ = false;  // PrepareIndexes ran for the current configuration
   // It left an index for when a transaction without a time appears: checked again after a
-  // sweep that stamps a first sighting.
+  // sweep that reads one.
   bool indexes_deferred_ = false;
   std::unique_ptr<HealthServer> http_;
   std::string owner_ = txn_recovery::MakeOwnerId();
@@ -473,7 +473,7 @@ void Daemon::RecordWatch(const txn_recovery::WatchSpec& w,
                static_cast<double>(summary.late_writes_undone));
   metrics_.Inc("txn_recoveryd_first_sightings_total", watch,
                static_cast<double>(summary.first_sightings));
-  if (indexes_deferred_ && summary.first_sightings > 0) indexes_checked_ = false;
+  if (indexes_deferred_ && summary.without_time > 0) indexes_checked_ = false;
   if (w.retention.enabled()) {
     metrics_.Inc("txn_recoveryd_finished_removed_total", {{"watch", w.name}, {"mode", "deleted"}},
                  static_cast<double>(summary.finished_deleted));

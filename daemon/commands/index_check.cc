@@ -28,8 +28,8 @@ txn_recovery::Status PrepareIndexes(const Config& config, txn_recovery::Store* s
         if (deferred != nullptr) *deferred = true;
         spdlog::info(
             "index {} on {} not needed yet: every transaction there has a time field; {} "
-            "once one without it is seen (a run daemon looks again after a sweep that stamps "
-            "a first sighting)",
+            "once one without it is seen (a run daemon looks again after a sweep that reads "
+            "one)",
             c.index.spec.ToString(), c.index.ns.ToString(),
             create ? "created" : "reported missing");
       } else if (c.created) {

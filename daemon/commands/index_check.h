@@ -17,8 +17,8 @@ namespace txn_recoveryd {
 // Unavailable when the database could not be reached (the caller may try again later),
 // OK otherwise, even when some index is missing or could not be created. `deferred`, when
 // given, says whether an index was left for later (IndexCheck::needed false: no
-// transaction without a time yet); the caller checks again once a sweep stamps a first
-// sighting.
+// transaction without a time yet); the caller checks again once a sweep reads one
+// (WatchSummary::without_time).
 txn_recovery::Status PrepareIndexes(const Config& config, txn_recovery::Store* store, bool dry_run,
                                     bool* deferred = nullptr);
 

@@ -160,6 +160,38 @@ steps = [
   EXPECT_EQ(login, 1) << "one index for the key both steps use";
 }
 
+TEST_P(Indexes, TheIndexAgesWithoutATimeComeFromIsNeededOnceATransactionHasNoTime) {
+  // An application that writes a time on every transaction never reads by the index of
+  // ages from the _id or from first sightings, and would pay for it on every write of its
+  // transactions: it is neither created nor reported missing until one lacks a time.
+  for (const char* missing_time : {"object_id", "first_seen"}) {
+    SCOPED_TRACE(missing_time);
+    WatchSpec w = WatchFromToml(std::string("[[watch]]\nname = \"w\"\ndatabase = \"x\"\n"
+                                            "profile = \"transfer\"\ncollection = \"txns_") +
+                                    missing_time + "\"\nmissing_time = \"" + missing_time + "\"\n",
+                                backend_->database());
+    Must(store()->InsertMany(
+        w.ns,
+        {Document{{"_id", 1}, {"state", "done"}, {"lastModified", DateTime{1'800'000'000'000}}}}));
+    std::vector<IndexCheck> checks;
+    Must(EnsureIndexes(store(), w, /*create=*/true, &checks));
+    ASSERT_EQ(checks.size(), 3u);
+    EXPECT_TRUE(checks[0].created) << checks[0].index.spec.ToString();
+    EXPECT_TRUE(checks[1].index.only_with_timeless) << checks[1].index.spec.ToString();
+    EXPECT_FALSE(checks[1].needed);
+    EXPECT_FALSE(checks[1].created);
+    EXPECT_FALSE(HasKeys(List(w.ns), checks[1].index.spec)) << "nothing reads by it yet";
+
+    Must(store()->InsertMany(w.ns, {Document{{"_id", 2}, {"state", "pending"}}}));
+    Must(EnsureIndexes(store(), w, /*create=*/false, &checks));
+    EXPECT_TRUE(checks[1].needed) << "a transaction without a time is there now";
+    EXPECT_FALSE(checks[1].present);
+    Must(EnsureIndexes(store(), w, /*create=*/true, &checks));
+    EXPECT_TRUE(checks[1].created);
+    EXPECT_TRUE(HasKeys(List(w.ns), checks[1].index.spec));
+  }
+}
+
 TEST_P(Indexes, AnIndexOfDocumentsWithTheKeyIsListedSoAndAPlainOneDoesNotServeItsNeed) {
   Namespace ns{backend_->database(), "things"};
   IndexSpec quarantined_only{{{"recovery.quarantine", 1}}, "", true};

@@ -407,6 +407,10 @@ class Sweeper::Pass {
       return false;
     }
     r->state_before = txn->state;
+    if (txn->age_source != AgeSource::kTimeField) {
+      std::lock_guard lock(report_mu_);
+      ++summary_->without_time;
+    }
     // Its age starts now: stamped (by the caller, with the chunk's others), nothing else.
     if (txn->age_source == AgeSource::kNotYetSeen) {
       *stamp = true;

@@ -23,7 +23,9 @@ std::vector<RequiredIndex> RequiredIndexes(const WatchSpec& watch) {
                  "profile's spellings) and inspect's counts"});
   if (p.missing_time == MissingTime::kObjectIdTime)
     out.push_back({watch.ns, AgeIndex(watch, AgeSource::kObjectId),
-                   "the same for transactions without a time field (ages from the _id)"});
+                   "the same for transactions without a time field (ages from the _id), once "
+                   "there is one",
+                   /*only_with_timeless=*/true});
   if (p.missing_time == MissingTime::kFirstSeen)
     out.push_back({watch.ns, AgeIndex(watch, AgeSource::kFirstSeen),
                    "the same for transactions without a time field (ages from the first "

@@ -135,6 +135,10 @@ struct WatchSummary {
   // Transactions without a time whose first sighting this sweep stamped (missing_time =
   // "first_seen"; in a dry run: would have stamped). Their age starts now.
   std::int64_t first_sightings = 0;
+  // Transactions read whose age does not come from their time field (they have none): a
+  // collection that holds any needs the index their ages are read from
+  // (RequiredIndex::only_with_timeless), which a `run` daemon then looks for again.
+  std::int64_t without_time = 0;
   std::int64_t failed = 0;
   std::int64_t busy = 0;
   std::int64_t resolved = 0;

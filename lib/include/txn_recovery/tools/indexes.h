@@ -26,16 +26,17 @@ struct RequiredIndex {
   IndexSpec spec;
   std::string why;  // which queries need it, for the operator
   // Needed once the transactions collection holds a transaction without a time field, and
-  // not before: the first sightings' index (missing_time = "first_seen"). Until then every
-  // read it would serve is an empty point ("no time") of the {state, time} index, and it
-  // would cost every write of the application's transactions for nothing (+82 % on
-  // DocumentDB, docs/benchmarks.md).
+  // not before: the index ages are read from without one ({state, _id} with missing_time =
+  // "object_id", the first sightings' with "first_seen"). Until then every read it would
+  // serve is an empty point ("no time") of the {state, time} index, and it would cost every
+  // write of the application's transactions for nothing (+82 % on DocumentDB for the first
+  // sightings', docs/benchmarks.md).
   bool only_with_timeless = false;
 };
 
 // Every index `watch` needs, in a stable order: on the transactions collection
 // {<state_field>: 1, <time_field>: 1} (with missing_time "object_id" then _id, with
-// "first_seen" then <lease_field>.firstSeen, only_with_timeless) and
+// "first_seen" then <lease_field>.firstSeen, both only_with_timeless) and
 // {<lease_field>.quarantine: 1} over the
 // quarantined only; per tagged collection the tag field; with orphan_scan_indexes, per
 // participant collection the marker array and {<lease_field>.finished: 1} over the
