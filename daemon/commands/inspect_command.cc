@@ -76,6 +76,9 @@ struct WatchFindings {
   nlohmann::json quarantined = nlohmann::json::array();
   std::vector<std::string> quarantined_fleet;  // each one's bucket and holder, as text
   nlohmann::json missing = nlohmann::json::array();
+  // Absent and not needed yet (IndexCheck::needed): shown, so that an operator who expects
+  // them knows why they are not there.
+  nlohmann::json deferred = nlohmann::json::array();
   std::vector<txn_recovery::IndexCheck> checks;
   nlohmann::json members = nlohmann::json::array();
   nlohmann::json expired_members = nlohmann::json::array();
@@ -124,10 +127,11 @@ WatchFindings InspectWatch(const Config& config, const txn_recovery::WatchSpec& 
   // Inspect never creates indexes (it only reads); it shows what is missing.
   if (s.ok()) s = txn_recovery::EnsureIndexes(store, w, /*create=*/false, &f.checks);
   for (const auto& c : f.checks)
-    if (!c.present && c.needed)
-      f.missing.push_back({{"namespace", c.index.ns.ToString()},
-                           {"keys", c.index.spec.ToString()},
-                           {"needed_by", c.index.why}});
+    if (!c.present)
+      (c.needed ? f.missing : f.deferred)
+          .push_back({{"namespace", c.index.ns.ToString()},
+                      {"keys", c.index.spec.ToString()},
+                      {"needed_by", c.index.why}});
   return f;
 }
 
@@ -151,6 +155,7 @@ nlohmann::json WatchJson(const txn_recovery::WatchSpec& w, const WatchFindings& 
       {"not_yet_seen", report.not_yet_seen},
       {"quarantined", f.quarantined},
       {"missing_indexes", f.missing},
+      {"indexes_not_needed_yet", f.deferred},
       {"fleet_members", f.members},
       {"fleet_expired_members", f.expired_members},
   };
@@ -188,6 +193,10 @@ void PrintWatch(const Config& config, const txn_recovery::WatchSpec& w, const Wa
       << "\n";
   for (const auto& c : f.checks)
     if (!c.present && c.needed) out << "    " << DescribeMissing(c) << "\n";
+  for (const auto& c : f.checks)
+    if (!c.present && !c.needed)
+      out << "    not needed yet: " << c.index.spec.ToString() << " on " << c.index.ns.ToString()
+          << " (every transaction there has a time field)\n";
   if (config.fleet.enabled) {
     out << "  fleet (" << config.fleet.members_collection << "): " << f.members.size()
         << " live member" << (f.members.size() == 1 ? "" : "s") << "\n";

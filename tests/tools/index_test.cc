@@ -376,10 +376,17 @@ TEST(IndexesCli, WithoutManageIndexesTheSweepWarnsAndInspectListsWhatIsMissing) 
   ProcessResult i = RunTxnRecoveryd({"inspect", "--config", path});
   EXPECT_EQ(i.exit_code, 0) << i.err;
   EXPECT_NE(i.out.find("indexes: 2 missing"), std::string::npos) << i.out;
+  EXPECT_NE(i.out.find("not needed yet: {state: 1, recovery.firstSeen: 1} ordered on " +
+                       bank.txns().ToString()),
+            std::string::npos)
+      << i.out;
   ProcessResult j = RunTxnRecoveryd({"inspect", "--json", "--config", path});
   ASSERT_EQ(j.exit_code, 0) << j.err;
   auto doc = nlohmann::json::parse(j.out);
   ASSERT_EQ(doc["watches"][0]["missing_indexes"].size(), 2u);
+  ASSERT_EQ(doc["watches"][0]["indexes_not_needed_yet"].size(), 1u);
+  EXPECT_EQ(doc["watches"][0]["indexes_not_needed_yet"][0]["keys"],
+            "{state: 1, recovery.firstSeen: 1} ordered");
   EXPECT_EQ(doc["watches"][0]["missing_indexes"][0]["keys"], "{state: 1, lastModified: 1} ordered");
 
   // The application writes its first transaction without a time: from now on the first
@@ -391,6 +398,7 @@ TEST(IndexesCli, WithoutManageIndexesTheSweepWarnsAndInspectListsWhatIsMissing) 
                                                            {"state", "initial"}}}));
   i = RunTxnRecoveryd({"inspect", "--config", path});
   EXPECT_NE(i.out.find("indexes: 3 missing"), std::string::npos) << i.out;
+  EXPECT_EQ(i.out.find("not needed yet"), std::string::npos) << i.out;
   EXPECT_NE(i.out.find("missing index {state: 1, recovery.firstSeen: 1} ordered"),
             std::string::npos)
       << i.out;
