@@ -1,5 +1,6 @@
 #include "txn_recovery/engine/sweeper.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -369,6 +370,14 @@ class Sweeper::Pass {
       actions.push_back(action);
       index.push_back(i);
     }
+    // Counted once per chunk: in a collection without times every document is one.
+    const auto without_time = std::count_if(txns.begin(), txns.end(), [](const Transaction& t) {
+      return t.age_source != AgeSource::kTimeField;
+    });
+    if (without_time > 0) {
+      std::lock_guard lock(report_mu_);
+      summary_->without_time += without_time;
+    }
     StampFirstSightings(unseen);
     if (batch.empty()) return;
     // A dry run is the same execution, rehearsed: it reads what a sweep reads and writes
@@ -407,10 +416,6 @@ class Sweeper::Pass {
       return false;
     }
     r->state_before = txn->state;
-    if (txn->age_source != AgeSource::kTimeField) {
-      std::lock_guard lock(report_mu_);
-      ++summary_->without_time;
-    }
     // Its age starts now: stamped (by the caller, with the chunk's others), nothing else.
     if (txn->age_source == AgeSource::kNotYetSeen) {
       *stamp = true;
