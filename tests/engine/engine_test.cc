@@ -555,6 +555,45 @@ INSTANTIATE_TEST_SUITE_P(Backends, RefusedWrite, ::testing::Values("memory", "mo
 // after max_failures sweeps the forty neighbours were quarantined while the bad one never
 // was. Whatever the server makes of the field, the neighbours are done in the first sweep
 // and only the one document can be charged.
+TEST(SweepMemory, WhetherFinishedTransactionsCarryATimeIsRememberedOnlyOnceOneHasFinished) {
+  // A run daemon asks once whether the finished transactions carry a time, and reads the
+  // not-yet-seen on the index that answer names. A collection where nothing has finished
+  // yet says nothing of what the application writes: asked again by the next sweep.
+  Scene s;
+  auto memory = std::make_shared<SweepMemory>();
+  auto sweep = [&](const WatchSpec& w) {
+    SweepOptions o;
+    o.memory = memory;
+    o.lease.owner = "daemon-1";
+    Sweeper sweeper(&s.store, &s.clock, o);
+    WatchSummary summary;
+    Must(sweeper.SweepWatch(w, nullptr, &summary));
+  };
+  auto watch_of = [](const std::string& collection) {
+    return WatchFromToml("[[watch]]\nname = \"" + collection +
+                             "\"\ndatabase = \"d\"\nprofile = \"transfer\"\ncollection = \"" +
+                             collection + "\"\n",
+                         "test");
+  };
+  const WatchSpec w = watch_of("timeless");
+  ASSERT_EQ(w.profile.missing_time, MissingTime::kFirstSeen);
+  Must(s.store.InsertMany(w.ns, {Document{{"_id", 1}, {"state", "initial"}}}));
+  sweep(w);
+  EXPECT_FALSE(memory->FinishedCarryTimes(w.ns).has_value()) << "nothing has finished yet";
+  Must(s.store.InsertMany(w.ns, {Document{{"_id", 2}, {"state", "done"}}}));
+  sweep(w);
+  ASSERT_TRUE(memory->FinishedCarryTimes(w.ns).has_value());
+  EXPECT_FALSE(*memory->FinishedCarryTimes(w.ns)) << "a finished transaction without a time";
+
+  const WatchSpec t = watch_of("timed");
+  Must(s.store.InsertMany(
+      t.ns,
+      {Document{{"_id", 1}, {"state", "done"}, {"lastModified", DateTime{1'800'000'000'000}}}}));
+  sweep(t);
+  ASSERT_TRUE(memory->FinishedCarryTimes(t.ns).has_value());
+  EXPECT_TRUE(*memory->FinishedCarryTimes(t.ns));
+}
+
 TEST(RefusedWriteOnTheServer, ADollarFieldOnOneTransactionChargesNoNeighbour) {
   auto backend = TestBackend::Create("mongo");
   ASSERT_TRUE(backend->error().empty()) << backend->error();

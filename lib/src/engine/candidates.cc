@@ -241,6 +241,12 @@ Status AnyMatches(Store* store, const Namespace& ns, const CandidateRead& read, 
   return cursor->Next(&d, found);
 }
 
+CandidateRead FinishedProbe(const WatchSpec& watch) {
+  const Profile& p = watch.profile;
+  return {Filter().In(p.state_field, p.states.TerminalSpellings()),
+          AgeIndex(watch, AgeSource::kTimeField).keys};
+}
+
 CandidateRead TimelessProbe(const WatchSpec& watch) {
   const Profile& p = watch.profile;
   return {Filter().In(p.state_field, p.states.AllSpellings()).NotExists(p.time_field),

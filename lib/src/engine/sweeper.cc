@@ -216,7 +216,13 @@ class Sweeper::Pass {
     return status;
   }
 
-  // FinishedTimesProbe: one document at most, its _id alone; asked once per memory.
+  // FinishedTimesProbe: one document at most, its _id alone; asked once per memory. Where no
+  // finished transaction carries a time, FinishedProbe tells whether any has finished yet:
+  // if none has, nothing is known of what the application writes (a collection that a new
+  // application has just begun), "no time" on {state, time} is the few in flight, and the
+  // question is asked again by the next sweep rather than answered "no" for good, which
+  // would send the read of the not-yet-seen to the first sightings' index: deferred (not
+  // there) for an application that writes times, walked whole where it is.
   Status FinishedCarryTimes(bool* carry) {
     const std::shared_ptr<SweepMemory>& memory = s_->options_.memory;
     if (std::optional<bool> known = memory->FinishedCarryTimes(watch_.ns)) {
@@ -225,6 +231,16 @@ class Sweeper::Pass {
     }
     if (Status s = AnyMatches(s_->store_, watch_.ns, FinishedTimesProbe(watch_), carry); !s.ok())
       return s;
+    if (!*carry) {
+      bool any_finished = false;
+      if (Status s = AnyMatches(s_->store_, watch_.ns, FinishedProbe(watch_), &any_finished);
+          !s.ok())
+        return s;
+      if (!any_finished) {
+        *carry = true;
+        return Status::Ok();
+      }
+    }
     memory->SetFinishedCarryTimes(watch_.ns, *carry);
     return Status::Ok();
   }

@@ -76,6 +76,12 @@ IndexSpec AgeIndex(const WatchSpec& watch, AgeSource clock);
 // "first_seen".
 CandidateRead FinishedTimesProbe(const WatchSpec& watch);
 
+// The read that tells whether there is any finished transaction at all (one document at
+// most, points of AgeIndex(kTimeField)): when FinishedTimesProbe finds none with a time,
+// this says whether that is what the application writes, or only that nothing has finished
+// yet (then the answer is not known, and "no time" is the few in flight).
+CandidateRead FinishedProbe(const WatchSpec& watch);
+
 // Whether any document of `ns` matches `read`: one _id at most, read on its hint. What the
 // probes below are asked with.
 Status AnyMatches(Store* store, const Namespace& ns, const CandidateRead& read, bool* found);
