@@ -325,8 +325,22 @@ std::string Failures(const RunResult& r, nlohmann::json* row);
 
 // ---- The runs -----------------------------------------------------------------------------
 
+// One N of the recovery runs.
+struct Summary {
+  std::int64_t n;
+  RunResult sweep, baseline, limit, limit_bare;
+};
+
+// One N of the idle sweeps.
+struct IdleFigures {
+  std::int64_t n;
+  RunResult median;
+  ServerWork work;
+};
+
 // What the runs share (Main sets it up): the options, the store, the profiles and their
-// databases, the daemon's configuration file, the server's processes, the JSON report.
+// databases, the daemon's configuration file, the server's processes, the JSON report; and
+// the runs themselves, each in a file of its own.
 struct Session {
   explicit Session(const Options& options) : o(options), report(options.json_path) {}
 
@@ -348,40 +362,29 @@ struct Session {
   // indexes on the collections (as they are wherever the daemon runs) or without them (the
   // stock collections: what the indexes cost the application is measured by --index-cost).
   RunResult limit(std::int64_t n, bool indexed) const;
-};
 
-// One N of the recovery runs.
-struct Summary {
-  std::int64_t n;
-  RunResult sweep, baseline, limit, limit_bare;
-};
-
-// One N of the idle sweeps.
-struct IdleFigures {
-  std::int64_t n;
-  RunResult median;
-  ServerWork work;
+  // run_recovery.cc: sweep, baseline, limit and limit on _id only for each --n.
+  std::vector<Summary> RunRecovery();
+  // run_recovery.cc: the writes per recovered transaction (the sweep's counted on the wire).
+  void RunWrites(const std::vector<Summary>& summaries);
+  // run_idle.cc: idle sweeps for each --idle, and their cost largest vs smallest N.
+  std::vector<IdleFigures> RunIdle();
+  // run_dry.cc: dry-run sweeps for each --dry-run-n.
+  void RunDry();
+  // run_fleet.cc: sweeps at once (--fleet).
+  void RunFleet();
+  // run_index_cost.cc: the application's own writes with each index the daemon may ask for.
+  void RunIndexCost();
+  // run_daemons.cc: a fleet of `txn-recoveryd run` daemons (--fleet-run) and --takeover.
+  void RunDaemons();
 };
 
 // The whole bench (session.cc); the exit code.
 int Main(const Options& o);
 
-// run_recovery.cc: sweep, baseline, limit and limit on _id only for each --n.
-std::vector<Summary> RunRecovery(Session& session);
-// run_recovery.cc: the writes per recovered transaction (the sweep's counted on the wire).
-void RunWrites(Session& session, const std::vector<Summary>& summaries);
 // run_recovery.cc: the recovery runs side by side.
 void PrintSideBySide(const std::vector<Summary>& summaries);
-// run_idle.cc: idle sweeps for each --idle, and their cost largest vs smallest N.
-std::vector<IdleFigures> RunIdle(Session& session);
+// run_idle.cc: the idle sweeps' cost, largest vs smallest N.
 void PrintIdleRatio(const std::vector<IdleFigures>& idles);
-// run_dry.cc: dry-run sweeps for each --dry-run-n.
-void RunDry(Session& session);
-// run_fleet.cc: sweeps at once (--fleet).
-void RunFleet(Session& session);
-// run_index_cost.cc: the application's own writes with each index the daemon may ask for.
-void RunIndexCost(Session& session);
-// run_daemons.cc: a fleet of `txn-recoveryd run` daemons (--fleet-run) and --takeover.
-void RunDaemons(Session& session);
 
 }  // namespace txn_recovery::bench

@@ -291,21 +291,13 @@ struct Resolutions {
 
 }  // namespace
 
-void RunDaemons(Session& session) {
-  const Options& o = session.o;
-  const std::string& config = session.config;
-  const std::string& uri = session.uri;
-  const ProcessTreeCpu& server = session.server;
-  const std::unique_ptr<MongoStore>& store = session.store;
-  const std::vector<std::unique_ptr<BenchProfile>>& profiles = session.profiles;
-  JsonReport& report = session.report;
+void Session::RunDaemons() {
   // What is left to do, summed over the profiles: the transactions not yet terminal.
   auto unfinished = [&] {
     std::int64_t total = 0;
     for (const auto& p : profiles) {
       std::int64_t left = 0;
-      Check(store->Count(p->Transactions(session.db_of(*p)), p->Unfinished(), &left),
-            "count unfinished");
+      Check(store->Count(p->Transactions(db_of(*p)), p->Unfinished(), &left), "count unfinished");
       total += left;
     }
     return total;
@@ -319,7 +311,7 @@ void RunDaemons(Session& session) {
   // k daemons started at once, each with its own configuration file.
   auto start_fleet = [&](int k, const FleetSettings& fs) {
     std::vector<std::string> keyed;
-    for (const auto& p : profiles) keyed.push_back(p->WatchToml(session.db_of(*p), fs.watch_keys));
+    for (const auto& p : profiles) keyed.push_back(p->WatchToml(db_of(*p), fs.watch_keys));
     Fleet f;
     f.wall0 = UnixNow();
     f.t0 = Steady::now();
@@ -433,10 +425,10 @@ void RunDaemons(Session& session) {
         {"daemons", "N", "drain s", "busy claims", "busy/tx", "resolved per daemon", "server CPU s",
          "daemons CPU s", "check"});
     // A warm-up sweep first, not shown, as for --fleet.
-    session.seed(o.fleet_n, false);
+    seed(o.fleet_n, false);
     (void)SweepUntilClean(o, config, uri, server, store.get(), true);
     for (std::int64_t k : o.fleet_run) {
-      session.seed(o.fleet_n, false);
+      seed(o.fleet_n, false);
       CreateIndexes(store.get(), config, uri);
       ServerMeter meter(server);
       Fleet f = start_fleet(static_cast<int>(k), fs);
@@ -457,7 +449,7 @@ void RunDaemons(Session& session) {
         resolved.push_back(static_cast<std::int64_t>(m["txn_recoveryd_resolved_total"]));
       }
       nlohmann::json j;
-      std::string check = session.verify(o.fleet_n, &j) + once(res, o.fleet_n, &j) + problems;
+      std::string check = verify(o.fleet_n, &j) + once(res, o.fleet_n, &j) + problems;
       if (!done) check = "NOT DRAINED in " + Fmt("%.0f", o.fleet_timeout) + " s; " + check;
       t.Print({Int(k), Int(o.fleet_n), Fmt("%.1f", drain_s), Int(busy),
                Per(static_cast<double>(busy), o.fleet_n, "%.3f"), per_daemon(resolved),
@@ -511,7 +503,7 @@ void RunDaemons(Session& session) {
     };
     // Runs one take-over: `fault` is "kill" or "stop", `stop_s` how long a stop lasts.
     auto run = [&](const std::string& fault, double stop_s) {
-      session.seed(o.fleet_n, false);
+      seed(o.fleet_n, false);
       CreateIndexes(store.get(), config, uri);
       Fleet f = start_fleet(3, fs);
       const std::int64_t third = o.fleet_n - o.fleet_n / 3;
@@ -529,7 +521,7 @@ void RunDaemons(Session& session) {
       std::size_t seen_members = 3;
       for (std::size_t i = 0; i < profiles.size(); ++i) {
         DateTime now;
-        const Namespace txns = profiles[i]->Transactions(session.db_of(*profiles[i]));
+        const Namespace txns = profiles[i]->Transactions(db_of(*profiles[i]));
         Check(LiveSweepers(store.get(), {txns.database, members}, txns.collection, expiry,
                            &sweepers[i], &now),
               "live members");
@@ -556,7 +548,7 @@ void RunDaemons(Session& session) {
         fo.batch_size = o.read_batch;
         fo.projection = {"recovery.lease"};
         std::unique_ptr<Cursor> c;
-        const Namespace txns = profiles[i]->Transactions(session.db_of(*profiles[i]));
+        const Namespace txns = profiles[i]->Transactions(db_of(*profiles[i]));
         Check(store->Find(txns, profiles[i]->Unfinished(), fo, &c), "find unfinished");
         Document d;
         for (bool has = true;;) {
@@ -626,7 +618,7 @@ void RunDaemons(Session& session) {
       nlohmann::json j;
       // A SIGKILLed daemon's last resolutions may be on the server and not in its log (it
       // logs a bulk's transactions once the bulk returns): those are named, not failed.
-      std::string check = session.verify(o.fleet_n, &j);
+      std::string check = verify(o.fleet_n, &j);
       if (fault == "kill" && !res.twice && static_cast<std::int64_t>(res.by.size()) < o.fleet_n) {
         const std::int64_t missing = o.fleet_n - static_cast<std::int64_t>(res.by.size());
         check += "; each logged once; " + Int(missing) +

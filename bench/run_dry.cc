@@ -7,19 +7,13 @@
 
 namespace txn_recovery::bench {
 
-void RunDry(Session& session) {
-  const Options& o = session.o;
-  const std::string& config = session.config;
-  const std::string& uri = session.uri;
-  const ProcessTreeCpu& server = session.server;
-  const std::unique_ptr<MongoStore>& store = session.store;
-  JsonReport& report = session.report;
+void Session::RunDry() {
   Table dry_table(
       "Dry runs (plan every stuck transaction, write nothing: the memory of streaming N)",
       {"dry-run", "N", "wall s", "planned/s", "daemon CPU s", "server CPU s", "peak RSS MiB",
        "RT/tx", "docs/tx", "note"});
   for (std::int64_t n : o.dry) {
-    session.seed(n, false);
+    seed(n, false);
     RunResult dry =
         SweepUntilClean(o, config, uri, server, store.get(), /*sum=*/false, /*dry_run=*/true);
     nlohmann::json failed;

@@ -8,13 +8,7 @@
 
 namespace txn_recovery::bench {
 
-void RunFleet(Session& session) {
-  const Options& o = session.o;
-  const std::string& config = session.config;
-  const std::string& uri = session.uri;
-  const ProcessTreeCpu& server = session.server;
-  const std::unique_ptr<MongoStore>& store = session.store;
-  JsonReport& report = session.report;
+void Session::RunFleet() {
   Table t(
       "Sweeps at once over the same stuck transactions: each of everything, or each of "
       "its --share (one per host of a fleet)",
@@ -31,17 +25,16 @@ void RunFleet(Session& session) {
     if (r.left > 0 || !r.failure.empty())
       (void)SweepUntilClean(o, config, uri, server, store.get(), true);
   };
-  session.seed(o.fleet_n, false);
+  seed(o.fleet_n, false);
   finish(SweepsAtOnce(o, config, uri, server, 1, false));
   for (std::int64_t k : o.fleet) {
     for (bool shared : {false, true}) {
       if (k == 1 && shared) continue;  // one share of one is everything
-      session.seed(o.fleet_n, false);
+      seed(o.fleet_n, false);
       RunResult r = SweepsAtOnce(o, config, uri, server, static_cast<int>(k), shared);
       finish(r);
       nlohmann::json j;
-      const std::string check =
-          session.verify(o.fleet_n, &j) + (r.failure.empty() ? "" : "; " + r.failure);
+      const std::string check = verify(o.fleet_n, &j) + (r.failure.empty() ? "" : "; " + r.failure);
       t.Print({Int(k), Int(o.fleet_n), shared ? "shares" : "everything", Int(r.done), Int(r.left),
                Fmt("%.1f", r.seconds), Opt(r.server_cpu, "%.1f"),
                Per(static_cast<double>(r.round_trips), r.done),

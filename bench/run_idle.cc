@@ -16,21 +16,14 @@
 
 namespace txn_recovery::bench {
 
-std::vector<IdleFigures> RunIdle(Session& session) {
-  const Options& o = session.o;
-  const std::string& config = session.config;
-  const std::string& uri = session.uri;
-  const ProcessTreeCpu& server = session.server;
-  const std::unique_ptr<MongoStore>& store = session.store;
-  const std::vector<std::unique_ptr<BenchProfile>>& profiles = session.profiles;
-  JsonReport& report = session.report;
+std::vector<IdleFigures> Session::RunIdle() {
   Table idle_table(
       "Idle sweeps over terminal transactions only (after a first sweep built the indexes)",
       {"idle", "N terminal", "wall s", "daemon CPU s", "server CPU s", "peak RSS MiB",
        "round trips", "docs returned", "keys examined", "docs examined", "note"});
   std::vector<IdleFigures> idles;
   for (std::int64_t n : o.idle) {
-    session.seed(n, true);
+    seed(n, true);
     // The first sweep creates the indexes (manage_indexes); some servers build them in the
     // background, so the server is left to settle, and its CPU at rest measured meanwhile.
     RunResult first = SweepUntilClean(o, config, uri, server, store.get(), /*sum=*/false);
@@ -44,7 +37,7 @@ std::vector<IdleFigures> RunIdle(Session& session) {
     std::int64_t indexes = 0;
     for (const auto& p : profiles) {
       std::vector<IndexSpec> specs;
-      Check(store->ListIndexes(TransferTxns(session.db_of(*p)), &specs), "list indexes");
+      Check(store->ListIndexes(TransferTxns(db_of(*p)), &specs), "list indexes");
       indexes += static_cast<std::int64_t>(specs.size());
     }
     std::vector<RunResult> runs;
@@ -60,7 +53,7 @@ std::vector<IdleFigures> RunIdle(Session& session) {
     if (rest) note += "; server at rest " + Fmt("%.0f", 100 * *rest) + " % of a core";
     // The sweeps changed nothing: every transaction terminal, every balance as seeded.
     nlohmann::json j = Json(m);
-    note += "; " + session.verify(n, &j);
+    note += "; " + verify(n, &j);
     int failed = first.failed_sweeps;
     for (const auto& r : runs) failed += r.failed_sweeps;
     if (failed) {
@@ -70,7 +63,7 @@ std::vector<IdleFigures> RunIdle(Session& session) {
     // The server's account of the same sweep, where it gives one; else its reads timed.
     ServerWork work;
     for (const auto& p : profiles)
-      work.Add(ExamineSweep(store.get(), config, uri, TransferTxns(session.db_of(*p))));
+      work.Add(ExamineSweep(store.get(), config, uri, TransferTxns(db_of(*p))));
     if (work.explained) {
       note += "; explain: " + std::to_string(work.reads) + " reads, " +
               std::to_string(work.collection_scans) + " collection scans";

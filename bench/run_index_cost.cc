@@ -11,12 +11,7 @@
 
 namespace txn_recovery::bench {
 
-void RunIndexCost(Session& session) {
-  const Options& o = session.o;
-  const std::string& config = session.config;
-  const ProcessTreeCpu& server = session.server;
-  const std::unique_ptr<MongoStore>& store = session.store;
-  JsonReport& report = session.report;
+void Session::RunIndexCost() {
   // The transfer watch as the daemon reads it, for the indexes it requires on the accounts.
   const txn_recoveryd::Config daemon_config = DaemonConfig(config, o.uri);
   const auto transfer =

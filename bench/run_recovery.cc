@@ -12,14 +12,7 @@
 
 namespace txn_recovery::bench {
 
-std::vector<Summary> RunRecovery(Session& session) {
-  const Options& o = session.o;
-  const std::string& config = session.config;
-  const std::string& uri = session.uri;
-  const ProcessTreeCpu& server = session.server;
-  const std::unique_ptr<MongoStore>& store = session.store;
-  const std::vector<std::unique_ptr<BenchProfile>>& profiles = session.profiles;
-  JsonReport& report = session.report;
+std::vector<Summary> Session::RunRecovery() {
   Table recovery(
       "Recovery (per run; client CPU: the daemon's for sweep, the bench's own otherwise)",
       {"run", "N", "done", "wall s", "tx/s", "client CPU s", "server CPU s", "peak RSS MiB",
@@ -41,21 +34,21 @@ std::vector<Summary> RunRecovery(Session& session) {
   std::vector<Summary> summaries;
   for (std::int64_t n : o.ns) {
     Summary s{n, {}, {}, {}, {}};
-    session.seed(n, false);
+    seed(n, false);
     CreateIndexes(store.get(), config, uri);
     s.sweep = SweepUntilClean(o, config, uri, server, store.get(), /*sum=*/true);
     nlohmann::json j;
-    std::string check = session.verify(n, &j) + Failures(s.sweep, &j);
+    std::string check = verify(n, &j) + Failures(s.sweep, &j);
     recovery_row("sweep", n, s.sweep, check, std::move(j));
 
-    session.seed(n, false);
+    seed(n, false);
     CreateIndexes(store.get(), config, uri);
     auto deadline =
         Steady::now() + std::chrono::duration_cast<Steady::duration>(Seconds(o.baseline_budget));
     {
       ServerMeter meter(server);
       for (const auto& p : profiles) {
-        RunResult r = p->Baseline(store.get(), session.db_of(*p), ServerNow(store.get()), deadline);
+        RunResult r = p->Baseline(store.get(), db_of(*p), ServerNow(store.get()), deadline);
         s.baseline.done += r.done;
         s.baseline.seconds += r.seconds;
         s.baseline.client_cpu += r.client_cpu;
@@ -67,30 +60,24 @@ std::vector<Summary> RunRecovery(Session& session) {
       s.baseline.server_cpu = meter.Elapsed();
     }
     j = nlohmann::json::object();
-    check = s.baseline.complete ? session.verify(n, &j)
+    check = s.baseline.complete ? verify(n, &j)
                                 : "time budget of " + Fmt("%.0f", o.baseline_budget) + " s ran out";
     recovery_row("baseline", n, s.baseline, check, std::move(j));
 
-    s.limit = session.limit(n, true);
+    s.limit = limit(n, true);
     j = nlohmann::json::object();
-    check = session.verify(n, &j);
+    check = verify(n, &j);
     recovery_row("limit", n, s.limit, check, std::move(j));
-    s.limit_bare = session.limit(n, false);
+    s.limit_bare = limit(n, false);
     j = nlohmann::json::object();
-    check = session.verify(n, &j);
+    check = verify(n, &j);
     recovery_row("limit, _id only", n, s.limit_bare, check, std::move(j));
     summaries.push_back(s);
   }
   return summaries;
 }
 
-void RunWrites(Session& session, const std::vector<Summary>& summaries) {
-  const Options& o = session.o;
-  const std::string& config = session.config;
-  const std::string& uri = session.uri;
-  const ProcessTreeCpu& server = session.server;
-  const std::unique_ptr<MongoStore>& store = session.store;
-  JsonReport& report = session.report;
+void Session::RunWrites(const std::vector<Summary>& summaries) {
   // Writes per recovered transfer: the sweep's through a counting forwarder (a run of its own, not
   // timed: forwarding costs time), the baseline's and the limit's as they sent them.
   const std::int64_t writes_n = o.writes_n >= 0 ? o.writes_n : (o.ns.empty() ? 0 : o.ns.front());
@@ -110,11 +97,11 @@ void RunWrites(Session& session, const std::vector<Summary>& summaries) {
   };
   if (writes_n > 0) {
     bench::WireCounter counter(uri);
-    session.seed(writes_n, false);
+    seed(writes_n, false);
     RunResult r = SweepUntilClean(o, config, counter.Uri(), server, store.get(), /*sum=*/true);
     r.writes = Counted(&counter);
     nlohmann::json j;
-    std::string check = session.verify(writes_n, &j);
+    std::string check = verify(writes_n, &j);
     Failures(r, &j);
     if (check.rfind("verified", 0) != 0)
       throw std::runtime_error("the sweep through the wire counter: " + check);

@@ -147,15 +147,15 @@ int Main(const Options& o) {
     std::fprintf(stderr, "warmed up the server with a sweep and a limit of %lld\n",
                  static_cast<long long>(o.warm_up));
   }
-  const std::vector<Summary> summaries = RunRecovery(session);
-  RunWrites(session, summaries);
-  const std::vector<IdleFigures> idles = RunIdle(session);
-  RunDry(session);
+  const std::vector<Summary> summaries = session.RunRecovery();
+  session.RunWrites(summaries);
+  const std::vector<IdleFigures> idles = session.RunIdle();
+  session.RunDry();
   PrintSideBySide(summaries);
   PrintIdleRatio(idles);
-  if (!o.fleet.empty()) RunFleet(session);
-  if (o.index_cost_writes > 0) RunIndexCost(session);
-  if (!o.fleet_run.empty() || o.takeover) RunDaemons(session);
+  if (!o.fleet.empty()) session.RunFleet();
+  if (o.index_cost_writes > 0) session.RunIndexCost();
+  if (!o.fleet_run.empty() || o.takeover) session.RunDaemons();
   std::printf("\nload average at the end: %s\n", LoadAverage().c_str());
   report.doc()["machine"]["load_average_end"] = LoadAverage();
   report.Save();
