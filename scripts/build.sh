@@ -36,9 +36,9 @@ if command -v ccache >/dev/null 2>&1; then
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 fi
 # Release: the build a user or a distribution makes (`cmake -DCMAKE_BUILD_TYPE=Release`),
-# plus -Werror, so that a warning only -O3 shows (GCC 12's -Wrestrict) fails here and the
-# tree is compiled once per run, not a second time to look for it (6.7 of a cold CI run's
-# 47 minutes). The sanitizers' build keeps its debug information, which their reports need.
+# plus -Werror, so that a warning only -O3 shows (GCC 12's -Wrestrict) fails here and CI
+# compiles the tree once, not a second time to look for such warnings. The sanitizers'
+# build keeps its debug information, which their reports need.
 build_type=Release
 [[ "$sanitize" == OFF ]] || build_type=RelWithDebInfo
 cmake -S "$root" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE="$build_type" "${launcher[@]}" \
