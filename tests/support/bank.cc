@@ -50,17 +50,33 @@ WatchSpec Bank::Watch() const {
   return w;
 }
 
-void Bank::OpenAccount(const std::string& name, std::int32_t balance) {
+// An account as Open and OpenAccount write it; `id` is its _id where the accounts are keyed
+// by another field.
+static Document AccountDocument(const TransferProfile& tp, const std::string& name,
+                                std::int32_t balance, const Value& id) {
   Document d;
-  if (tp_.participant_key == "_id") {
+  if (tp.participant_key == "_id") {
     d.Set("_id", name);
   } else {
-    d.Set("_id", NewObjectId(ServerNow(store_).millis));
-    d.SetPath(tp_.participant_key, name);
+    d.Set("_id", id);
+    d.SetPath(tp.participant_key, name);
   }
-  d.SetPath(tp_.balance_field, balance);
-  d.SetPath(tp_.marker_field, Array{});
-  Must(store_->InsertMany(accounts_, {d}));
+  d.SetPath(tp.balance_field, balance);
+  d.SetPath(tp.marker_field, Array{});
+  return d;
+}
+
+// The document in the unrelated collection that no transaction may touch.
+static Document OtherBystander() {
+  return Document{{"_id", 1}, {"note", "untouched"}};
+}
+static constexpr const char* kBystander = "bystander";
+static constexpr std::int32_t kBystanderBalance = 777;
+
+void Bank::OpenAccount(const std::string& name, std::int32_t balance) {
+  const Value id =
+      tp_.participant_key == "_id" ? Value(name) : Value(NewObjectId(ServerNow(store_).millis));
+  Must(store_->InsertMany(accounts_, {AccountDocument(tp_, name, balance, id)}));
 }
 
 // Appended, not "A" + std::to_string(i): GCC 12 at -O3 warns (-Wrestrict, falsely) on the
@@ -71,8 +87,25 @@ std::string Bank::Account(int i) {
 
 void Bank::Open(int n, std::int32_t balance) {
   for (int i = 0; i < n; ++i) OpenAccount(Account(i), balance);
-  OpenAccount("bystander", 777);
-  Must(store_->InsertMany(other_, {Document{{"_id", 1}, {"note", "untouched"}}}));
+  OpenAccount(kBystander, kBystanderBalance);
+  Must(store_->InsertMany(other_, {OtherBystander()}));
+}
+
+Snapshot Bank::Opened(int n, std::int32_t balance) const {
+  if (tp_.participant_key != "_id")
+    throw std::logic_error("Bank::Opened: accounts keyed by " + tp_.participant_key +
+                           " have _ids Open draws at random");
+  Snapshot s;
+  for (int i = 0; i < n; ++i) {
+    const std::string name = Account(i);
+    s.accounts[Value(name).ToString()] = AccountDocument(tp_, name, balance, Value(name));
+    s.total += balance;
+  }
+  s.bystanders.push_back(
+      AccountDocument(tp_, kBystander, kBystanderBalance, Value(std::string(kBystander))));
+  s.total += kBystanderBalance;
+  s.bystanders.push_back(OtherBystander());
+  return s;
 }
 
 Value Bank::Begin(const std::string& from, const std::string& to, std::int32_t amount,
@@ -233,7 +266,7 @@ Snapshot Bank::Take() {
   for (const auto& d : AllDocs(store_, accounts_)) {
     const Value* key = d.GetPath(tp_.participant_key);
     std::string id = key ? key->ToString() : d.Get("_id")->ToString();
-    if (id == "\"bystander\"") {
+    if (id == Value(std::string(kBystander)).ToString()) {
       s.bystanders.push_back(d);
     } else {
       s.accounts[id] = d;

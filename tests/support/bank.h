@@ -75,6 +75,10 @@ class Bank {
   // transaction names and a document in an unrelated collection. With a participant key
   // other than _id, the names go into that field and the _ids are ObjectIds.
   void Open(int n, std::int32_t balance = 1000);
+  // The snapshot Open(n, balance) leaves, for a checker that did not see the bank opened
+  // (txn-recovery-workload verify, in another process). Only for accounts keyed by _id,
+  // whose documents Open fully determines.
+  Snapshot Opened(int n, std::int32_t balance = 1000) const;
   // The name Open gives account i: "A<i>".
   static std::string Account(int i);
   // One account named `name` (used for the schema book's own names).
