@@ -457,6 +457,11 @@ TEST(ContainerImage, ShipsNoConfigurationAndCarriesItsLabelsAndHealthcheck) {
   // would start recovering the example's databases.
   std::regex copies_config(R"((^|\n)COPY[^\n]* /etc/txn-recoveryd/(txn-recoveryd\.toml)? *(\n|$))");
   EXPECT_FALSE(std::regex_search(file, copies_config));
+  // The files the runtime stage adds are laid out by image-files.sh: none under /etc.
+  const std::string files = Read(Source("packaging/image-files.sh"));
+  ASSERT_FALSE(files.empty());
+  EXPECT_FALSE(std::regex_search(files, std::regex(R"((^|\n)put \S+ /?etc/)")));
+  EXPECT_NE(files.find("\nput usr/sbin/txn-recoveryd "), std::string::npos);
   for (const char* label :
        {"org.opencontainers.image.title", "org.opencontainers.image.description",
         "org.opencontainers.image.version", "org.opencontainers.image.revision",
