@@ -6,9 +6,11 @@
 # Idempotent: packages already installed are not touched, and when nothing is missing it
 # neither runs `apt-get update` nor needs the network.
 #
-# Usage: scripts/deps.sh [--packaging]
+# Usage: scripts/deps.sh [--packaging] [--deploy]
 #   --packaging  also what building the Debian package takes (scripts/package.sh, CTest
 #                debian_package): debhelper and lintian. scripts/test.sh asks for them.
+#   --deploy     also what running the project as deployed takes (scripts/run-deployed.sh):
+#                debootstrap, systemd-nspawn, podman with runc. scripts/test.sh asks for them.
 set -euo pipefail
 
 packages=(
@@ -24,11 +26,13 @@ packages=(
   openjdk-17-jdk-headless maven
 )
 
-case "${1:-}" in
-  "") ;;
-  --packaging) packages+=(debhelper lintian) ;;
-  *) echo "usage: scripts/deps.sh [--packaging]" >&2; exit 64 ;;
-esac
+for arg in "$@"; do
+  case "$arg" in
+    --packaging) packages+=(debhelper lintian) ;;
+    --deploy) packages+=(debootstrap systemd-container podman runc) ;;
+    *) echo "usage: scripts/deps.sh [--packaging] [--deploy]" >&2; exit 64 ;;
+  esac
+done
 
 "$(dirname "${BASH_SOURCE[0]}")/install-debs.sh" "${packages[@]}"
 echo "deps: all ${#packages[@]} packages installed"

@@ -7,10 +7,12 @@
 # it the first time, into the shared cache docs/test-engines.md describes) and stopped
 # afterwards unless it was already running. CI (.ci/run) runs exactly this.
 #
-# Usage: scripts/test.sh [--sanitize] [--engine embedded|documentdb] [-- CTEST_ARGS...]
+# Usage: scripts/test.sh [--sanitize] [--engine embedded|documentdb] [--no-deploy] [-- CTEST_ARGS...]
 #   --sanitize       ASan/UBSan build in build-asan/
 #   --engine E       only the build and the pass against E (no Release check, formatting,
-#                    clang-tidy or model check; against DocumentDB, the database tests only)
+#                    clang-tidy, model check or deployment pass; against DocumentDB, the
+#                    database tests only)
+#   --no-deploy      leave out the deployment pass (below)
 #   -- CTEST_ARGS    given to every ctest pass, e.g. `-- -R Retention`
 # With TXN_RECOVERY_TEST_URI set, the one pass runs every test against that server (a real
 # mongod or replica set) instead of the two engines.
@@ -23,6 +25,12 @@
 # saved point in index"), the server's log lines are shown and that pass runs once more. A
 # pass that fails with its server intact is a failure, never run again.
 #
+# The deployment pass (scripts/run-deployed.sh), after the embedded pass of a whole run:
+# the Debian package that pass built, installed and booted under systemd in a Debian 12
+# root file system, the container image built with podman and run, the Kubernetes
+# manifests and the Helm chart played with podman kube play; each check printed by name. A
+# machine that cannot run it (not root, no namespaces) prints "skipped: why" and goes on.
+#
 # The test build (scripts/build.sh) is the build a user or a distribution makes, `cmake
 # -DCMAKE_BUILD_TYPE=Release`, with warnings as errors: a warning only -O3 shows (GCC 12's
 # -Wrestrict) fails it, as one in any other build would.
@@ -32,6 +40,7 @@ sanitize=""
 build_dir="$root/build"
 engines=(embedded documentdb)
 only=0
+deploy=1
 ctest_args=()
 while (($# > 0)); do
   case "$1" in
@@ -45,6 +54,10 @@ while (($# > 0)); do
       build_dir="$root/build-asan"
       shift
       ;;
+    --no-deploy)
+      deploy=0
+      shift
+      ;;
     --engine)
       case "${2:-}" in
         embedded | documentdb) engines=("$2") ;;
@@ -53,7 +66,7 @@ while (($# > 0)); do
       only=1
       shift 2
       ;;
-    *) echo "usage: scripts/test.sh [--sanitize] [--engine embedded|documentdb] [-- CTEST_ARGS...]" >&2; exit 64 ;;
+    *) echo "usage: scripts/test.sh [--sanitize] [--engine embedded|documentdb] [--no-deploy] [-- CTEST_ARGS...]" >&2; exit 64 ;;
   esac
 done
 if [[ -n "${TXN_RECOVERY_TEST_URI:-}" ]]; then
@@ -62,7 +75,8 @@ if [[ -n "${TXN_RECOVERY_TEST_URI:-}" ]]; then
 fi
 
 # --packaging: CTest debian_package builds the Debian package (debhelper) and lints it.
-"$root/scripts/deps.sh" --packaging
+# --deploy: the deployment pass's debootstrap, systemd-nspawn and podman.
+"$root/scripts/deps.sh" --packaging --deploy
 "$root/scripts/build.sh" $sanitize "$build_dir"
 
 if ((only == 0)); then
@@ -90,20 +104,38 @@ if ((only == 0)); then
   # compiled with the project's flags, so the sanitizer run leaves it out.
   # Exhaustive and deterministic: a result is cached per user, keyed by the model, the
   # checker and the versions of SPIN and gcc, so that a fresh clone (CI's) does not spend
-  # minutes proving again what was proved for the very same inputs.
+  # minutes proving again what was proved for the very same inputs. When the deployment
+  # pass runs, the check runs beside it, after the embedded pass: one is CPU, the other
+  # mostly waits on systemd, podman and the network.
   if [[ -z "$sanitize" ]]; then
     model_key="$({ cat "$root/model/recovery.pml" "$root/scripts/model-check.sh"; spin -V; gcc --version; } |
       sha256sum | cut -c1-16)"
     model_done="${TXN_RECOVERY_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/txn-recoveryd}/model-check/$model_key"
-    if [[ -s "$model_done" ]]; then
-      echo "== model check: passed for this model, checker, SPIN and gcc before ($model_done)"
-      cat "$model_done"
-    else
-      mkdir -p "$(dirname "$model_done")"
-      MODEL_CHECK_DIR="$build_dir/model-check" "$root/scripts/model-check.sh" | tee "$model_done.tmp.$$"
-      mv "$model_done.tmp.$$" "$model_done"
-    fi
   fi
+fi
+
+# The model check, or its cached result; fails when it fails.
+model_check() {
+  if [[ -s "$model_done" ]]; then
+    echo "== model check: passed for this model, checker, SPIN and gcc before ($model_done)"
+    cat "$model_done"
+    return 0
+  fi
+  echo "== model check"
+  mkdir -p "$(dirname "$model_done")"
+  local rc=0
+  MODEL_CHECK_DIR="$build_dir/model-check" "$root/scripts/model-check.sh" >"$model_done.tmp.$$" 2>&1 || rc=$?
+  cat "$model_done.tmp.$$"
+  if ((rc == 0)); then mv "$model_done.tmp.$$" "$model_done"; else rm -f "$model_done.tmp.$$"; fi
+  return "$rc"
+}
+deploy_runs=0
+if ((only == 0 && deploy == 1)) && [[ -z "$sanitize" && -z "${TXN_RECOVERY_TEST_URI:-}" ]] &&
+  ((${#ctest_args[@]} == 0)); then
+  deploy_runs=1
+fi
+if ((only == 0)) && [[ -z "$sanitize" ]] && ((deploy_runs == 0)); then
+  model_check
 fi
 
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}"
@@ -233,7 +265,26 @@ for engine in "${engines[@]}"; do
       ;;
     embedded)
       echo "== tests (unit tests; database tests and chaos rounds on the embedded server)"
+      pass_began="$(date +%s)"
       run_pass embedded || status=1
+      if ((deploy_runs)); then
+        model_check >"$build_dir/model-check.out" 2>&1 &
+        model_pid=$!
+        # The package CTest debian_package built in this pass, when it did; else the script
+        # builds it itself.
+        deb_args=()
+        debs=("$build_dir"/packaging/deb/txn-recoveryd_*.deb)
+        if [[ -f "${debs[0]}" ]] && (($(stat -c %Y "${debs[0]}") >= pass_began)); then
+          deb_args=(--deb-dir "$build_dir/packaging/deb")
+        fi
+        rc=0
+        BUILD_DIR="$build_dir" "$root/scripts/run-deployed.sh" ${deb_args[@]+"${deb_args[@]}"} || rc=$?
+        ((rc == 0 || rc == 77)) || status=1
+        rc=0
+        wait "$model_pid" || rc=$?
+        cat "$build_dir/model-check.out"
+        ((rc == 0)) || { echo "== model check: FAILED" >&2; status=1; }
+      fi
       ;;
     documentdb)
       echo "== database tests and chaos rounds against DocumentDB"
