@@ -76,6 +76,7 @@ workload="$build_dir/bench/txn-recovery-workload"
 # podman as this machine allows it: runc (crun refuses its cgroup layout), cgroupfs (no host
 # systemd), ulimits no higher than ours. Kept in a file of our own through CONTAINERS_CONF,
 # which `podman kube play` reads too; the host's configuration is not touched.
+rm -rf "$work/kube"
 mkdir -p "$work" "$cache"
 cat >"$work/containers.conf" <<'EOF'
 [containers]
@@ -155,6 +156,11 @@ cleanup() {
     kill -KILL "$nspawn_pid" 2>/dev/null
   fi
   if command -v podman >/dev/null 2>&1; then
+    local m
+    for m in "$work/kube/sidecar.yaml" "$work/kube/chart.yaml"; do
+      [[ ! -f "$m" ]] || podman kube down "$m" >/dev/null 2>&1
+    done
+    podman secret rm txn-recoveryd txn-recoveryd-chart >/dev/null 2>&1
     podman pod ls -q --filter "label=$label" | xargs -r podman pod rm -f -t 0 >/dev/null 2>&1
     podman ps -aq --filter "label=$label" | xargs -r podman rm -f -t 0 >/dev/null 2>&1
   fi
