@@ -278,7 +278,10 @@ for engine in "${engines[@]}"; do
           deb_args=(--deb-dir "$build_dir/packaging/deb")
         fi
         rc=0
-        BUILD_DIR="$build_dir" "$root/scripts/run-deployed.sh" ${deb_args[@]+"${deb_args[@]}"} || rc=$?
+        # Bounded: a hang is a failure, and the pass stops what it started on TERM.
+        BUILD_DIR="$build_dir" timeout 1200 "$root/scripts/run-deployed.sh" \
+          ${deb_args[@]+"${deb_args[@]}"} || rc=$?
+        ((rc != 124)) || echo "== deployment: did not finish within 20 minutes" >&2
         ((rc == 0 || rc == 77)) || status=1
         rc=0
         wait "$model_pid" || rc=$?
