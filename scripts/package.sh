@@ -128,8 +128,8 @@ if ((do_check)); then
   grep -q 'systemd-tmpfiles .*--create txn-recoveryd\.conf' "$x/DEBIAN/postinst" ||
     fail "postinst does not apply the tmpfiles.d entry (the sweep's textfile directory)"
   # Its ACL names the user: created first.
-  (($(grep -n 'systemd-sysusers' "$x/DEBIAN/postinst" | head -n1 | cut -d: -f1) <
-    $(grep -n 'systemd-tmpfiles' "$x/DEBIAN/postinst" | head -n1 | cut -d: -f1))) ||
+  (($(grep -n '^[[:space:]]*systemd-sysusers' "$x/DEBIAN/postinst" | head -n1 | cut -d: -f1) <
+    $(grep -n '^[[:space:]]*systemd-tmpfiles' "$x/DEBIAN/postinst" | head -n1 | cut -d: -f1))) ||
     fail "postinst applies the tmpfiles.d entry before systemd-sysusers creates its user"
   grep -q 'deb-systemd-invoke try-restart ' "$x/DEBIAN/postinst" ||
     fail "postinst does not restart running units on upgrade"
@@ -146,11 +146,30 @@ if ((do_check)); then
     fail "postinst does not make the configuration 0640 root:txn-recoveryd"
   grep -q '\[ "$1" = configure \] && \[ -z "$2" \] && ! dpkg-statoverride --list' "$x/DEBIAN/postinst" ||
     fail "postinst sets the configuration's mode on upgrades too, or over an administrator's override"
-  (($(grep -n 'systemd-sysusers' "$x/DEBIAN/postinst" | head -n1 | cut -d: -f1) <
-    $(grep -n 'dpkg-statoverride --update' "$x/DEBIAN/postinst" | cut -d: -f1))) ||
+  (($(grep -n '^[[:space:]]*systemd-sysusers' "$x/DEBIAN/postinst" | head -n1 | cut -d: -f1) <
+    $(grep -n '^[[:space:]]*dpkg-statoverride --update' "$x/DEBIAN/postinst" | head -n1 | cut -d: -f1))) ||
     fail "postinst sets the group txn-recoveryd before systemd-sysusers creates it"
   grep -q 'dpkg-statoverride --remove "$config"' "$x/DEBIAN/postrm" ||
     fail "postrm does not forget the configuration's override on purge"
+  # What postinst decides, run with every command it calls stubbed to log its arguments:
+  # the override on a first installation; none on an upgrade, nor over an existing one.
+  stubs="$work/postinst-stubs"
+  rm -rf "$stubs" && mkdir -p "$stubs"
+  for cmd in systemd-sysusers systemd-tmpfiles deb-systemd-helper deb-systemd-invoke systemctl dpkg-statoverride; do
+    printf '#!/bin/sh\necho "%s $*" >>"%s/calls"\n[ "%s $1" != "dpkg-statoverride --list" ] || [ -n "$EXISTING" ]\n' \
+      "$cmd" "$stubs" "$cmd" >"$stubs/$cmd"
+    chmod +x "$stubs/$cmd"
+  done
+  postinst_calls() {
+    rm -f "$stubs/calls"
+    env PATH="$stubs:$PATH" DPKG_ROOT=/nonexistent EXISTING="$1" sh "$x/DEBIAN/postinst" configure "$2" ||
+      fail "postinst configure '$2' failed"
+    grep -c '^dpkg-statoverride --update --add root txn-recoveryd 0640 /etc/txn-recoveryd/txn-recoveryd.toml$' \
+      "$stubs/calls" || true
+  }
+  [[ "$(postinst_calls "" "")" == 1 ]] || fail "a first installation does not make the configuration 0640 root:txn-recoveryd"
+  [[ "$(postinst_calls "" 0.1.0)" == 0 ]] || fail "an upgrade sets the configuration's mode again"
+  [[ "$(postinst_calls yes "")" == 0 ]] || fail "postinst replaces an administrator's override"
   for script in postinst prerm postrm; do
     sh -n "$x/DEBIAN/$script" || fail "DEBIAN/$script: syntax error"
   done
