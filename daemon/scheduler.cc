@@ -203,9 +203,16 @@ class Daemon {
   void LogOverdueTaken(const txn_recovery::WatchSpec& w, const txn_recovery::TxnReport& r);
   void RecordWatch(const txn_recovery::WatchSpec& w, const txn_recovery::WatchSummary& summary,
                    const Status& s, double seconds, SweepOutcome* out);
+  // A watch whose stuck transactions could not be counted this round: its oldest-stuck age
+  // goes on from the last count (StuckAgeEstimate), rather than freezing.
+  void AgeWithoutCount(const txn_recovery::WatchSpec& w);
+  // Whether the file the URI comes from (mongodb.uri_file, a Kubernetes Secret's file) now
+  // holds another URI than the one last read from it.
+  bool UriFileChanged();
   void Progress();
   // Publishes what other threads read of config_ after it changes.
   void Adopted() {
+    uri_read_ = config_.mongodb.uri;
     fleet_.SetStore(store_.get());
     fleet_.SetOptions(
         {config_.fleet.members_collection, config_.fleet.heartbeat, config_.fleet.expiry});
@@ -259,6 +266,10 @@ class Daemon {
   txn_recovery::Store::WireStats wire_counted_;  // of store_, already in the metrics
   Steady::time_point last_watchdog_{};
   std::map<std::string, std::set<std::string>> stuck_series_;  // watch -> states reported
+  std::map<std::string, StuckAgeEstimate> stuck_age_;          // watch -> its last count
+  // The URI last read from config_.mongodb.uri_path: a change reloads once, not every round
+  // while a reload keeps failing.
+  std::string uri_read_;
   // The first scan comes an interval after start, or 10 minutes if that is sooner (not
   // at once: a daemon restarted in a loop must not rescan every participant each time),
   // then every orphan_scan_interval. Unset until the first sweep.
@@ -488,6 +499,7 @@ void Daemon::RecordWatch(const txn_recovery::WatchSpec& w,
     if (s.IsUnavailable()) out->database_up = false;
     if (s.IsUnauthenticated()) out->authentication_failed = true;
     out->broken.push_back(w.name);
+    AgeWithoutCount(w);
     LogFields f({{"watch", w.name}});
     spdlog::error("sweep of {} failed: {}", w.ns.ToString(), s.ToString());
     return;
@@ -503,6 +515,7 @@ void Daemon::RecordWatch(const txn_recovery::WatchSpec& w,
     LogFields f({{"watch", w.name}});
     spdlog::warn("could not count stuck transactions: {}", is.ToString());
     if (is.IsUnavailable()) out->database_up = false;
+    AgeWithoutCount(w);
     return;
   }
   auto& seen = stuck_series_[w.name];
@@ -515,10 +528,28 @@ void Daemon::RecordWatch(const txn_recovery::WatchSpec& w,
                  static_cast<double>(n));
     out->stuck += n;
   }
-  double oldest = report.oldest_age ? static_cast<double>(report.oldest_age->count()) / 1000 : 0;
-  metrics_.Set("txn_recoveryd_oldest_stuck_age_seconds", watch, oldest);
+  StuckAgeEstimate& age = stuck_age_[w.name];
+  age.Measured(report.oldest_age, Steady::now());
+  metrics_.Set("txn_recoveryd_oldest_stuck_age_seconds", watch, age.SecondsAt(Steady::now()));
   if (report.oldest_age && (!out->oldest || *report.oldest_age > *out->oldest))
     out->oldest = report.oldest_age;
+}
+
+void Daemon::AgeWithoutCount(const txn_recovery::WatchSpec& w) {
+  auto it = stuck_age_.find(w.name);
+  if (it == stuck_age_.end()) return;  // never counted: no value to carry on
+  metrics_.Set("txn_recoveryd_oldest_stuck_age_seconds", {{"watch", w.name}},
+               it->second.SecondsAt(Steady::now()));
+}
+
+bool Daemon::UriFileChanged() {
+  const std::string& path = config_.mongodb.uri_path;
+  if (path.empty()) return false;
+  std::string now;
+  // Unreadable for a moment (a file being replaced by hand): the next round reads it again.
+  if (!ReadSecretFile(path, &now).ok() || now == uri_read_) return false;
+  uri_read_ = now;
+  return true;
 }
 
 txn_recovery::MemberRecord Daemon::Self(const std::string& owner) {
@@ -675,6 +706,7 @@ Daemon::SweepOutcome Daemon::DatabaseDown(const Status& ping) {
   for (const auto& w : config_.watches) {
     metrics_.Inc("txn_recoveryd_sweeps_total", {{"watch", w.name}});
     metrics_.Inc("txn_recoveryd_sweep_failures_total", {{"watch", w.name}});
+    AgeWithoutCount(w);
   }
   if (ping.IsUnauthenticated()) {
     out.authentication_failed = true;
@@ -795,6 +827,16 @@ void Daemon::SweepUntilStopped() {
     {
       std::lock_guard<std::mutex> l(mu_);
       std::swap(reload, reload_requested_);
+    }
+    // A rotated URI is taken up without a signal: a Kubernetes Secret's file changes under
+    // the running pod (the kubelet swaps its ..data symlink) and nobody sends SIGHUP; an
+    // operator who rewrites mongodb.uri_file need not either. Read again before every round,
+    // the file costs a read, and a changed one is a reload, which opens a new connection
+    // (a libmongoc pool keeps the URI it was created with) only once the whole
+    // configuration, the new URI included, is found sound.
+    if (!reload && UriFileChanged()) {
+      spdlog::info("{} holds a new URI: reloading", config_.mongodb.uri_source);
+      reload = true;
     }
     if (reload) Reload();
     auto t0 = Steady::now();

@@ -9,8 +9,12 @@
 #                the monitors' selectors against the manifests, and the PrometheusRule
 #                against alerts.yml (scripts/prometheusrule.py --check);
 #   helm/        the chart linted (helm, pinned, built from its Go module by scripts/helm.sh)
-#                and rendered, the manifests checked as kubernetes/'s are, its
-#                configuration through check-config, its rules alerts.yml's;
+#                and rendered, with the defaults, with every optional part, for a
+#                restricted platform (ci/restricted-values.yaml) and with the web
+#                configuration (ci/web-config-values.yaml, a certificate made here), the
+#                manifests checked as kubernetes/'s are and against the Pod Security
+#                Standards' restricted profile, its configuration and web configuration
+#                through check-config, its rules alerts.yml's;
 #   prometheus/  `promtool check rules` and `promtool test rules` (promtool from PATH, or
 #                Debian's `prometheus` package, installed when this runs as root); every
 #                alert fires and stays quiet in a test and has its section in
@@ -139,25 +143,118 @@ elif helm="$("$root/scripts/helm.sh" 2>"$work/helm.log")"; then
     --set runbookBaseUrl=https://runbooks.example/txn-recoveryd.md \
     --set fullnameOverride=txn-recoveryd --set 'imagePullSecrets[0].name=regcred' \
     --set 'env[0].name=TXN_RECOVERYD_LOG_LEVEL' --set 'env[0].value=debug' \
-    --set-json 'extraContainers=[{"name":"tunnel","image":"registry.example/tunnel:1","volumeMounts":[{"name":"tunnel-certs","mountPath":"/certs","readOnly":true}]}]' \
+    --set-json 'extraContainers=[{"name":"tunnel","image":"registry.example/tunnel:1","volumeMounts":[{"name":"tunnel-certs","mountPath":"/certs","readOnly":true}],"securityContext":{"allowPrivilegeEscalation":false,"capabilities":{"drop":["ALL"]}}}]' \
     --set-json 'extraVolumes=[{"name":"tunnel-certs","secret":{"secretName":"tunnel-certs"}}]' \
     >"$work/everything.yaml" || status=1
+  # A restricted platform: no user, group or fsGroup named, an existing ServiceAccount, a
+  # NetworkPolicy.
+  "$helm" template recovery "$chart" --namespace bank -f "$chart/ci/restricted-values.yaml" \
+    >"$work/restricted.yaml" || status=1
+  # The web configuration: the chart's Secret from files, with a certificate made here, and
+  # again with another key (its checksum must change); and an existing Secret without TLS.
+  mkdir -p "$work/tls"
+  for n in 1 2; do
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+      -subj /CN=txn-recoveryd -keyout "$work/tls/$n.key" -out "$work/tls/$n.crt" 2>/dev/null || status=1
+    "$helm" template recovery "$chart" --namespace bank -f "$chart/ci/web-config-values.yaml" \
+      --set-file "webConfig.files.tls\.crt=$work/tls/$n.crt" \
+      --set-file "webConfig.files.tls\.key=$work/tls/$n.key" >"$work/web-$n.yaml" || status=1
+  done
+  "$helm" template recovery "$chart" --namespace bank --set webConfig.enabled=true \
+    --set webConfig.existingSecret=txn-recoveryd-web --set webConfig.tls=false \
+    --set serviceMonitor.enabled=true >"$work/web-existing.yaml" || status=1
+  # The web configuration without a Secret or files is refused.
+  if "$helm" template recovery "$chart" --set webConfig.enabled=true >/dev/null 2>&1; then
+    echo "helm chart: webConfig.enabled without existingSecret or files renders"; status=1
+  fi
   mkdir -p "$work/rendered"
   "$venv/bin/python" - "$root" "$work" <<'PY' || status=1
 import sys, yaml
 root, work = sys.argv[1], sys.argv[2]
 def load(path):
     return [d for d in yaml.safe_load_all(open(path)) if d]
-default, everything = load(f"{work}/default.yaml"), load(f"{work}/everything.yaml")
-for name, docs in (("default", default), ("everything", everything)):
+renders = {name: load(f"{work}/{name}.yaml")
+           for name in ("default", "everything", "restricted", "web-1", "web-2", "web-existing")}
+default, everything, restricted = renders["default"], renders["everything"], renders["restricted"]
+web, web_existing = renders["web-1"], renders["web-existing"]
+for name, docs in renders.items():
     with open(f"{work}/rendered/{name}.yaml", "w") as f:
         yaml.safe_dump_all(docs, f)
 problems = []
 kinds = lambda docs: sorted(d["kind"] for d in docs)
-if kinds(default) != ["ConfigMap", "Deployment", "Pod", "PodDisruptionBudget", "Service"]:
+if kinds(default) != ["ConfigMap", "Deployment", "Pod", "PodDisruptionBudget", "Service", "ServiceAccount"]:
     problems.append(f"default render: {kinds(default)}")
 def one(docs, kind):
     return next(d for d in docs if d["kind"] == kind)
+def pod(docs):
+    return one(docs, "Deployment")["spec"]["template"]
+def container(docs):
+    return pod(docs)["spec"]["containers"][0]
+# The pods' identity: the image's user by default, the platform's when the values say null;
+# the chart's ServiceAccount without a token, or an existing one.
+ids = lambda spec: {k: spec.get("securityContext", {}).get(k) for k in ("runAsUser", "runAsGroup", "fsGroup")}
+if ids(pod(default)["spec"]) != {"runAsUser": 10001, "runAsGroup": 10001, "fsGroup": 10001}:
+    problems.append(f"default render: the pod's ids are {ids(pod(default)['spec'])}, not the image's 10001")
+for d in (pod(restricted)["spec"], one(restricted, "Pod")["spec"]):
+    if any(k in d.get("securityContext", {}) for k in ("runAsUser", "runAsGroup", "fsGroup")):
+        problems.append(f"restricted render: a pod names its ids: {d['securityContext']}")
+sa = one(default, "ServiceAccount")
+if sa["metadata"]["name"] != "recovery" or sa.get("automountServiceAccountToken") is not False or \
+        pod(default)["spec"].get("serviceAccountName") != "recovery" or \
+        pod(default)["spec"].get("automountServiceAccountToken") is not False:
+    problems.append("default render: the pods do not run as the chart's ServiceAccount, or a token is mounted")
+if "ServiceAccount" in kinds(restricted) or pod(restricted)["spec"].get("serviceAccountName") != "txn-recoveryd-runner":
+    problems.append("restricted render: serviceAccount.create=false does not use the existing ServiceAccount")
+# The NetworkPolicy: the release's pods; ingress only to the metrics port, from the
+# monitoring namespace and the release's pods; egress to the database, DNS and the metrics port.
+if "NetworkPolicy" in kinds(default):
+    problems.append("default render: a NetworkPolicy, which is optional")
+np = one(restricted, "NetworkPolicy")["spec"]
+selector = one(restricted, "Deployment")["spec"]["selector"]["matchLabels"]
+if np["podSelector"]["matchLabels"] != selector or sorted(np["policyTypes"]) != ["Egress", "Ingress"]:
+    problems.append("restricted render: the NetworkPolicy does not select the pods for ingress and egress")
+(ingress,) = np["ingress"]
+if ingress["ports"] != [{"port": "metrics", "protocol": "TCP"}] or ingress["from"] != [
+        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}},
+        {"podSelector": {"matchLabels": selector}}]:
+    problems.append(f"restricted render: ingress is not the metrics port from metricsFrom and the release: {ingress}")
+egress = np["egress"]
+if [e.get("to") for e in egress] != [[{"ipBlock": {"cidr": "10.20.0.0/16"}}], None, [{"podSelector": {"matchLabels": selector}}]] or \
+        egress[0]["ports"] != [{"port": 27017, "protocol": "TCP"}] or {p["port"] for p in egress[1]["ports"]} != {53}:
+    problems.append(f"restricted render: egress is not the database, DNS and the metrics port: {egress}")
+# The web configuration: its Secret mounted, the variable naming web-config.yml in the
+# mount, HTTPS probes and scrapes, its checksum on the pods (changing with the files), and
+# no plain-HTTP `helm test`.
+secret = one(web, "Secret")
+if sorted(secret["stringData"]) != ["tls.crt", "tls.key", "web-config.yml"]:
+    problems.append(f"web render: the Secret holds {sorted(secret['stringData'])}")
+mounts = {m["name"]: m["mountPath"] for m in container(web)["volumeMounts"]}
+volumes = {v["name"]: v for v in pod(web)["spec"]["volumes"]}
+env = {e["name"]: e.get("value") for e in container(web).get("env", [])}
+if volumes.get("web-config", {}).get("secret", {}).get("secretName") != secret["metadata"]["name"] or \
+        env.get("TXN_RECOVERYD_HTTP_WEB_CONFIG") != mounts.get("web-config", "?") + "/web-config.yml":
+    problems.append("web render: web-config.yml is not mounted where TXN_RECOVERYD_HTTP_WEB_CONFIG points")
+schemes = {container(web)[p]["httpGet"].get("scheme") for p in ("livenessProbe", "readinessProbe")}
+if schemes != {"HTTPS"} or one(web, "ServiceMonitor")["spec"]["endpoints"][0]["scheme"] != "https" or \
+        "basicAuth" not in one(web, "ServiceMonitor")["spec"]["endpoints"][0]:
+    problems.append("web render: the probes or the ServiceMonitor do not speak HTTPS with credentials")
+if {container(default)[p]["httpGet"].get("scheme") for p in ("livenessProbe", "readinessProbe")} != {"HTTP"}:
+    problems.append("default render: the probes do not speak HTTP")
+annotations = lambda docs: pod(docs)["metadata"]["annotations"]
+if "checksum/web-config" not in annotations(web) or \
+        annotations(web)["checksum/web-config"] == annotations(renders["web-2"])["checksum/web-config"]:
+    problems.append("web render: checksum/web-config is missing or does not follow the Secret's files")
+if "Pod" in kinds(web) or "Secret" in kinds(web_existing):
+    problems.append("web render: a plain-HTTP helm test, or a Secret made beside an existing one")
+existing = {v["name"]: v for v in pod(web_existing)["spec"]["volumes"]}
+if existing.get("web-config", {}).get("secret", {}).get("secretName") != "txn-recoveryd-web" or \
+        {container(web_existing)[p]["httpGet"].get("scheme") for p in ("livenessProbe", "readinessProbe")} != {"HTTP"}:
+    problems.append("web render: an existing Secret without TLS is not mounted, or its probes speak HTTPS")
+# The web configuration's files, for check-config.
+import os
+os.makedirs(f"{work}/web", exist_ok=True)
+for name, text in secret["stringData"].items():
+    open(f"{work}/web/{name}", "w").write(text)
 # `helm test`: a hook pod that asks the Service for /metrics.
 test_pod = one(default, "Pod")
 if test_pod["metadata"].get("annotations", {}).get("helm.sh/hook") != "test" or \
@@ -212,9 +309,18 @@ if not problems:
 sys.exit(1 if problems else 0)
 PY
   if [[ -f "$crds/complete" ]]; then
-    "$venv/bin/python" "$root/scripts/check-k8s-manifests.py" --crds "$crds" "$work"/rendered/*.yaml || status=1
+    "$venv/bin/python" "$root/scripts/check-k8s-manifests.py" --crds "$crds" --restricted "$work"/rendered/*.yaml || status=1
   else
-    "$venv/bin/python" "$root/scripts/check-k8s-manifests.py" "$work/rendered/default.yaml" || status=1
+    "$venv/bin/python" "$root/scripts/check-k8s-manifests.py" --restricted "$work/rendered/default.yaml" \
+      "$work/rendered/restricted.yaml" || status=1
+  fi
+  "$venv/bin/python" "$root/scripts/check-k8s-manifests.py" --restricted --platform-ids \
+    "$work/rendered/restricted.yaml" || status=1
+  if env -u TXN_RECOVERYD_MONGODB_URI TXN_RECOVERYD_HTTP_WEB_CONFIG="$work/web/web-config.yml" \
+    "$binary" check-config --config "$work/chart.toml" >/dev/null; then
+    echo "deploy/helm/txn-recoveryd: the web configuration's Secret passes txn-recoveryd check-config"
+  else
+    status=1
   fi
   if env -u TXN_RECOVERYD_MONGODB_URI "$binary" check-config --config "$work/chart.toml" >/dev/null; then
     echo "deploy/helm/txn-recoveryd: the rendered configuration passes txn-recoveryd check-config"

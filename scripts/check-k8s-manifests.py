@@ -10,7 +10,14 @@ Custom resources (prometheus-operator's PodMonitor, ServiceMonitor, PrometheusRu
 validated against the openAPIV3Schema of their CustomResourceDefinition, read from the
 files of --crds DIR, made as strict as the client's models: a field the schema does not
 name is an error there too (the API server would drop it without a word).
-Usage: check-k8s-manifests.py [--crds DIR] FILE.yaml...
+With --restricted, every pod (a Pod, or a Deployment's template) must also meet the Pod
+Security Standards' "restricted" profile, which namespaces enforce with the label
+pod-security.kubernetes.io/enforce=restricted: non-root, no privilege escalation, every
+capability dropped, the RuntimeDefault (or a Localhost) seccomp profile, none of the
+host's namespaces, ports or paths, and only volumes of the kinds it allows. With
+--platform-ids, no pod may name its user, group or fsGroup either (runAsUser, runAsGroup,
+fsGroup), as OpenShift's restricted SCCs require: the platform assigns them.
+Usage: check-k8s-manifests.py [--crds DIR] [--restricted] [--platform-ids] FILE.yaml...
 """
 import pathlib
 import sys
@@ -48,6 +55,67 @@ def load_crds(directory):
     return validators
 
 
+# The volume kinds the restricted profile allows.
+RESTRICTED_VOLUMES = {"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral",
+                      "persistentVolumeClaim", "projected", "secret"}
+
+
+def pod_spec(doc):
+    """The pod spec a workload runs, or None for an object that runs none."""
+    if doc.get("kind") == "Pod":
+        return doc.get("spec") or {}
+    template = (doc.get("spec") or {}).get("template")
+    return (template or {}).get("spec") if doc.get("kind") in (
+        "Deployment", "StatefulSet", "DaemonSet", "Job", "ReplicaSet") else None
+
+
+def restricted_problems(spec, platform_ids):
+    """What in `spec` the restricted profile (and, with platform_ids, OpenShift's restricted
+    SCC) refuses, as "path: why" strings."""
+    problems = []
+    pod = spec.get("securityContext") or {}
+    for key in ("hostNetwork", "hostPID", "hostIPC"):
+        if spec.get(key):
+            problems.append(f"spec.{key}: the host's namespaces are not allowed")
+    for v in spec.get("volumes") or []:
+        kinds = set(v) - {"name"}
+        if not kinds <= RESTRICTED_VOLUMES:
+            problems.append(f"volume {v.get('name')}: {sorted(kinds - RESTRICTED_VOLUMES)} is not an allowed volume kind")
+    containers = [("containers", c) for c in spec.get("containers") or []] + \
+                 [("initContainers", c) for c in spec.get("initContainers") or []]
+    for where, c in containers:
+        sc = c.get("securityContext") or {}
+        at = f"{where}[{c.get('name')}]"
+        if not sc.get("runAsNonRoot", pod.get("runAsNonRoot")):
+            problems.append(f"{at}: runAsNonRoot is not true (for it or the pod)")
+        if sc.get("runAsUser", pod.get("runAsUser")) == 0:
+            problems.append(f"{at}: runAsUser 0")
+        if sc.get("allowPrivilegeEscalation") is not False:
+            problems.append(f"{at}: allowPrivilegeEscalation is not false")
+        if sc.get("privileged"):
+            problems.append(f"{at}: privileged")
+        caps = sc.get("capabilities") or {}
+        if "ALL" not in (caps.get("drop") or []):
+            problems.append(f"{at}: capabilities.drop lacks ALL")
+        if set(caps.get("add") or []) - {"NET_BIND_SERVICE"}:
+            problems.append(f"{at}: capabilities.add {caps['add']}")
+        seccomp = (sc.get("seccompProfile") or pod.get("seccompProfile") or {}).get("type")
+        if seccomp not in ("RuntimeDefault", "Localhost"):
+            problems.append(f"{at}: seccompProfile is {seccomp!r}, not RuntimeDefault or Localhost")
+        for p in c.get("ports") or []:
+            if p.get("hostPort"):
+                problems.append(f"{at}: hostPort {p['hostPort']}")
+        if platform_ids:
+            for key in ("runAsUser", "runAsGroup"):
+                if key in sc:
+                    problems.append(f"{at}: {key} is named; the platform assigns it")
+    if platform_ids:
+        for key in ("runAsUser", "runAsGroup", "fsGroup", "supplementalGroups"):
+            if key in pod:
+                problems.append(f"spec.securityContext.{key} is named; the platform assigns it")
+    return problems
+
+
 def model_for(api_version, kind):
     version = api_version.rpartition("/")[2]
     return getattr(k8s, version.capitalize() + (kind or ""), None)
@@ -57,6 +125,11 @@ def main(args):
     crds = {}
     if args[:1] == ["--crds"]:
         crds, args = load_crds(args[1]), args[2:]
+    restricted = platform_ids = False
+    while args[:1] in (["--restricted"], ["--platform-ids"]):
+        restricted = restricted or args[0] == "--restricted"
+        platform_ids = platform_ids or args[0] == "--platform-ids"
+        args = args[1:]
     failed = 0
     for path in args:
         with open(path) as f:
@@ -74,6 +147,15 @@ def main(args):
                 if not errors:
                     print(f"{where}: valid {api} {kind} (its CustomResourceDefinition's schema)")
                 continue
+            spec = pod_spec(doc)
+            if (restricted or platform_ids) and spec is not None:
+                problems = restricted_problems(spec, platform_ids)
+                for p in problems:
+                    print(f"{where}: {p}")
+                failed += bool(problems)
+                if not problems:
+                    print(f"{where}: meets the restricted profile"
+                          + (", names no user, group or fsGroup" if platform_ids else ""))
             model = model_for(api, kind)
             if model is None:
                 print(f"{where}: unknown kind {kind!r} of apiVersion {api!r}")

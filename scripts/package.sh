@@ -125,6 +125,12 @@ if ((do_check)); then
   # restarts what runs; removing stops the units; purging forgets their links.
   grep -q '^ *systemd-sysusers .*txn-recoveryd\.conf$' "$x/DEBIAN/postinst" ||
     fail "postinst does not create the user with systemd-sysusers"
+  grep -q 'systemd-tmpfiles .*--create txn-recoveryd\.conf' "$x/DEBIAN/postinst" ||
+    fail "postinst does not apply the tmpfiles.d entry (the sweep's textfile directory)"
+  # Its ACL names the user: created first.
+  (($(grep -n '^[[:space:]]*systemd-sysusers' "$x/DEBIAN/postinst" | head -n1 | cut -d: -f1) <
+    $(grep -n '^[[:space:]]*systemd-tmpfiles' "$x/DEBIAN/postinst" | head -n1 | cut -d: -f1))) ||
+    fail "postinst applies the tmpfiles.d entry before systemd-sysusers creates its user"
   grep -q 'deb-systemd-invoke try-restart ' "$x/DEBIAN/postinst" ||
     fail "postinst does not restart running units on upgrade"
   ! grep -Eq 'deb-systemd-invoke (start|restart) |_dh_action' "$x/DEBIAN/postinst" ||
@@ -133,17 +139,51 @@ if ((do_check)); then
     fail "prerm does not stop the units on removal"
   grep -q "deb-systemd-helper purge 'txn-recoveryd-sweep.timer' 'txn-recoveryd.service'" "$x/DEBIAN/postrm" ||
     fail "postrm does not forget the units' links on purge"
+  # The configuration may hold a password: 0640 root:txn-recoveryd once installed, as a
+  # statoverride registered on the first installation when none exists (debian/postinst
+  # says why), after debhelper's part has created the group; purge forgets it if unchanged.
+  grep -q '^	dpkg-statoverride --update --add root txn-recoveryd 0640 "$config"$' "$x/DEBIAN/postinst" ||
+    fail "postinst does not make the configuration 0640 root:txn-recoveryd"
+  grep -q '\[ "$1" = configure \] && \[ -z "$2" \] && ! dpkg-statoverride --list' "$x/DEBIAN/postinst" ||
+    fail "postinst sets the configuration's mode on upgrades too, or over an administrator's override"
+  (($(grep -n '^[[:space:]]*systemd-sysusers' "$x/DEBIAN/postinst" | head -n1 | cut -d: -f1) <
+    $(grep -n '^[[:space:]]*dpkg-statoverride --update' "$x/DEBIAN/postinst" | head -n1 | cut -d: -f1))) ||
+    fail "postinst sets the group txn-recoveryd before systemd-sysusers creates it"
+  grep -q 'dpkg-statoverride --remove "$config"' "$x/DEBIAN/postrm" ||
+    fail "postrm does not forget the configuration's override on purge"
+  # What postinst decides, run with every command it calls stubbed to log its arguments:
+  # the override on a first installation; none on an upgrade, nor over an existing one.
+  stubs="$work/postinst-stubs"
+  rm -rf "$stubs" && mkdir -p "$stubs"
+  for cmd in systemd-sysusers systemd-tmpfiles deb-systemd-helper deb-systemd-invoke systemctl dpkg-statoverride; do
+    printf '#!/bin/sh\necho "%s $*" >>"%s/calls"\n[ "%s $1" != "dpkg-statoverride --list" ] || [ -n "$EXISTING" ]\n' \
+      "$cmd" "$stubs" "$cmd" >"$stubs/$cmd"
+    chmod +x "$stubs/$cmd"
+  done
+  postinst_calls() {
+    rm -f "$stubs/calls"
+    env PATH="$stubs:$PATH" DPKG_ROOT=/nonexistent EXISTING="$1" sh "$x/DEBIAN/postinst" configure "$2" ||
+      fail "postinst configure '$2' failed"
+    grep -c '^dpkg-statoverride --update --add root txn-recoveryd 0640 /etc/txn-recoveryd/txn-recoveryd.toml$' \
+      "$stubs/calls" || true
+  }
+  [[ "$(postinst_calls "" "")" == 1 ]] || fail "a first installation does not make the configuration 0640 root:txn-recoveryd"
+  [[ "$(postinst_calls "" 0.1.0)" == 0 ]] || fail "an upgrade sets the configuration's mode again"
+  [[ "$(postinst_calls yes "")" == 0 ]] || fail "postinst replaces an administrator's override"
   for script in postinst prerm postrm; do
     sh -n "$x/DEBIAN/$script" || fail "DEBIAN/$script: syntax error"
   done
 
   # The exact payload: path, mode and owner of every file. The units are in /lib (bookworm's
   # place for them, and debhelper's; the same directory as /usr/lib's on merged-/usr).
+  # The configuration is 0644 root/root in the payload, as a package can only carry it: the
+  # group txn-recoveryd exists only once installed, and postinst's override makes it 0640.
   expected="-rw-r--r-- root/root ./etc/txn-recoveryd/txn-recoveryd.toml
 -rw-r--r-- root/root ./lib/systemd/system/txn-recoveryd-sweep.service
 -rw-r--r-- root/root ./lib/systemd/system/txn-recoveryd-sweep.timer
 -rw-r--r-- root/root ./lib/systemd/system/txn-recoveryd.service
 -rw-r--r-- root/root ./usr/lib/sysusers.d/txn-recoveryd.conf
+-rw-r--r-- root/root ./usr/lib/tmpfiles.d/txn-recoveryd.conf
 -rwxr-xr-x root/root ./usr/sbin/txn-recoveryd
 -rw-r--r-- root/root ./usr/share/bash-completion/completions/txn-recoveryd
 -rw-r--r-- root/root ./usr/share/doc/txn-recoveryd/changelog.gz

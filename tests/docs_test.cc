@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -424,6 +425,98 @@ TEST(Completions, OfferTheValuesOfTheLogKeys) {
         << option;
     if (!m.empty()) {
       EXPECT_EQ(m[1].str(), values) << "zsh " << option;
+    }
+  }
+}
+
+// The exit codes daemon/exit_codes.h defines: name -> value.
+std::map<std::string, int> ExitCodes() {
+  const std::string header = Read(Source("daemon/exit_codes.h"));
+  std::map<std::string, int> codes;
+  std::regex code(R"(inline constexpr int (kExit[A-Za-z]+) = ([0-9]+);)");
+  for (std::sregex_iterator it(header.begin(), header.end(), code), end; it != end; ++it)
+    codes[(*it)[1]] = std::stoi((*it)[2]);
+  return codes;
+}
+
+TEST(ExitCodes, EachIsUsedAndDocumentedInTheManPageTheReadmeAndOperatingMd) {
+  const auto codes = ExitCodes();
+  ASSERT_GE(codes.size(), 8u);
+  // Every code but 0 is returned somewhere: a code defined and never used would be
+  // documented for a case that cannot happen.
+  std::string code_text;
+  for (const auto& e : fs::recursive_directory_iterator(Source("daemon")))
+    if (e.path().extension() == ".cc") code_text += Read(e.path());
+  const std::string page = Section(Read(Source("packaging/txn-recoveryd.8")), "EXIT STATUS");
+  const std::string operating = Read(Source("docs/operating.md"));
+  const std::string readme = Read(Source("README.md"));
+  std::set<int> documented;
+  for (const auto& [name, value] : codes) {
+    const std::string n = std::to_string(value);
+    if (value != 0) {
+      EXPECT_NE(code_text.find(name), std::string::npos) << name << " is never used";
+    }
+    EXPECT_NE(page.find("\n.B " + n + "\n"), std::string::npos)
+        << n << " (" << name << ") is not under the man page's EXIT STATUS";
+    EXPECT_NE(operating.find("\n| " + n + " | "), std::string::npos)
+        << n << " (" << name << ") is not in docs/operating.md's table of exit codes";
+    if (value > 1) {
+      EXPECT_TRUE(std::regex_search(readme, std::regex("[\\s,;]" + n + "\\s+[a-z]")))
+          << n << " (" << name << ") is not among README.md's exit codes";
+    }
+    documented.insert(value);
+  }
+  // And the man page lists no code the program does not have.
+  std::regex listed("\n\\.B ([0-9]+)\n");
+  for (std::sregex_iterator it(page.begin(), page.end(), listed), end; it != end; ++it)
+    EXPECT_EQ(documented.count(std::stoi((*it)[1])), 1u) << "EXIT STATUS lists " << (*it)[1];
+}
+
+// The metric families the program declares (Describe("name", ...)): the daemon's /metrics
+// and the one-shot sweep's textfile.
+std::set<std::string> DeclaredMetrics() {
+  std::set<std::string> names;
+  std::regex describe(R"re(Describe\(\s*"([a-z_:]+)")re");
+  for (const auto& e : fs::recursive_directory_iterator(Source("daemon"))) {
+    if (e.path().extension() != ".cc") continue;
+    const std::string text = Read(e.path());
+    for (std::sregex_iterator it(text.begin(), text.end(), describe), end; it != end; ++it)
+      names.insert((*it)[1]);
+  }
+  return names;
+}
+
+TEST(MonitoringReference, NamesEveryMetricTheProgramExportsAndNoOther) {
+  const std::set<std::string> declared = DeclaredMetrics();
+  ASSERT_GE(declared.size(), 30u);
+  const std::string monitoring = Read(Source("docs/monitoring.md"));
+  // monitoring.md writes the family names after the first as suffixes: "`_paused`".
+  for (const auto& name : declared) {
+    const bool full = monitoring.find("`" + name) != std::string::npos;
+    std::string suffix;
+    for (const char* prefix : {"txn_recoveryd_oneshot_sweep", "txn_recoveryd"})
+      if (suffix.empty() && name.rfind(prefix, 0) == 0) suffix = name.substr(std::strlen(prefix));
+    const bool abbreviated = !suffix.empty() && monitoring.find("`" + suffix) != std::string::npos;
+    EXPECT_TRUE(full || abbreviated) << name << " is not in docs/monitoring.md";
+  }
+  // Every metric a document names is one the program exports (a histogram's series
+  // carry _bucket, _sum and _count; alerts' recording rules are not metrics).
+  std::regex named(R"(\b((txn_recoveryd|process)_[a-z_]*[a-z]))");
+  for (const char* doc : {"README.md", "docs/monitoring.md", "docs/upgrading.md", "docs/runbook.md",
+                          "docs/operating.md", "docs/fleet.md", "docs/deploying.md",
+                          "packaging/txn-recoveryd.8", "deploy/prometheus/alerts.yml"}) {
+    const std::string text = Read(Source(doc));
+    for (std::sregex_iterator it(text.begin(), text.end(), named), end; it != end; ++it) {
+      std::string name = (*it)[1];
+      if (name.find("build_info:seen") != std::string::npos || name == "txn_recoveryd_members" ||
+          name == "txn_recoveryd_control")
+        continue;  // a recording rule's name, collections of the daemon's own
+      for (const char* suffix : {"_bucket", "_sum", "_count"})
+        if (!declared.count(name) && name.size() > std::strlen(suffix) &&
+            name.compare(name.size() - std::strlen(suffix), std::string::npos, suffix) == 0)
+          name.resize(name.size() - std::strlen(suffix));
+      EXPECT_TRUE(declared.count(name))
+          << doc << " names " << (*it)[1] << ", which is not exported";
     }
   }
 }

@@ -5,6 +5,8 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <chrono>
+#include <exception>
 #include <iostream>
 
 #include "config.h"
@@ -39,8 +41,17 @@ void AddSweepCommand(CLI::App* app, CliOptions* o) {
   CLI::App* sweep = app->add_subcommand("sweep", "One pass over every watch, then a summary");
   AddConfigOption(sweep, o);
   AddWatchOption(sweep, o);
-  sweep->add_flag("--dry-run", o->sweep.dry_run,
-                  "List what would be done to each transaction; write nothing");
+  CLI::Option* dry_run = sweep->add_flag(
+      "--dry-run", o->sweep.dry_run, "List what would be done to each transaction; write nothing");
+  // Named after node_exporter's --collector.textfile.directory, the directory it reads.
+  sweep
+      ->add_option("--textfile-dir", o->sweep.textfile_dir,
+                   "Also write the run's figures (success, exit code, duration, transactions "
+                   "per watch) to DIR/txn-recoveryd-sweep.prom for node_exporter's textfile "
+                   "collector, atomically, failed runs included")
+      ->type_name("DIR")
+      // A dry run acts on nothing: its figures would read as a sweep that did its work.
+      ->excludes(dry_run);
   sweep->add_flag("--json", o->sweep.json, "Print the summary as one JSON document");
   sweep->add_flag("--orphans", o->sweep.orphans,
                   "Also scan the participants for markers of finished or missing transactions");
@@ -204,21 +215,15 @@ void WarnAboutUnknownVariables() {
 
 }  // namespace
 
-int Main(int argc, char** argv) {
-  CliOptions o;
-  std::unique_ptr<CLI::App> app = BuildCli(&o);
-  if (int rc = RefuseUnknownCommand(*app, argc, argv); rc != kExitOk) return rc;
-  try {
-    app->parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app->exit(e);
-  } catch (const CLI::CallForVersion& e) {
-    return app->exit(e);
-  } catch (const CLI::ParseError& e) {
-    app->exit(e);
-    return kExitUsage;
-  }
-  auto chosen = [&app](const char* name) { return app->get_subcommand(name)->parsed(); };
+namespace {
+
+double UnixNow() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// The parsed command, run.
+int Dispatch(const CLI::App& app, CliOptions& o) {
+  auto chosen = [&app](const char* name) { return app.get_subcommand(name)->parsed(); };
   if (int rc = RequireConfigFile(o.config_path); rc != kExitOk) return rc;
 
   SetupLogging(LogFormat::kText, o.verbosity >= 2 ? "debug" : o.verbosity == 1 ? "info" : "warn");
@@ -231,8 +236,7 @@ int Main(int argc, char** argv) {
   WarnAboutUnknownVariables();
   Config config;
   if (int rc = LoadOrExit(o.config_path, o.watches, &config); rc != kExitOk) return rc;
-  const bool probe =
-      chosen("check-config") && app->get_subcommand("check-config")->count("--probe");
+  const bool probe = chosen("check-config") && app.get_subcommand("check-config")->count("--probe");
   if (chosen("check-config")) std::cout << DescribeConfig(config);
   if (chosen("check-config") && !probe) return kExitOk;
   std::unique_ptr<txn_recovery::MongoStore> store;
@@ -251,6 +255,50 @@ int Main(int argc, char** argv) {
   if (chosen("retry")) return RunRetry(config, store.get(), o.transaction, std::cout);
   if (chosen("release")) return RunRelease(config, store.get(), o.transaction, std::cout);
   return kExitUsage;
+}
+
+}  // namespace
+
+int GuardInternalErrors(const std::function<int()>& command) {
+  try {
+    return command();
+  } catch (const std::exception& e) {
+    std::cerr << "txn-recoveryd: internal error (a bug; please report it with this line): "
+              << e.what() << "\n";
+    return kExitSoftware;
+  }
+}
+
+int Main(int argc, char** argv) {
+  CliOptions o;
+  std::unique_ptr<CLI::App> app = BuildCli(&o);
+  if (int rc = RefuseUnknownCommand(*app, argc, argv); rc != kExitOk) return rc;
+  try {
+    app->parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app->exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app->exit(e);
+  } catch (const CLI::ParseError& e) {
+    app->exit(e);
+    return kExitUsage;
+  }
+  const bool textfile = app->get_subcommand("sweep")->parsed() && !o.sweep.textfile_dir.empty();
+  SweepFigures figures;
+  if (textfile) o.sweep.figures = &figures;
+  const auto started = std::chrono::steady_clock::now();
+  const int rc = GuardInternalErrors([&] { return Dispatch(*app, o); });
+  if (textfile) {
+    // Whatever the run ended with, a bad configuration included: a failure the timer's
+    // monitoring does not see is the one this file is for.
+    const double took =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    if (txn_recovery::Status s = WriteSweepTextfile(
+            o.sweep.textfile_dir, RenderSweepTextfile(figures, rc, UnixNow(), took));
+        !s.ok())
+      std::cerr << "txn-recoveryd: " << s.message() << "\n";
+  }
+  return rc;
 }
 
 }  // namespace txn_recoveryd

@@ -2,6 +2,7 @@
 // function so that the tests compare the man page and the shell completions with it.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,6 +38,10 @@ std::string VersionText();
 
 // The parser, writing into *options (which must outlive it).
 std::unique_ptr<CLI::App> BuildCli(CliOptions* options);
+
+// Runs `command` and returns its exit code; an exception it lets escape is a bug, not
+// something an operator can fix: said on stderr as an internal error, exit 70 (EX_SOFTWARE).
+int GuardInternalErrors(const std::function<int()>& command);
 
 // The whole program; returns the exit code.
 int Main(int argc, char** argv);

@@ -477,6 +477,11 @@ int RunSweep(const Config& config, txn_recovery::Store* store, const SweepComman
     SweepOne(sweeper, watch, options, reach, config, store, json ? &*json : nullptr, out, &run);
     ScanOne(config, store, options, so.lease, &run);
     Judge(run, options.dry_run, &verdict);
+    if (options.figures != nullptr) {
+      const auto& s = run.summary;
+      options.figures->watches.push_back({watch.name, run.status.ok() && run.orphan_status.ok(),
+                                          s.resolved, s.quarantined, s.failed, s.busy});
+    }
     if (json) {
       json->EndWatch(SummaryJson(run));
     } else {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "config.h"
+#include "sweep_textfile.h"
 #include "txn_recovery/engine/membership.h"
 #include "txn_recovery/engine/sweeper.h"
 #include "txn_recovery/stores/store.h"
@@ -21,6 +22,11 @@ struct SweepCommandOptions {
   // --share K/N: only the candidates whose bucket b has b mod N = K (docs/fleet.md), so
   // that N sweeps started by hand divide a large backlog; nullopt: every candidate.
   std::optional<txn_recovery::Share> share;
+  // --textfile-dir DIR: write what the run did into DIR/txn-recoveryd-sweep.prom for
+  // node_exporter's textfile collector (sweep_textfile.h); empty: no file.
+  std::string textfile_dir;
+  // Where RunSweep records each watch's figures for that file; null: nowhere.
+  SweepFigures* figures = nullptr;
 };
 
 // Reads "K/N" (0 <= K < N <= 256) into `share`; otherwise returns what is wrong with it.

@@ -237,6 +237,8 @@ class Reader {
   std::string path_;
 };
 
+}  // namespace
+
 // The URI is the file's first line, as documented (a credential file may go on with a
 // comment or a second, rotated-in URI); surrounding blanks and a CR are not part of it.
 Status ReadSecretFile(const std::string& path, std::string* out) {
@@ -253,6 +255,8 @@ Status ReadSecretFile(const std::string& path, std::string* out) {
   *out = std::move(s);
   return Status::Ok();
 }
+
+namespace {
 
 // mongodb.write_concern: "majority", or how many members must acknowledge a write. Never
 // 0: the daemon must know whether each of its guarded writes matched.
@@ -844,6 +848,7 @@ Status ResolveUri(const Reader& r, const toml::table* m, const std::string& uri_
     if (Status s = ReadSecretFile(uri_file, &c->mongodb.uri); !s.ok())
       return r.Error(at->source(), "mongodb.uri_file", s.message());
     c->mongodb.uri_source = "uri_file " + uri_file;
+    c->mongodb.uri_path = uri_file;
     uri_node = at;
   }
   // systemd's LoadCredential=mongodb-uri:... puts the secret where only this service reads it.
@@ -853,6 +858,7 @@ Status ResolveUri(const Reader& r, const toml::table* m, const std::string& uri_
       if (Status s = ReadSecretFile(cred, &c->mongodb.uri); !s.ok())
         return r.Error("mongodb.uri", "systemd credential: " + s.message());
       c->mongodb.uri_source = "systemd credential " + cred;
+      c->mongodb.uri_path = cred;
       uri_node = nullptr;
     }
   }
@@ -862,6 +868,7 @@ Status ResolveUri(const Reader& r, const toml::table* m, const std::string& uri_
   if (from_env) {
     c->mongodb.uri = *from_env;
     c->mongodb.uri_source = "environment " + variable;
+    c->mongodb.uri_path.clear();
     uri_node = nullptr;
   }
   if (c->mongodb.uri.empty())

@@ -23,6 +23,10 @@ namespace txn_recoveryd {
 struct MongoConfig {
   std::string uri;         // may hold a password: print only through RedactUri
   std::string uri_source;  // where the URI came from ("file", "uri_file /path", "env ...")
+  // The file the URI was read from (mongodb.uri_file, or the systemd credential's copy);
+  // empty when it came from the configuration file or the environment. `run` reads it
+  // again before every round, so that a rotated URI is taken up without a signal.
+  std::string uri_path;
   std::chrono::milliseconds server_selection_timeout{};
   // How long one operation may wait for a reply from a connected server.
   std::chrono::milliseconds socket_timeout{};
@@ -140,6 +144,10 @@ std::vector<std::string> ProcessEnvironmentNames();
 // error; never a partial result, never an exception. This is the one validation: what
 // check-config accepts, run accepts (less what only exists at run time: a port in use).
 txn_recovery::Status LoadConfig(const std::string& path, const EnvLookup& env, Config* config);
+
+// Reads a URI from a secret file (mongodb.uri_file, the systemd credential): its first line,
+// without surrounding blanks. InvalidArgument when it cannot be read or that line is empty.
+txn_recovery::Status ReadSecretFile(const std::string& path, std::string* out);
 
 // MERGE HOOK (listen address): the [http] listen address as HealthServer::Start will parse
 // it, so that check-config refuses what run would refuse, with exit 78. Today it accepts

@@ -277,7 +277,8 @@ void DescribeStandardMetrics(Metrics* m, const std::string& version, const std::
   m->Describe("txn_recoveryd_stuck_transactions", T::kGauge,
               "Transactions found stuck by the last sweep, by state.");
   m->Describe("txn_recoveryd_oldest_stuck_age_seconds", T::kGauge,
-              "Age of the oldest transaction found stuck by the last sweep (0 if none).");
+              "Age of the oldest transaction found stuck by the last sweep that could count "
+              "them (0 if none), growing with the time elapsed since while sweeps fail.");
   m->Describe("txn_recoveryd_resolved_total", T::kCounter,
               "Stuck transactions driven to a terminal state, by action taken.");
   m->Describe("txn_recoveryd_transaction_failures_total", T::kCounter,

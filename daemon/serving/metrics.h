@@ -17,9 +17,12 @@
 // An update costs a map lookup and a sort of its few labels: cheap enough per transaction.
 #pragma once
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -84,6 +87,42 @@ class Metrics {
 
   mutable std::mutex mu_;
   std::map<std::string, Family> families_;
+};
+
+// What txn_recoveryd_oldest_stuck_age_seconds of one watch says between two measurements.
+// A sweep that counts what is stuck measures the age of the oldest stuck transaction (on
+// the database server's clock). A sweep that fails measures nothing, and the gauge then goes
+// on growing from the last measured age by the time elapsed since it was taken: that
+// transaction is still stuck unless something else finished it, and during an outage or a
+// failing sweep nothing of this daemon's does. The elapsed time is this host's steady
+// clock's, which runs at the server's rate; the offset between the two clocks is already
+// inside the measured age, so the estimate is the server-clock age the next successful sweep
+// would measure (less whatever the application finished meanwhile). A gauge frozen at its
+// last value instead could never cross an alert's threshold during the very failure that
+// keeps the transaction stuck. When the last measurement found nothing stuck the estimate
+// stays 0: a failed sweep has seen no transaction to age.
+class StuckAgeEstimate {
+ public:
+  using Clock = std::chrono::steady_clock;
+  // A sweep measured `oldest` (nullopt: nothing stuck) at `at`.
+  void Measured(std::optional<std::chrono::milliseconds> oldest, Clock::time_point at) {
+    oldest_ = oldest;
+    at_ = at;
+    measured_ = true;
+  }
+  // Whether any sweep has measured it yet: before that there is no value to carry on.
+  bool known() const { return measured_; }
+  // The gauge's value, in seconds, at `now`.
+  double SecondsAt(Clock::time_point now) const {
+    if (!oldest_) return 0;
+    const auto since = std::max(Clock::duration::zero(), now - at_);
+    return std::chrono::duration<double>(*oldest_ + since).count();
+  }
+
+ private:
+  bool measured_ = false;
+  std::optional<std::chrono::milliseconds> oldest_;
+  Clock::time_point at_{};
 };
 
 // Declares the daemon's standard families and sets txn_recoveryd_build_info{version,

@@ -31,6 +31,8 @@ _txn_recoveryd() {
   case "$prev" in
     -c|--config|--web.config.file)
       COMPREPLY=($(compgen -f -- "$cur")); compopt -o filenames 2>/dev/null; return ;;
+    --textfile-dir)
+      COMPREPLY=($(compgen -d -- "$cur")); compopt -o filenames 2>/dev/null; return ;;
     --watch)
       COMPREPLY=($(compgen -W "$(_txn_recoveryd_watches)" -- "$cur")); return ;;
     --log-format)
@@ -45,7 +47,7 @@ _txn_recoveryd() {
   case "$command" in
     "") COMPREPLY=($(compgen -W "$commands --help --version" -- "$cur")); return ;;
     run) options="--config --log-format --log-level --http-listen --web.config.file --help" ;;
-    sweep) options="--config --watch --dry-run --json --orphans --share --verbose -v --help" ;;
+    sweep) options="--config --watch --dry-run --json --orphans --share --textfile-dir --verbose -v --help" ;;
     check-config) options="--config --probe --help" ;;
     inspect) options="--config --watch --json --help" ;;
     pause|resume) options="--config --watch --help" ;;

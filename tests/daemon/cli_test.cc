@@ -6,7 +6,9 @@
 #include <map>
 #include <regex>
 #include <set>
+#include <stdexcept>
 
+#include "cli.h"
 #include "support/bank.h"
 #include "support/daemon_process.h"
 #include "support/test_env.h"
@@ -20,6 +22,20 @@ using std::chrono::seconds;
 std::string ConfigFor(const std::string& uri, const std::string& database) {
   return "[mongodb]\nuri = \"" + uri + "\"\nserver_selection_timeout = \"2s\"\n" +
          "[[watch]]\nname = \"bank\"\ndatabase = \"" + database + "\"\n";
+}
+
+TEST(Cli, AnExceptionThatEscapesACommandIsAnInternalErrorExit70) {
+  // Exit 70 (EX_SOFTWARE) says "a bug": not a configuration to fix or an outage to wait
+  // out, which the other codes say, so that a unit's RestartPreventExitStatus= and an
+  // operator's script can tell them apart. A command that ends normally keeps its code.
+  EXPECT_EQ(txn_recoveryd::GuardInternalErrors([] { return 69; }), 69);
+  ::testing::internal::CaptureStderr();
+  const int rc = txn_recoveryd::GuardInternalErrors(
+      []() -> int { throw std::logic_error("metric x updated as a gauge"); });
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(rc, 70);
+  EXPECT_NE(err.find("internal error"), std::string::npos) << err;
+  EXPECT_NE(err.find("metric x updated as a gauge"), std::string::npos) << err;
 }
 
 TEST(Cli, UsageErrorsExit64) {

@@ -9,10 +9,12 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -28,6 +30,7 @@ namespace {
 
 using std::chrono::milliseconds;
 using std::chrono::seconds;
+namespace fs = std::filesystem;
 
 constexpr const char* kJournalSocketPath = "/run/systemd/journal/socket";
 
@@ -645,6 +648,142 @@ TEST_F(DaemonRun, MetricsShowTheProcessTheTransactionsBusyWithAnotherDaemonAndTh
   EXPECT_NE(body.find("txn_recoveryd_build_info{revision=\""), std::string::npos) << body;
   daemon->Signal(SIGTERM);
   EXPECT_EQ(daemon->Wait(seconds(10)), 0);
+}
+
+// The configuration of Config() with its URI in a file, mongodb.uri_file, instead.
+std::string ConfigWithUriFile(const std::string& uri_file,
+                              const std::vector<std::string>& databases,
+                              const std::string& extra = "") {
+  std::string c = Config("URI", databases, extra);
+  const std::string inline_uri = "uri = \"URI\"";
+  return c.replace(c.find(inline_uri), inline_uri.size(), "uri_file = \"" + uri_file + "\"");
+}
+
+// A Kubernetes Secret as the kubelet projects it into a pod: each version of its files in a
+// directory of its own, `..data` a symlink to the current one, and each key a symlink
+// through `..data`. An update writes the new version's directory, points a new symlink at
+// it and renames that over `..data`: one atomic step, after which every key reads the new
+// version (the file the daemon opens by name never changes in place).
+class ProjectedSecret {
+ public:
+  ProjectedSecret(std::string dir, const std::string& key) : dir_(std::move(dir)), key_(key) {
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    fs::create_symlink("..data/" + key_, dir_ + "/" + key_);
+  }
+  ~ProjectedSecret() { fs::remove_all(dir_); }
+  ProjectedSecret(const ProjectedSecret&) = delete;
+  ProjectedSecret& operator=(const ProjectedSecret&) = delete;
+
+  std::string path() const { return dir_ + "/" + key_; }
+
+  // Publishes a new version holding `value`, as the kubelet does, and removes the old one.
+  void Update(const std::string& value) {
+    const std::string version = "..2026_12_07_10_00_0" + std::to_string(versions_++) + ".1";
+    fs::create_directory(dir_ + "/" + version);
+    std::ofstream(dir_ + "/" + version + "/" + key_) << value << "\n";
+    fs::create_directory_symlink(version, dir_ + "/..data_tmp");
+    fs::rename(dir_ + "/..data_tmp", dir_ + "/..data");
+    if (!current_.empty()) fs::remove_all(dir_ + "/" + current_);
+    current_ = version;
+  }
+
+ private:
+  std::string dir_, key_, current_;
+  int versions_ = 0;
+};
+
+TEST_F(DaemonRun, AUriRotatedInAKubernetesSecretIsTakenUpWithoutASignalOrARestart) {
+  // The Secret first holds a URI nobody answers at (the password before the rotation,
+  // say); the kubelet then swaps in the right one. Nobody signals the daemon.
+  ProjectedSecret secret(TestFile("_secret"), "mongodb-uri");
+  secret.Update("mongodb://127.0.0.1:" + std::to_string(FreePort()));
+  std::string path =
+      WriteTestFile(".toml", ConfigWithUriFile(secret.path(), {backend_->database()},
+                                               "[http]\nlisten = \"127.0.0.1:0\"\n"));
+  auto daemon = StartDaemon(path);
+  int port = HealthPort(*daemon);
+  ASSERT_GT(port, 0) << daemon->Stderr();
+  ASSERT_TRUE(Eventually([&] { return HttpGet(port, "/readyz").status == 503; }, seconds(10)))
+      << daemon->Stderr();
+
+  Bank bank(backend_->store(), backend_->database());
+  bank.Open(2);
+  Snapshot before = bank.Take();
+  Value id = bank.Transfer("A0", "A1", 10, 3);
+  bank.Age(id, std::chrono::minutes(5));
+  secret.Update(uri_);
+  EXPECT_TRUE(Eventually([&] { return bank.State(id) == "done"; }, seconds(20)))
+      << daemon->Stderr();
+  for (const auto& v : bank.Violations(before)) ADD_FAILURE() << v;
+  EXPECT_EQ(HttpGet(port, "/readyz").status, 200);
+  EXPECT_NE(daemon->Stderr().find("uri_file " + secret.path() + " holds a new URI: reloading"),
+            std::string::npos)
+      << daemon->Stderr();
+  daemon->Signal(SIGTERM);
+  EXPECT_EQ(daemon->Wait(seconds(10)), 0) << daemon->Stderr();
+}
+
+TEST_F(DaemonRun, TheOldestStuckAgeKeepsGrowingWhileSweepsFail) {
+  // A transfer stuck for five minutes that the daemon leaves alone: another daemon holds
+  // its lease for ten more.
+  Bank bank(backend_->store(), backend_->database());
+  bank.Open(2);
+  Value id = bank.Transfer("A0", "A1", 10, 3);
+  bank.Age(id, std::chrono::minutes(5));
+  DateTime now;
+  ASSERT_TRUE(backend_->store()->ServerTime(&now).ok());
+  WriteResult wr;
+  ASSERT_TRUE(backend_->store()
+                  ->UpdateOne(bank.txns(), Filter().Eq("_id", id),
+                              Update()
+                                  .Set("recovery.lease.owner", Value("other-host:1:abc"))
+                                  .Set("recovery.lease.expires", DateTime{now.millis + 600'000}),
+                              &wr)
+                  .ok());
+  const std::string uri_file = WriteTestFile(".uri", uri_ + "\n");
+  std::string path = WriteTestFile(
+      ".toml",
+      ConfigWithUriFile(uri_file, {backend_->database()}, "[http]\nlisten = \"127.0.0.1:0\"\n"));
+  auto daemon = StartDaemon(path);
+  int port = HealthPort(*daemon);
+  ASSERT_GT(port, 0) << daemon->Stderr();
+  const std::string age = "txn_recoveryd_oldest_stuck_age_seconds{watch=\"w0\"}";
+  std::string body;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        body = HttpGet(port, "/metrics").body;
+        return Metric(body, age) >= 300;
+      },
+      seconds(20)))
+      << body << daemon->Stderr();
+
+  // The URI file rewritten in place with an address nobody answers at: taken up without a
+  // signal, and every sweep fails from then on.
+  std::ofstream(uri_file, std::ios::trunc) << "mongodb://127.0.0.1:" << FreePort() << "\n";
+  ASSERT_TRUE(Eventually(
+      [&] {
+        body = HttpGet(port, "/metrics").body;
+        return Metric(body, "txn_recoveryd_database_up") == 0 &&
+               SumMetric(body, "txn_recoveryd_sweep_failures_total", "watch=\"w0\"") >= 2;
+      },
+      seconds(20)))
+      << body << daemon->Stderr();
+  // The transaction is as stuck as it was, and older every second: so is the gauge, so that
+  // an alert on it fires during the very outage that keeps it stuck.
+  const double during = Metric(body, age);
+  EXPECT_GE(during, 300) << body;
+  std::this_thread::sleep_for(seconds(3));
+  EXPECT_TRUE(Eventually(
+      [&] {
+        body = HttpGet(port, "/metrics").body;
+        return Metric(body, age) >= during + 2;
+      },
+      seconds(10)))
+      << "the gauge froze at " << during << " while the sweeps failed:\n"
+      << body;
+  daemon->Signal(SIGTERM);
+  EXPECT_EQ(daemon->Wait(seconds(10)), 0) << daemon->Stderr();
 }
 
 // Two `run` daemons on one database divide the work by their member records (docs/fleet.md):

@@ -1,8 +1,10 @@
 // The Prometheus registry: exact exposition text, escaping, histograms, misuse, threads.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -271,6 +273,32 @@ TEST(Metrics, TheHelpOfEachCounterSaysWhatItCounts) {
                       "daemon held their lease"),
             std::string::npos)
       << text;
+}
+
+TEST(StuckAgeEstimate, GrowsFromTheLastCountWhileSweepsFailAndRestartsAtTheNextCount) {
+  using std::chrono::milliseconds;
+  using std::chrono::minutes;
+  const StuckAgeEstimate::Clock::time_point t0{};
+  StuckAgeEstimate age;
+  EXPECT_FALSE(age.known()) << "no sweep has counted yet: nothing to carry on";
+
+  // A sweep counts a transaction stuck for 50 minutes; the sweeps after it fail (the
+  // database went away). The transaction is as stuck as before, and older: 10 minutes on,
+  // the gauge reads an hour, and an alert at an hour can fire during the outage.
+  age.Measured(minutes(50), t0);
+  EXPECT_TRUE(age.known());
+  EXPECT_EQ(age.SecondsAt(t0), 3000);
+  EXPECT_EQ(age.SecondsAt(t0 + minutes(10)), 3600);
+  EXPECT_EQ(age.SecondsAt(t0 + minutes(10) + milliseconds(500)), 3600.5);
+
+  // The next count is what the database says, whatever the estimate was: the application
+  // finished the old one meanwhile, and the oldest now is 2 minutes old.
+  age.Measured(minutes(2), t0 + minutes(11));
+  EXPECT_EQ(age.SecondsAt(t0 + minutes(11)), 120);
+
+  // Nothing stuck at the last count: a failed sweep has seen nothing to age.
+  age.Measured(std::nullopt, t0 + minutes(12));
+  EXPECT_EQ(age.SecondsAt(t0 + minutes(40)), 0);
 }
 
 }  // namespace

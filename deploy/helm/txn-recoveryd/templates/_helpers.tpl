@@ -15,6 +15,46 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 
+{{/* The pods' ServiceAccount: the chart's (named after the release), or an existing one. */}}
+{{- define "txn-recoveryd.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "txn-recoveryd.name" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The pods' securityContext: the values' user, group and fsGroup, each left to the
+platform when null (podSecurityContext in values.yaml). `fsGroup: false` leaves it out
+(the test pod mounts nothing). */}}
+{{- define "txn-recoveryd.podSecurityContext" -}}
+runAsNonRoot: true
+{{- with .Values.podSecurityContext }}
+{{- if not (kindIs "invalid" .runAsUser) }}
+runAsUser: {{ .runAsUser }}
+{{- end }}
+{{- if not (kindIs "invalid" .runAsGroup) }}
+runAsGroup: {{ .runAsGroup }}
+{{- end }}
+{{- end }}
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}
+
+{{/* The web configuration's Secret: existingSecret, or the one the chart makes. */}}
+{{- define "txn-recoveryd.webConfigSecret" -}}
+{{- if .Values.webConfig.existingSecret -}}
+{{- .Values.webConfig.existingSecret -}}
+{{- else -}}
+{{- include "txn-recoveryd.name" . }}-web
+{{- end -}}
+{{- end -}}
+
+{{/* The scheme the endpoint speaks. */}}
+{{- define "txn-recoveryd.scheme" -}}
+{{- if and .Values.webConfig.enabled .Values.webConfig.tls -}}HTTPS{{- else -}}HTTP{{- end -}}
+{{- end -}}
+
 {{/*
 Whole numbers written as integers, in place, through maps and lists at any depth. A values
 file reaches the templates with every number as a float64, and toToml writes 8 as "8.0",
