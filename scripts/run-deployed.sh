@@ -288,9 +288,18 @@ boot() {
 
 install_package() {
   cp "$deb" "$sd_root/root/"
+  # node_exporter's textfile directory, as Debian's prometheus-node-exporter leaves it
+  # (root's, 0755): the package must let the timer's sweep write there.
+  install -d -m 0755 "$sd_root/var/lib/prometheus/node-exporter"
   inside env DEBIAN_FRONTEND=noninteractive sh -c \
     "apt-get update -q >/dev/null && apt-get install -y -q /root/$(basename "$deb")" >"$work/apt.log" 2>&1 ||
     { tail -n 20 "$work/apt.log" >&2; return 1; }
+}
+
+conffile_mode() {
+  local got
+  got="$(inside stat -c '%a %U:%G' /etc/txn-recoveryd/txn-recoveryd.toml)"
+  [[ "$got" == "640 root:txn-recoveryd" ]] || { echo "the configuration is $got" >&2; return 1; }
 }
 
 nothing_started() {
@@ -324,20 +333,17 @@ configure_service() {
 }
 
 started_after_ready() {
+  # Type=notify: `systemctl start` returns once the daemon said READY=1 (or fails when it
+  # never does: --break unit-no-ready). The journal's times cannot order the two: journald
+  # stamps a line when it reads it, after systemd may have taken READY=1.
+  local type access active sub status
+  type="$(prop txn-recoveryd.service Type)"
+  access="$(prop txn-recoveryd.service NotifyAccess)"
+  [[ "$type/$access" == notify/main ]] || { echo "Type=$type NotifyAccess=$access" >&2; return 1; }
   inside systemctl enable --now txn-recoveryd.service >&2 || return 1
-  local active sub status enter begin
   active="$(prop txn-recoveryd.service ActiveState)"
   sub="$(prop txn-recoveryd.service SubState)"
   [[ "$active/$sub" == active/running ]] || { echo "the service is $active/$sub" >&2; return 1; }
-  # The daemon logs "started as" just before READY=1; systemd entered active after it.
-  enter="$(prop txn-recoveryd.service ActiveEnterTimestampMonotonic)"
-  begin="$(inside journalctl -u txn-recoveryd.service -o json --no-pager |
-    python3 -c 'import json,sys
-for l in sys.stdin:
-    e = json.loads(l)
-    if " started as " in str(e.get("MESSAGE", "")): print(e["__MONOTONIC_TIMESTAMP"]); break')"
-  [[ -n "$begin" ]] || { echo "no 'started as' line in the journal" >&2; return 1; }
-  ((begin <= enter)) || { echo "active at ${enter}us, before the daemon started at ${begin}us" >&2; return 1; }
   status="$(prop txn-recoveryd.service StatusText)"
   [[ -n "$status" ]] || { echo "no STATUS= reached systemd" >&2; return 1; }
   echo "StatusText: $status"
@@ -493,6 +499,10 @@ timer_sweep() {
     { echo "Result=$result, exit status $status"; inside journalctl -u txn-recoveryd-sweep.service --no-pager -o cat | tail -n 15; } >&2
   [[ "$result" == success && "$status" == 0 ]] || return 1
   verified "$sd_db" || return 1
+  local prom="$sd_root/var/lib/prometheus/node-exporter/txn-recoveryd-sweep.prom"
+  grep -q '^txn_recoveryd_oneshot_sweep_success 1$' "$prom" 2>/dev/null ||
+    { echo "no successful run in node_exporter's textfile directory ($prom):"; cat "$prom"; } >&2
+  grep -q '^txn_recoveryd_oneshot_sweep_success 1$' "$prom" 2>/dev/null || return 1
   inside systemctl enable --now txn-recoveryd-sweep.timer >&2 || return 1
   [[ "$(prop txn-recoveryd-sweep.timer ActiveState)" == active ]] || { echo "the timer is not active" >&2; return 1; }
 }
@@ -502,6 +512,7 @@ run_systemd() {
   need "boot a fresh Debian 12 with systemd as PID 1" boot || return 0
   need "apt-get install ./$(basename "$deb") (dependencies resolved by apt)" install_package || return 0
   check "installing starts and enables nothing" nothing_started
+  check "the configuration (it may hold a password) is 0640 root:txn-recoveryd" conffile_mode
   need "configuration written and accepted by check-config; URI in /etc/credstore" configure_service || return 0
   need "systemctl enable --now: active/running, only after READY=1" started_after_ready || return 0
   check "the URI read from /etc/credstore (LoadCredential=)" uri_from_credstore
@@ -514,7 +525,7 @@ run_systemd() {
   check "systemd-analyze security of the installed unit at the documented exposure" security_exposure
   check "systemd applied every directive of the units (none ignored, none failed)" nothing_ignored
   check "systemctl stop drains and ends with Result=success" stop_drains
-  check "the timer's one-shot sweep service runs clean; the timer starts" timer_sweep
+  check "the timer's one-shot sweep runs clean, its figures in node_exporter's directory" timer_sweep
 }
 
 # ---- the image -------------------------------------------------------------------------
