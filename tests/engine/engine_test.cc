@@ -10,6 +10,7 @@
 #include <regex>
 
 #include "support/bank.h"
+#include "support/crash_at_every_write.h"
 #include "support/fault_store.h"
 #include "support/malformed_txns.h"
 #include "support/tagged_insert_app.h"
@@ -339,6 +340,7 @@ TEST_P(LeaseDeadline, ADaemonStalledPastItsDeadlineWritesNothingMoreAtAnyWrite) 
   // The claim is write 1 and made before any lease exists: every later write is under one.
   for (int k = 2; k <= writes; ++k) {
     SCOPED_TRACE("stalled at write " + std::to_string(k) + " of " + std::to_string(writes));
+    TraceWorld("stalled at write " + std::to_string(k));
     Scene s;
     Bank bank(&s.store, "test");
     Snapshot before;

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "txn_recovery/engine/conformance_trace.h"
+
 namespace txn_recovery {
 
 bool StateMachine::Batch::Claim() {
@@ -29,6 +31,10 @@ bool StateMachine::Batch::Claim() {
       what += " and mark " + *move->spelling.as_string();
     writes.push_back({&it, nullptr, m_->txn_ns_, std::move(claim), false, std::move(what),
                       /*claims_lease=*/true});
+    writes.back().trace_event = "claim";
+    if (conformance::On())
+      writes.back().trace_detail =
+          "to=" + std::string(move ? TxnStateName(move->state) : std::string_view("none"));
     moves.push_back(std::move(move));
   }
   if (writes.empty()) return false;
@@ -92,7 +98,7 @@ void StateMachine::Batch::ReadBeforeClaim() {
     if (it.result->action == Action::kFinish) finishes.push_back(&it);
     if (it.result->action == Action::kRollback) rollbacks.push_back(&it);
   }
-  ReadForFinish(finishes);
+  ReadForFinish(finishes, "preread");
   for (Item* it : finishes)
     it->nothing_to_write = Running(*it) && it->txn->tagged_sets.empty() &&
                            std::all_of(it->finish_as.begin(), it->finish_as.end(),
@@ -100,6 +106,7 @@ void StateMachine::Batch::ReadBeforeClaim() {
   if (rollbacks.empty()) return;
   const std::vector<StepRef> steps = StepsOf(rollbacks);
   const std::vector<Found> found = ReadParticipants(steps);
+  if (conformance::On()) TraceRead("preread", steps, found);
   CheckAll(steps, found);
   for (Item* it : rollbacks) {
     it->nothing_to_write = it->txn->tagged_sets.empty();
