@@ -15,8 +15,9 @@ What it does with the lines (docs/proof.md, "Conformance"):
     checked on its own, and each transaction in it on its own (the model's one transaction).
   - The daemons of a transaction are the model's daemons 0 and 1 in the order they first
     appear; a transaction driven by more than two is not checked (reported).
-  - A daemon's lines end at its first write that failed as a whole (ok=err): it was killed,
-    or its connection lost; what it sent after that never reached the server or is unknown.
+  - A write that failed as a whole (ok=err: the daemon killed, its connection lost) may or
+    may not have reached the server: optional, its match unknown, and so is a release the
+    same visit sends after it. The daemon's next visit is a new process of the model.
   - A visit (a read and what follows it, up to the daemon's next read) that sent no write
     is dropped: it changed no variable of the model.
   - The writes of one bulk are unordered: consecutive lines of one daemon of the same
@@ -79,20 +80,22 @@ def events_of(lines):
         if r.get("p") != "transfer" or r.get("n") != "2":
             return None, "profile %s with %s steps: not the model's transfer" % (
                 r.get("p"), r.get("n"))
-    daemons = []
+    # A write that failed as a whole (ok=err: the daemon killed, the connection lost) may
+    # or may not have reached the server: optional, its match unknown, and so is a release
+    # the same visit sends after it. The daemon's model process may be stopped anywhere in
+    # that action, so its next visit is a new process of the model (a restart).
+    kept, broken, life = [], set(), {}
     for ln in lines:
-        if ln["d"] not in daemons:
-            daemons.append(ln["d"])
-    if len(daemons) > 2:
-        return None, "%d daemons: the model has two" % len(daemons)
-    # Cut each daemon at its first write that failed as a whole.
-    cut, kept = set(), []
-    for ln in lines:
-        if ln["d"] in cut:
-            continue
-        if ln.get("ok") == "err":
-            cut.add(ln["d"])
-            continue
+        ln = dict(ln)
+        d = ln["d"]
+        if ln["e"] == "read" and d in broken:
+            broken.discard(d)
+            life[d] = life.get(d, 1) + 1
+        if life.get(d, 1) > 1:
+            ln["d"] = "%s (restarted %d)" % (d, life[d] - 1)
+        if ln.get("ok") == "err" or (d in broken and ln["e"] == "release"):
+            ln["ok"], ln["maybe"] = "?", True
+            broken.add(d)
         kept.append(ln)
     # Drop the visits that sent nothing.
     visits, current = [], {}
@@ -106,6 +109,12 @@ def events_of(lines):
         if any(ln.get("sent") == "1" for ln in v):
             sent.update(id(ln) for ln in v)
     kept = [ln for ln in kept if id(ln) in sent]
+    daemons = []
+    for ln in kept:
+        if ln["d"] not in daemons:
+            daemons.append(ln["d"])
+    if len(daemons) > 2:
+        return None, "written by %d daemons: the model has two" % len(daemons)
     # Put each bulk in step order.
     out, i = [], 0
     while i < len(kept):
@@ -129,7 +138,7 @@ def events_of(lines):
         s, x = int(ln.get("s", 0)), 0
         ok = ln.get("ok", "1")
         o = -1 if ok == "?" else int(ok)
-        opt = 1 if ln.get("sent") == "0" else 0
+        opt = 1 if ln.get("sent") == "0" or ln.get("maybe") else 0
         if e == "read":
             st = ln["st"]
             if st == "pending" and ln.get("over") == "1":
@@ -204,6 +213,7 @@ def main():
                     help="succeed only if some transaction does not conform (a seeded bug)")
     ap.add_argument("--verbose", action="store_true")
     a = ap.parse_args()
+    a.work = os.path.abspath(a.work)
     try:
         pan = build_pan(a.work)
     except (OSError, subprocess.CalledProcessError) as e:

@@ -34,7 +34,18 @@ auto StateMachine::Batch::Send(std::vector<Write>& writes) -> Sent {
       writes[i].request.filter = requests::Fenced(std::move(writes[i].request.filter), it->lease);
     by_ns[writes[i].ns.ToString()].push_back(i);
   }
-  for (const auto& [key, indices] : by_ns) {
+  // With the conformance trace on, each write goes in a bulk of its own, so that its line
+  // says whether it matched (a bulk's count does not say which): the writes of an unordered
+  // bulk were never in any promised order, so this is one of the orders it may take.
+  std::vector<std::vector<std::size_t>> bulks;
+  for (auto& [key, indices] : by_ns) {
+    if (!tracing) {
+      bulks.push_back(std::move(indices));
+      continue;
+    }
+    for (std::size_t i : indices) bulks.push_back({i});
+  }
+  for (const std::vector<std::size_t>& indices : bulks) {
     std::vector<LabelledRequest> bulk;
     bulk.reserve(indices.size());
     for (std::size_t i : indices)
@@ -67,9 +78,10 @@ void StateMachine::Batch::TraceSent(const std::vector<Write>& writes,
                                     const std::vector<bool>& live,
                                     const std::set<std::size_t>& refused,
                                     std::int64_t matched) const {
-  // A bulk says how many of its writes matched, not which: exact when it holds one write,
-  // or when all or none matched; otherwise "?", which the model may take either way. A
-  // bulk that failed as a whole (matched -1) may or may not have reached the server.
+  // A bulk says how many of its writes matched, not which: exact when it holds one write
+  // (Send makes each write a bulk of its own while tracing), or when all or none matched;
+  // otherwise "?", which the model may take either way. A bulk that failed as a whole
+  // (matched -1) may or may not have reached the server.
   const auto accepted = static_cast<std::int64_t>(indices.size() - refused.size());
   for (std::size_t k = 0; k < indices.size(); ++k) {
     const Write& w = writes[indices[k]];
