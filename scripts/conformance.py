@@ -25,6 +25,8 @@ What it does with the lines (docs/proof.md, "Conformance"):
   - A write the engine did not send (sent=0) is optional: the model's same write matching
     nothing, or no step at all. The read after an apply whose bulk left its match unknown
     (ok=?) is optional likewise.
+  - The read back after an apply (cannot) is dropped where that apply matched: the engine
+    reads a whole bulk back when any of it missed, the model only the write that missed.
   - A write sent under a lease after its local deadline (live=0) is the model's failed
     local check followed by that write, which the model's daemon never makes.
 Exit status: 0 when every checked transaction conforms (or, with --expect-fail, when at
@@ -130,11 +132,16 @@ def events_of(lines):
         else:
             out.append(ln)
             i += 1
-    events, unknown_apply = [], set()
+    events, unknown_apply, matched_apply = [], set(), set()
     for ln in out:
         d, e = daemons.index(ln["d"]), ln["e"]
         if e == "finishread":
             continue  # the finish's read after its claim: not a step of the default model
+        if e == "apply":
+            (matched_apply.add if ln.get("ok") == "1" else matched_apply.discard)(
+                (d, int(ln.get("s", 0))))
+        if e == "cannot" and (d, int(ln.get("s", 0))) in matched_apply:
+            continue  # a bulk is read back whole; the model reads only after a miss
         s, x = int(ln.get("s", 0)), 0
         ok = ln.get("ok", "1")
         o = -1 if ok == "?" else int(ok)

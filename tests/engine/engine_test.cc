@@ -330,6 +330,7 @@ TEST_P(LeaseDeadline, ADaemonStalledPastItsDeadlineWritesNothingMoreAtAnyWrite) 
   // How many writes the unstalled run makes: the stall is tried at each of them.
   int writes = 0;
   {
+    TraceWorld("unstalled");
     Scene s;
     Bank bank(&s.store, "test");
     LeaveStuck(&bank, c);

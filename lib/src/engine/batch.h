@@ -303,6 +303,12 @@ class StateMachine::Batch {
 
   // ---- Claiming and releasing -------------------------------------------------------------
 
+  // The conformance trace's line for each claim, matched as its read back says (a bulk's
+  // count says how many, not which); "err" where the bulk failed or the read back did.
+  void TraceClaims(const std::vector<Write>& writes,
+                   const std::vector<std::optional<requests::ClaimMove>>& moves, const Sent& sent,
+                   const std::map<std::string, Document>& docs, bool read) const;
+
   // Claims every item in one bulk write (requests::Claim), each with its action's first
   // state move. Each claim carries this batch's nonce; when some did not match, the
   // transactions are read back to find the ones that moved as ours did. A cancel ends in

@@ -31,10 +31,7 @@ bool StateMachine::Batch::Claim() {
       what += " and mark " + *move->spelling.as_string();
     writes.push_back({&it, nullptr, m_->txn_ns_, std::move(claim), false, std::move(what),
                       /*claims_lease=*/true});
-    writes.back().trace_event = "claim";
-    if (conformance::On())
-      writes.back().trace_detail =
-          "to=" + std::string(move ? TxnStateName(move->state) : std::string_view("none"));
+
     moves.push_back(std::move(move));
   }
   if (writes.empty()) return false;
@@ -42,6 +39,7 @@ bool StateMachine::Batch::Claim() {
   const Sent sent = Send(writes);
   std::map<std::string, Document> docs;
   const bool read = sent.all_matched() || ReadBackTransactions(writes, sent, &docs);
+  if (conformance::On()) TraceClaims(writes, moves, sent, docs, read);
   bool any = false;
   for (std::size_t i : sent.accepted) {
     Item* it = writes[i].item;
@@ -89,6 +87,33 @@ bool StateMachine::Batch::Claim() {
   }
   if (!read) ReleaseHeld();
   return any;
+}
+
+void StateMachine::Batch::TraceClaims(const std::vector<Write>& writes,
+                                      const std::vector<std::optional<requests::ClaimMove>>& moves,
+                                      const Sent& sent, const std::map<std::string, Document>& docs,
+                                      bool read) const {
+  std::vector<bool> accepted(writes.size(), false);
+  for (std::size_t i : sent.accepted) accepted[i] = true;
+  for (std::size_t i = 0; i < writes.size(); ++i) {
+    const Item& it = *writes[i].item;
+    const std::optional<requests::ClaimMove>& move = moves[i];
+    std::string ok = "0";
+    if (accepted[i] && !read) {
+      ok = "err";
+    } else if (accepted[i]) {
+      const bool terminal = move && IsTerminal(move->state);
+      ok =
+          sent.all_matched() || Moved(docs, it, move ? move->spelling : it.state_spelling, terminal)
+              ? "1"
+              : "0";
+    } else if (it.ended && !it.result->status.ok() && it.result->outcome != Outcome::kBusy) {
+      ok = "err";  // the bulk failed as a whole
+    }
+    Trace(it, "claim",
+          "sent=1 ok=" + ok + " live=1 to=" +
+              std::string(move ? TxnStateName(move->state) : std::string_view("none")));
+  }
 }
 
 void StateMachine::Batch::ReadBeforeClaim() {
