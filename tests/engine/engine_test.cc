@@ -1099,6 +1099,9 @@ TEST_P(LiveApplication, ADuplicateLandingBetweenTwoFinishesIsUndoneNotPulled) {
 // that marker for the original ("trace absent" is in its filter): the late-write check
 // undoes the duplicate. The conformance check's seeded bug a (docs/proof.md) drops it.
 TEST_P(LiveApplication, AFinishReadBeforeAnotherFinishedPullsNoDuplicateAsTheOriginal) {
+  if (GetParam() != "memory")
+    GTEST_SKIP() << "daemon 1 stalls past its deadline on a clock only the in-memory store's "
+                    "test backend moves";
   TraceWorld(GetParam());
   StalledTransfer t(GetParam());
   ASSERT_TRUE(t.backend->error().empty()) << t.backend->error();
