@@ -76,8 +76,9 @@ if [[ $mode == seeded ]]; then
       "$bin" --gtest_filter="${runs[$bug]}" >"$work/seeded-$bug.tests" 2>&1; then
       echo "   the tests: all pass (they do not catch it)"
     else
-      echo "   the tests: $(grep -c '^\[  FAILED  \] .*(' "$work/seeded-$bug.tests" || true) fail:"
-      grep '^\[  FAILED  \] .*(' "$work/seeded-$bug.tests" | sed 's/, where GetParam.*//; s/^/     /' | head -5
+      failed="$(grep '^\[  FAILED  \] .*(' "$work/seeded-$bug.tests" | sed 's/, where GetParam.*//; s/ ([0-9]* ms)$//' | sort -u)"
+      echo "   the tests: $(wc -l <<<"$failed") fail:"
+      sed 's/^\[  FAILED  \] /     /' <<<"$failed" | head -5
     fi
     out="$("${check[@]}" --expect-fail "$work/seeded-$bug.trace")" || status=1
     # The first transaction that does not conform, and the summary.
