@@ -257,6 +257,10 @@ class StateMachine::Batch {
   // finish's trace, as the model's bits (RD_MK, RD_FIN).
   void TraceRead(std::string_view event, const std::vector<StepRef>& steps,
                  const std::vector<Found>& found) const;
+  // The model's read after an apply that matched nothing (`cannot`: no marker, the step can
+  // never apply); not `sent`, the apply the engine left out because its read found the
+  // marker, which is the model's apply matching nothing and then that read.
+  void TraceApplyRead(const Item& it, const ParticipantStep* step, bool marker, bool sent) const;
   static std::size_t StepIndex(const Item& it, const ParticipantStep* step) {
     return static_cast<std::size_t>(step - it.txn->steps.data());
   }

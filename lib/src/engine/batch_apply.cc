@@ -37,11 +37,7 @@ void StateMachine::Batch::Apply(const std::vector<Item*>& list) {
     DecideFinish(it, step, doc, /*applying=*/true);
     if (HasMarker(doc, *step, it->txn->id)) {  // applied before a crash
       notes.emplace_back(step->ns, "(nothing: already applied) " + step->describe);
-      if (tracing) {
-        // The model's apply matching nothing, and its read: the marker is there.
-        TraceUnsent(*it, "apply", StepIndex(*it, step));
-        Trace(*it, "cannot", "s=" + std::to_string(StepIndex(*it, step)) + " v=0 sent=0");
-      }
+      if (tracing) TraceApplyRead(*it, step, /*marker=*/true, /*sent=*/false);
       continue;
     }
     AddWrite(&writes, it, step, doc, step->apply, "apply: " + step->describe, "apply",
@@ -59,10 +55,7 @@ void StateMachine::Batch::Apply(const std::vector<Item*>& list) {
     for (std::size_t k = 0; k < refs.size(); ++k) {
       auto [it, step] = refs[k];
       if (!Running(*it)) continue;
-      if (tracing)  // the read after an apply: no marker means it cannot apply
-        Trace(*it, "cannot",
-              "s=" + std::to_string(StepIndex(*it, step)) +
-                  " v=" + (AnyHasMarker(after[k], *step, it->txn->id) ? "0" : "1"));
+      if (tracing) TraceApplyRead(*it, step, AnyHasMarker(after[k], *step, it->txn->id), true);
       if (AnyHasMarker(after[k], *step, it->txn->id)) {
         ++it->result->operations_applied;
       } else if (!LeaseLive(*it)) {

@@ -98,18 +98,15 @@ void StateMachine::Batch::TraceClaims(const std::vector<Write>& writes,
   for (std::size_t i = 0; i < writes.size(); ++i) {
     const Item& it = *writes[i].item;
     const std::optional<requests::ClaimMove>& move = moves[i];
-    std::string ok = "0";
-    if (accepted[i] && !read) {
-      ok = "err";
-    } else if (accepted[i]) {
-      const bool terminal = move && IsTerminal(move->state);
-      ok =
-          sent.all_matched() || Moved(docs, it, move ? move->spelling : it.state_spelling, terminal)
-              ? "1"
-              : "0";
-    } else if (it.ended && !it.result->status.ok() && it.result->outcome != Outcome::kBusy) {
-      ok = "err";  // the bulk failed as a whole
-    }
+    // Unknown ("err") where the read back failed, or the bulk failed as a whole.
+    const bool unknown =
+        accepted[i] ? !read
+                    : it.ended && !it.result->status.ok() && it.result->outcome != Outcome::kBusy;
+    std::string ok = unknown ? "err" : "0";
+    if (accepted[i] && read &&
+        (sent.all_matched() || Moved(docs, it, move ? move->spelling : it.state_spelling,
+                                     move && IsTerminal(move->state))))
+      ok = "1";
     Trace(it, "claim",
           "sent=1 ok=" + ok + " live=1 to=" +
               std::string(move ? TxnStateName(move->state) : std::string_view("none")));

@@ -21,6 +21,14 @@ void StateMachine::Batch::TraceUnsent(const Item& it, std::string_view event, st
   Trace(it, event, "s=" + std::to_string(step) + " sent=0 ok=0" + (rest.empty() ? "" : " ") + rest);
 }
 
+void StateMachine::Batch::TraceApplyRead(const Item& it, const ParticipantStep* step, bool marker,
+                                         bool sent) const {
+  const std::size_t k = StepIndex(it, step);
+  if (!sent) TraceUnsent(it, "apply", k);
+  Trace(it, "cannot",
+        "s=" + std::to_string(k) + " v=" + (marker ? "0" : "1") + (sent ? "" : " sent=0"));
+}
+
 void StateMachine::Batch::TraceRead(std::string_view event, const std::vector<StepRef>& steps,
                                     const std::vector<Found>& found) const {
   // Steps of one item are consecutive (StepsOf); the model's bits: marker of step k at
