@@ -191,6 +191,13 @@
 #ifndef EV
 #define EV(k, s, x, o) skip
 #endif
+/* ENTER(k, s): the start of the atomic step whose event is EV(k, s, ...), enabled only when
+ * that event is the next line of the trace, so that its guard and its effects stay one step
+ * (nothing when off); TURN(k, s) the same condition, as a conjunct of a guard. */
+#ifndef ENTER
+#define ENTER(k, s)
+#define TURN(k, s) (1)
+#endif
 #define E_READ 1    /* read the transaction: s state (as parsed), x the action decided */
 #define E_PREREAD 2 /* the participants read before the claim: x the bits of RD_MK, RD_FIN */
 #define E_CLAIM 3   /* the claim: s the state it writes (0: none), matched */
@@ -1010,6 +1017,7 @@ stop:
 inline transition(to) {
   LOCAL_CHECK();
   atomic {
+    ENTER(E_TO, to)
     if
     :: st[t] == raw && OWNER_OK && FENCE ->
       DEADLINE_OK; DRIVER_OK;
@@ -1039,6 +1047,7 @@ inline transition(to) {
 inline w_apply(s) {
   LOCAL_CHECK();
   atomic {
+    ENTER(E_APPLY, s)
     a = ACC(t, s);
     if
     :: FENCE && !MK(t, a) ->
@@ -1054,7 +1063,7 @@ inline w_apply(s) {
   }
   if
   :: !ok ->
-    atomic { cannot = !MK(t, a); printf("MSC: daemon %d: read: cannot apply %d\n", me, cannot); EV(E_CANNOT, s, cannot, 1) }
+    atomic { ENTER(E_CANNOT, s) cannot = !MK(t, a); printf("MSC: daemon %d: read: cannot apply %d\n", me, cannot); EV(E_CANNOT, s, cannot, 1) }
     if :: cannot -> cannot = 0; a = 0; goto l_rollback :: else -> skip fi
   :: else -> skip
   fi;
@@ -1064,6 +1073,7 @@ inline w_apply(s) {
 inline w_undo(s) {
   LOCAL_CHECK();
   atomic {
+    ENTER(E_UNDO, s)
     a = ACC(t, s);
     if
     :: FENCE && MK(t, a) ->
@@ -1128,6 +1138,7 @@ inline w_undo(s) {
 inline w_finish(s) {
   LOCAL_CHECK();
   atomic {
+    ENTER(E_FINISH, s)
     a = ACC(t, s);
     if
 #ifdef FIX_FINISH_TRACE
@@ -1155,6 +1166,7 @@ inline w_finish(s) {
 inline untrace(s) {
 #if defined(FIX_FINISH_TRACE) && !defined(NO_UNTRACE)
   atomic {
+    ENTER(E_UNTRACE, s)
     a = ACC(t, s);
     if
     :: FIN(t, a) -> LOG_ACC(a, DMAJ); FIN(t, a) = 0; EV(E_UNTRACE, s, 0, 1)
@@ -1229,9 +1241,10 @@ top:
    * sightings as they were, and the sweep then records what it found (SWEEP_SEES), in the
    * same step. */
   if
-  :: atomic { ELIGIBLE(0) && IN_SHARE(0, me) -> SWEEP_SEES(0); t = 0; PICK_READ }
+  :: atomic { ELIGIBLE(0) && IN_SHARE(0, me) && TURN(E_READ, PST(0)) -> SWEEP_SEES(0); t = 0; PICK_READ }
   :: atomic {
-       NTX > 1 && ELIGIBLE(NTX - 1) && IN_SHARE(NTX - 1, me) -> SWEEP_SEES(NTX - 1);
+       NTX > 1 && ELIGIBLE(NTX - 1) && IN_SHARE(NTX - 1, me) && TURN(E_READ, PST(NTX - 1)) ->
+       SWEEP_SEES(NTX - 1);
        t = NTX - 1; PICK_READ
      }
 #ifdef FLEET
@@ -1260,6 +1273,7 @@ top:
   if
   :: PRE_READ ->
     atomic {
+      ENTER(E_PREREAD, 0)
       READ_PARTICIPANTS;
       printf("MSC: daemon %d: reads the participants of txn %d before its claim: %d\n", me, t, rd);
       EV(E_PREREAD, 0, rd, 1)
@@ -1288,6 +1302,7 @@ top:
    * the state it writes, the time now and the lease; a folded cancel ends the transaction
    * there and leaves no lease. */
   atomic {
+    ENTER(E_CLAIM, CLAIM_WRITES)
     if
     :: AS_READ && !quar[t] && (own[t] == 0 || lexp[t] == 0 || LEASE_IGNORED) && CLAIM_FENCE ->
       LOG_TXN(t, DMAJ);
@@ -1364,6 +1379,7 @@ l_resume: /* transfer only: a started tagged insert is never resumed */
    * nothing but this daemon can leave a trace meanwhile, and every marker is there once
    * the applies are done. */
   atomic {
+    ENTER(E_READP, 0)
     READ_PARTICIPANTS; printf("MSC: daemon %d: reads the participants of txn %d: %d\n", me, t, rd);
     EV(E_READP, 0, rd, 1)
   }
@@ -1497,6 +1513,7 @@ l_late: /* late-write check / orphan scan: no lease; every write guarded by the 
   do
   :: a < 2 ->
     atomic {
+      ENTER(E_LATE, a)
       /* on done: undo the duplicate; on cancelled: undo (for an $inc both are the
        * inverse $inc and $pull marker) */
       if
@@ -1519,8 +1536,9 @@ l_late: /* late-write check / orphan scan: no lease; every write guarded by the 
 fail: /* release the lease, best effort: {_id, lease.owner: me} -> unset lease */
   atomic {
     if
-    :: own[t] == me + 1 -> LOG_TXN(t, DMAJ); own[t] = 0; lexp[t] = 0; EV(E_RELEASE, 0, 0, 1)
-    :: else -> EV(E_RELEASE, 0, 0, 0)
+    :: own[t] == me + 1 && TURN(E_RELEASE, 0) ->
+      LOG_TXN(t, DMAJ); own[t] = 0; lexp[t] = 0; EV(E_RELEASE, 0, 0, 1)
+    :: own[t] != me + 1 && TURN(E_RELEASE, 0) -> EV(E_RELEASE, 0, 0, 0)
 #ifdef TRACE_CHECK
     /* the engine leaves a lease past its local deadline to expire: it sends no release */
     :: drem[me] == 0 -> skip

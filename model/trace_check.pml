@@ -62,6 +62,11 @@ c_code {
     } \
   }
 
+/* The next line of the trace is daemon me's step of kind k on step s: the condition that
+ * enables the atomic step the event belongs to (its guard and its effects stay one step). */
+#define TURN(k, s) (ti < ntr && tr_d[ti] == me && tr_k[ti] == (k) && tr_s[ti] == (s))
+#define ENTER(k, s) TURN(k, s) ->
+
 /* The model's step (kind k, step s, value x, matched o) of daemon `me` is the next line of
  * the trace, or it cannot be taken. */
 #define EV(k, s, x, o) \

@@ -5,7 +5,8 @@
 # SPIN, transaction by transaction, whether a behaviour of the model takes exactly those
 # steps, and prints the first one no behaviour takes where there is one.
 #
-# Usage: scripts/conformance.sh                 the default run (about a minute)
+# Usage: scripts/conformance.sh                 the default run (about a minute), after the
+#                                               hand-written traces of tests/conformance/
 #        scripts/conformance.sh --seeded        the seeded bugs a, b, c: each must not conform
 #        scripts/conformance.sh --trace FILE    check one trace, e.g. a production daemon's
 #   --no-chaos       leave the chaos round out of the default run
@@ -42,6 +43,13 @@ if [[ $mode == trace ]]; then
   exec "${check[@]}" "$trace"
 fi
 mkdir -p "$work"
+# The checker itself first, on traces written by hand (tests/conformance/): one that is a
+# behaviour of the model, and one whose every transaction is not, each at a known line.
+"${check[@]}" "$root/tests/conformance/resume-then-finish.trace" >/dev/null ||
+  { echo "conformance: a hand-written behaviour of the model was refused" >&2; exit 1; }
+[[ "$("${check[@]}" --expect-fail "$root/tests/conformance/not-the-model.trace" | tail -n 1)" == \
+  *"0 conform, 3 do not"* ]] ||
+  { echo "conformance: a hand-written trace outside the model was accepted" >&2; exit 1; }
 servers=()
 cleanup() {
   local s
