@@ -184,6 +184,34 @@
 #define LEASE 2
 #define MARGIN 1
 
+/* Conformance (scripts/conformance.sh, docs/proof.md "Conformance"): each daemon step the
+ * engine logs is an event EV(kind, step, value, matched) of the daemon that takes it. Off,
+ * an event is nothing; model/trace_check.pml defines it to let a daemon take the step only
+ * when it is the next line of the engine's trace. */
+#ifndef EV
+#define EV(k, s, x, o) skip
+#endif
+/* ENTER(k, s): the start of the atomic step whose event is EV(k, s, ...), enabled only when
+ * that event is the next line of the trace, so that its guard and its effects stay one step
+ * (nothing when off); TURN(k, s) the same condition, as a conjunct of a guard. */
+#ifndef ENTER
+#define ENTER(k, s)
+#define TURN(k, s) (1)
+#endif
+#define E_READ 1    /* read the transaction: s state (as parsed), x the action decided */
+#define E_PREREAD 2 /* the participants read before the claim: x the bits of RD_MK, RD_FIN */
+#define E_CLAIM 3   /* the claim: s the state it writes (0: none), matched */
+#define E_READP 4   /* a resume's read of its participants: x as E_PREREAD */
+#define E_APPLY 5   /* apply step s, matched */
+#define E_CANNOT 6  /* the read after an apply that matched nothing: x 1 = no marker */
+#define E_UNDO 7    /* undo step s, matched */
+#define E_FINISH 8  /* finish step s: x 1 the pull, 2 the undo of a duplicate, 0 nothing */
+#define E_TO 9      /* transition to state s, matched */
+#define E_UNTRACE 10 /* remove the trace of step s, matched */
+#define E_LATE 11   /* the late-write check's undo of step s, matched */
+#define E_RELEASE 12 /* release the lease, matched */
+#define E_DEADLINE 13 /* the local check found the deadline passed: the daemon stops */
+
 /* Transaction states as stored. Tagged inserts spell started/finishing/rollback/done as
  * PENDING/APPLIED/CANCELING/DONE and ends a rollback in DONE with outcome "rolled back". */
 #define S_NONE 0 /* not inserted yet */
@@ -811,7 +839,8 @@ stop:
 #else
 #define LOCAL_CHECK() \
   if \
-  :: drem[me] == 0 -> printf("MSC: daemon %d: deadline passed, stops\n", me); goto fail \
+  :: drem[me] == 0 -> printf("MSC: daemon %d: deadline passed, stops\n", me); \
+     EV(E_DEADLINE, 0, 0, 1); goto fail \
   :: else -> skip \
   fi
 #endif
@@ -978,11 +1007,17 @@ stop:
 #define CLAIM_DEADLINE drem[me] = LEASE - MARGIN
 #endif
 
+/* The state a claim writes (0: it only takes the lease), for E_CLAIM. */
+#define CLAIM_WRITES \
+  (CLAIM_DONE -> S_DONE : \
+  (((FOLDS(act) && act == A_CANCEL) || CLAIM_CANCELS_DIRECT) -> S_CANCELLED : \
+  (FOLDS(act) -> FOLD_TO(act) : 0)))
 /* Transition {_id, state: <as known>, lease.owner: me} -> state `to`, time now; renews the
  * lease, or (terminal) removes it and records the outcome. No match: the action fails. */
 inline transition(to) {
   LOCAL_CHECK();
   atomic {
+    ENTER(E_TO, to)
     if
     :: st[t] == raw && OWNER_OK && FENCE ->
       DEADLINE_OK; DRIVER_OK;
@@ -999,8 +1034,8 @@ inline transition(to) {
       :: TERMINAL(to) -> own[t] = 0; lexp[t] = 0
       :: else -> RENEW
       fi;
-      raw = st[t]; ok = 1
-    :: else -> ok = 0
+      raw = st[t]; ok = 1; EV(E_TO, to, 0, 1)
+    :: else -> ok = 0; EV(E_TO, to, 0, 0)
     fi;
     MAJ_ACK(DMAJ); printf("MSC: daemon %d: txn %d -> %d: %d\n", me, t, to, ok)
   }
@@ -1012,6 +1047,7 @@ inline transition(to) {
 inline w_apply(s) {
   LOCAL_CHECK();
   atomic {
+    ENTER(E_APPLY, s)
     a = ACC(t, s);
     if
     :: FENCE && !MK(t, a) ->
@@ -1020,13 +1056,14 @@ inline w_apply(s) {
 #ifdef FIX_UNDO_OWN
       mine = mine | (1 << s);
 #endif
-    :: else -> ok = 0
+      EV(E_APPLY, s, 0, 1)
+    :: else -> ok = 0; EV(E_APPLY, s, 0, 0)
     fi;
     MAJ_ACK(DMAJ); printf("MSC: daemon %d: apply step %d of txn %d: %d\n", me, s, t, ok)
   }
   if
   :: !ok ->
-    atomic { cannot = !MK(t, a); printf("MSC: daemon %d: read: cannot apply %d\n", me, cannot) }
+    atomic { ENTER(E_CANNOT, s) cannot = !MK(t, a); printf("MSC: daemon %d: read: cannot apply %d\n", me, cannot); EV(E_CANNOT, s, cannot, 1) }
     if :: cannot -> cannot = 0; a = 0; goto l_rollback :: else -> skip fi
   :: else -> skip
   fi;
@@ -1036,12 +1073,13 @@ inline w_apply(s) {
 inline w_undo(s) {
   LOCAL_CHECK();
   atomic {
+    ENTER(E_UNDO, s)
     a = ACC(t, s);
     if
     :: FENCE && MK(t, a) ->
       DEADLINE_OK; DRIVER_OK; LOG_ACC(a, DMAJ); bal[a] = bal[a] - DELTA(s); MK(t, a) = 0;
-      NET(t, s)--
-    :: else -> skip
+      NET(t, s)--; EV(E_UNDO, s, 0, 1)
+    :: else -> EV(E_UNDO, s, 0, 0)
     fi;
     MAJ_ACK(DMAJ); printf("MSC: daemon %d: undo step %d of txn %d\n", me, s, t);
     a = 0
@@ -1094,24 +1132,28 @@ inline w_undo(s) {
 #define UNFOLDED_TAKEOVER (1)
 #define SENDS_APPLY(s) (1)
 #endif
+/* What the read calls for, as E_FINISH says it: 1 the pull, 2 the undo of a duplicate */
+#define FINISH_AS(s) (SEND_PULL(s) -> 1 : (SEND_DUP(s) -> 2 : 0))
 /* finish: {key, marker = t} -> $pull marker */
 inline w_finish(s) {
   LOCAL_CHECK();
   atomic {
+    ENTER(E_FINISH, s)
     a = ACC(t, s);
     if
 #ifdef FIX_FINISH_TRACE
     /* {key, marker = t, finished != t} -> $pull marker, $push finished t; a marker next to
      * a trace is a late duplicate: {key, marker = t, finished = t} -> undo it */
     :: FENCE && SEND_PULL(s) && MK(t, a) && PULL_GUARD(a) ->
-      DEADLINE_OK; DRIVER_OK; LOG_ACC(a, DMAJ); MK(t, a) = 0; FIN(t, a) = 1
+      DEADLINE_OK; DRIVER_OK; LOG_ACC(a, DMAJ); MK(t, a) = 0; FIN(t, a) = 1;
+      EV(E_FINISH, s, FINISH_AS(s), 1)
     :: FENCE && SEND_DUP(s) && MK(t, a) && FIN(t, a) ->
       DEADLINE_OK; DRIVER_OK; LOG_ACC(a, DMAJ); bal[a] = bal[a] - DELTA(s); MK(t, a) = 0;
-      NET(t, s)--
+      NET(t, s)--; EV(E_FINISH, s, FINISH_AS(s), 1)
 #else
     :: FENCE && MK(t, a) -> DEADLINE_OK; DRIVER_OK; LOG_ACC(a, DMAJ); MK(t, a) = 0
 #endif
-    :: else -> skip
+    :: else -> EV(E_FINISH, s, FINISH_AS(s), 0)
     fi;
     MAJ_ACK(DMAJ); printf("MSC: daemon %d: finish (pull) step %d of txn %d\n", me, s, t);
     a = 0
@@ -1124,10 +1166,11 @@ inline w_finish(s) {
 inline untrace(s) {
 #if defined(FIX_FINISH_TRACE) && !defined(NO_UNTRACE)
   atomic {
+    ENTER(E_UNTRACE, s)
     a = ACC(t, s);
     if
-    :: FIN(t, a) -> LOG_ACC(a, DMAJ); FIN(t, a) = 0
-    :: else -> skip
+    :: FIN(t, a) -> LOG_ACC(a, DMAJ); FIN(t, a) = 0; EV(E_UNTRACE, s, 0, 1)
+    :: else -> EV(E_UNTRACE, s, 0, 0)
     fi;
     MAJ_ACK(DMAJ); printf("MSC: daemon %d: removes the trace of txn %d on account %d\n", me, t, a);
     a = 0
@@ -1163,7 +1206,8 @@ inline read_txn() {
     unk = (st[t] == S_DONE && outc[t] == O_NONE);
     act = DECIDE(rs, ra);
     FRESH(t, me) = 1;
-    printf("MSC: daemon %d: reads txn %d state %d age %d: action %d\n", me, t, rs, ra, act)
+    printf("MSC: daemon %d: reads txn %d state %d age %d: action %d\n", me, t, rs, ra, act);
+    EV(E_READ, rs, act, 1)
 }
 
 #ifdef BUG_PARTICIPANTS_FIRST
@@ -1197,9 +1241,10 @@ top:
    * sightings as they were, and the sweep then records what it found (SWEEP_SEES), in the
    * same step. */
   if
-  :: atomic { ELIGIBLE(0) && IN_SHARE(0, me) -> SWEEP_SEES(0); t = 0; PICK_READ }
+  :: atomic { ELIGIBLE(0) && IN_SHARE(0, me) && TURN(E_READ, PST(0)) -> SWEEP_SEES(0); t = 0; PICK_READ }
   :: atomic {
-       NTX > 1 && ELIGIBLE(NTX - 1) && IN_SHARE(NTX - 1, me) -> SWEEP_SEES(NTX - 1);
+       NTX > 1 && ELIGIBLE(NTX - 1) && IN_SHARE(NTX - 1, me) && TURN(E_READ, PST(NTX - 1)) ->
+       SWEEP_SEES(NTX - 1);
        t = NTX - 1; PICK_READ
      }
 #ifdef FLEET
@@ -1228,8 +1273,10 @@ top:
   if
   :: PRE_READ ->
     atomic {
+      ENTER(E_PREREAD, 0)
       READ_PARTICIPANTS;
-      printf("MSC: daemon %d: reads the participants of txn %d before its claim: %d\n", me, t, rd)
+      printf("MSC: daemon %d: reads the participants of txn %d before its claim: %d\n", me, t, rd);
+      EV(E_PREREAD, 0, rd, 1)
     }
   :: else -> skip
   fi;
@@ -1255,6 +1302,7 @@ top:
    * the state it writes, the time now and the lease; a folded cancel ends the transaction
    * there and leaves no lease. */
   atomic {
+    ENTER(E_CLAIM, CLAIM_WRITES)
     if
     :: AS_READ && !quar[t] && (own[t] == 0 || lexp[t] == 0 || LEASE_IGNORED) && CLAIM_FENCE ->
       LOG_TXN(t, DMAJ);
@@ -1263,12 +1311,14 @@ top:
       :: CLAIM_DONE ->
         /* fold D: the read showed no marker; applied -> done, the outcome, no lease */
         printf("MSC: daemon %d: claims txn %d, writing %d, no lease: 1\n", me, t, S_DONE);
+        EV(E_CLAIM, S_DONE, 0, 1);
         st[t] = S_DONE; outc[t] = O_COMMITTED; age[t] = 0; touched(t);
         GHOST_STATE(t, S_DONE); own[t] = 0; lexp[t] = 0
       :: (FOLDS(act) && act == A_CANCEL) || CLAIM_CANCELS_DIRECT ->
         /* a transfer's initial (tagged inserts have no initial state), or with fold E a
          * pending transfer whose read showed no marker */
         printf("MSC: daemon %d: claims txn %d, writing %d, no lease: 1\n", me, t, S_CANCELLED);
+        EV(E_CLAIM, S_CANCELLED, 0, 1);
         st[t] = S_CANCELLED; age[t] = 0; touched(t);
         GHOST_STATE(t, S_CANCELLED); own[t] = 0; lexp[t] = 0
       :: FOLDS(act) && act != A_CANCEL && !CLAIM_ENDS ->
@@ -1285,15 +1335,17 @@ top:
         fi;
 #else
         printf("MSC: daemon %d: claims txn %d, writing %d: 1\n", me, t, FOLD_TO(act));
+        EV(E_CLAIM, FOLD_TO(act), 0, 1);
         DEADLINE_OK; st[t] = FOLD_TO(act); GHOST_STATE(t, FOLD_TO(act));
 #endif
         age[t] = 0; touched(t); raw = st[t];
         own[t] = me + 1; lexp[t] = CLAIM_EXP
       :: else ->
-        printf("MSC: daemon %d: claims txn %d: 1\n", me, t);
+        printf("MSC: daemon %d: claims txn %d: 1\n", me, t); EV(E_CLAIM, 0, 0, 1);
         CLAIM_DEADLINE; own[t] = me + 1; lexp[t] = CLAIM_EXP
       fi
-    :: else -> ok = 0; printf("MSC: daemon %d: claims txn %d: 0\n", me, t)
+    :: else -> ok = 0; printf("MSC: daemon %d: claims txn %d: 0\n", me, t);
+      EV(E_CLAIM, CLAIM_WRITES, 0, 0)
     fi;
 #ifdef CLAIM_IN_FLIGHT
     cx[me] = 0;
@@ -1326,7 +1378,11 @@ l_resume: /* transfer only: a started tagged insert is never resumed */
   /* The apply reads the participants (under the lease), and its finish goes by that read:
    * nothing but this daemon can leave a trace meanwhile, and every marker is there once
    * the applies are done. */
-  atomic { READ_PARTICIPANTS; printf("MSC: daemon %d: reads the participants of txn %d: %d\n", me, t, rd) }
+  atomic {
+    ENTER(E_READP, 0)
+    READ_PARTICIPANTS; printf("MSC: daemon %d: reads the participants of txn %d: %d\n", me, t, rd);
+    EV(E_READP, 0, rd, 1)
+  }
 #endif
 #ifdef FIX_RESUMING
   /* pending -> resuming before any apply: the application's own pending -> applied
@@ -1457,12 +1513,14 @@ l_late: /* late-write check / orphan scan: no lease; every write guarded by the 
   do
   :: a < 2 ->
     atomic {
+      ENTER(E_LATE, a)
       /* on done: undo the duplicate; on cancelled: undo (for an $inc both are the
        * inverse $inc and $pull marker) */
       if
       :: MK(t, ACC(t, a)) -> LOG_ACC(ACC(t, a), DMAJ);
-        bal[ACC(t, a)] = bal[ACC(t, a)] - DELTA(a); MK(t, ACC(t, a)) = 0; NET(t, a)--
-      :: else -> skip
+        bal[ACC(t, a)] = bal[ACC(t, a)] - DELTA(a); MK(t, ACC(t, a)) = 0; NET(t, a)--;
+        EV(E_LATE, a, 0, 1)
+      :: else -> EV(E_LATE, a, 0, 0)
       fi;
       MAJ_ACK(DMAJ); printf("MSC: daemon %d: late-write check of txn %d step %d\n", me, t, a);
       a++
@@ -1478,8 +1536,13 @@ l_late: /* late-write check / orphan scan: no lease; every write guarded by the 
 fail: /* release the lease, best effort: {_id, lease.owner: me} -> unset lease */
   atomic {
     if
-    :: own[t] == me + 1 -> LOG_TXN(t, DMAJ); own[t] = 0; lexp[t] = 0
-    :: else -> skip
+    :: own[t] == me + 1 && TURN(E_RELEASE, 0) ->
+      LOG_TXN(t, DMAJ); own[t] = 0; lexp[t] = 0; EV(E_RELEASE, 0, 0, 1)
+    :: own[t] != me + 1 && TURN(E_RELEASE, 0) -> EV(E_RELEASE, 0, 0, 0)
+#ifdef TRACE_CHECK
+    /* the engine leaves a lease past its local deadline to expire: it sends no release */
+    :: drem[me] == 0 -> skip
+#endif
     fi;
     MAJ_ACK(DMAJ); printf("MSC: daemon %d: action failed, releases txn %d\n", me, t)
   }
@@ -1736,6 +1799,9 @@ proctype checker() {
 
 init {
   atomic {
+#ifdef TRACE_CHECK
+    c_code { conf_load(); };
+#endif
 #if defined(FLEET) && !defined(COLD_START)
     /* the fleet is running: both members have just heartbeated */
     hb[0] = HBX; hb[ND - 1] = HBX;
@@ -1760,6 +1826,10 @@ init {
 #ifdef WLOSS
     run failover();
 #endif
+#ifndef TRACE_CHECK
     run checker()
+#else
+    run trace_done()
+#endif
   }
 }

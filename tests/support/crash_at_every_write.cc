@@ -4,12 +4,20 @@
 
 #include "support/bank_test.h"
 #include "support/fault_store.h"
+#include "txn_recovery/engine/conformance_trace.h"
 
 namespace txn_recovery::testing {
+
+void TraceWorld(const std::string& what) {
+  if (!conformance::On()) return;
+  const ::testing::TestInfo* t = ::testing::UnitTest::GetInstance()->current_test_info();
+  conformance::Write("world " + std::string(t->test_suite_name()) + "." + t->name() + " " + what);
+}
 
 void CrashAtEveryWrite(const std::string& backend_kind, const KilledDaemonSetUp& set_up) {
   int clean_writes = 0;
   {
+    TraceWorld(backend_kind + " never killed");
     auto backend = TestBackend::Create(backend_kind);
     ASSERT_TRUE(backend->error().empty()) << backend->error();
     auto scenario = set_up(backend.get());
@@ -24,6 +32,7 @@ void CrashAtEveryWrite(const std::string& backend_kind, const KilledDaemonSetUp&
   for (int crash_after = 0; crash_after <= clean_writes; ++crash_after) {
     SCOPED_TRACE("daemon killed after " + std::to_string(crash_after) + " of " +
                  std::to_string(clean_writes) + " writes");
+    TraceWorld(backend_kind + " killed after " + std::to_string(crash_after));
     auto backend = TestBackend::Create(backend_kind);
     ASSERT_TRUE(backend->error().empty()) << backend->error();
     auto scenario = set_up(backend.get());

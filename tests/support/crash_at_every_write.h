@@ -36,6 +36,11 @@ class KilledDaemonScenario {
   const KilledCase c_;
 };
 
+// Starts a new world in the conformance trace (txn_recovery/engine/conformance_trace.h):
+// what follows, until the next, is checked against the model on its own. Named by the
+// running test and `what`. Nothing when the trace is off.
+void TraceWorld(const std::string& what);
+
 // Sets the scenario up on a fresh backend.
 using KilledDaemonSetUp = std::function<std::unique_ptr<KilledDaemonScenario>(TestBackend*)>;
 

@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -162,6 +163,10 @@ class StateMachine::Batch {
     // reaches the server too late for its lease to be used neither moves the transaction
     // after its deadline (the model's seeded bug k) nor keeps others out until it expires.
     bool claims_lease = false;
+    // The step of the model this write is, for the conformance trace (Trace below): its
+    // event and what else the line says ("to=applied"). Null: a write the model has not.
+    const char* trace_event = nullptr;
+    std::string trace_detail{};
   };
 
   // Releases, on every way out of the batch's run, the leases the batch still holds
@@ -210,6 +215,22 @@ class StateMachine::Batch {
   // was a large share of the daemon's allocations): afterwards read only its item, step,
   // namespace and best_effort.
   Sent Send(std::vector<Write>& writes);
+  // The conformance trace's line for each write of a bulk sent (Send): `refused` by index
+  // in `indices`, `matched` the bulk's count (-1: the bulk failed as a whole).
+  void TraceSent(const std::vector<Write>& writes, const std::vector<std::size_t>& indices,
+                 const std::vector<bool>& live, const std::set<std::size_t>& refused,
+                 std::int64_t matched) const;
+
+  // The seeded bugs of the conformance check (docs/proof.md, "Conformance"), compiled in
+  // only with -DTXN_RECOVERY_SEEDED_BUGS=ON and chosen at run time by the environment
+  // variable TXN_RECOVERY_SEEDED_BUG (a, b or c); in any other build, never.
+#ifdef TXN_RECOVERY_SEEDED_BUGS
+  static bool Seeded(char bug);
+#else
+  static constexpr bool Seeded(char /*bug*/) {
+    return false;
+  }
+#endif
 
   // A write to every document of a tagged set for `it`: UpdateMany with `update`, or
   // DeleteMany when it is null. The same rule as Send. Returns the documents changed (or
@@ -222,6 +243,27 @@ class StateMachine::Batch {
   using StepRef = std::pair<Item*, const ParticipantStep*>;
   // Every document a step's target names (normally one).
   using Found = std::vector<Document>;
+
+  // ---- The conformance trace (txn_recovery/engine/conformance_trace.h) ---------------------
+
+  // One line for `it`: the daemon, the transaction, `event` and `rest`. Callers check
+  // conformance::On() first, so that nothing is formatted when the trace is off.
+  void Trace(const Item& it, std::string_view event, const std::string& rest) const;
+  // A write the read made unnecessary (the marker already there, or already gone): the
+  // model's same write matching nothing, or no write at all (scripts/conformance.py).
+  void TraceUnsent(const Item& it, std::string_view event, std::size_t step,
+                   const std::string& rest = {}) const;
+  // What a read of participants found, one line per item: per step, its marker and the
+  // finish's trace, as the model's bits (RD_MK, RD_FIN).
+  void TraceRead(std::string_view event, const std::vector<StepRef>& steps,
+                 const std::vector<Found>& found) const;
+  // The model's read after an apply that matched nothing (`cannot`: no marker, the step can
+  // never apply); not `sent`, the apply the engine left out because its read found the
+  // marker, which is the model's apply matching nothing and then that read.
+  void TraceApplyRead(const Item& it, const ParticipantStep* step, bool marker, bool sent) const;
+  static std::size_t StepIndex(const Item& it, const ParticipantStep* step) {
+    return static_cast<std::size_t>(step - it.txn->steps.data());
+  }
 
   // Reads the participants of `steps`, many at a time: one {key: {$in: [...]}} query per
   // collection and key. A read error fails the items concerned.
@@ -239,9 +281,11 @@ class StateMachine::Batch {
   // item instead when an increment would not be exact. Built by `make` once checked.
   template <typename Make>
   void AddWrite(std::vector<Write>* writes, Item* it, const ParticipantStep* step,
-                const Document& doc, const Update& update, std::string what, Make make) {
+                const Document& doc, const Update& update, std::string what,
+                const char* trace_event, Make make) {
     if (Status s = CheckIncrements(*step, doc, update); !s.ok()) return Fail(it, s);
     writes->push_back({it, step, step->ns, make(), false, std::move(what)});
+    writes->back().trace_event = trace_event;
   }
 
   static bool AnyHasMarker(const Found& docs, const ParticipantStep& step, const Value& id) {
@@ -263,6 +307,12 @@ class StateMachine::Batch {
 
   // ---- Claiming and releasing -------------------------------------------------------------
 
+  // The conformance trace's line for each claim, matched as its read back says (a bulk's
+  // count says how many, not which); "err" where the bulk failed or the read back did.
+  void TraceClaims(const std::vector<Write>& writes,
+                   const std::vector<std::optional<requests::ClaimMove>>& moves, const Sent& sent,
+                   const std::map<std::string, Document>& docs, bool read) const;
+
   // Claims every item in one bulk write (requests::Claim), each with its action's first
   // state move. Each claim carries this batch's nonce; when some did not match, the
   // transactions are read back to find the ones that moved as ours did. A cancel ends in
@@ -272,7 +322,9 @@ class StateMachine::Batch {
   // The lease arithmetic, in one place. A claim or renewal sent at server time `now` writes
   // the expiry `Expiry(now)`, with its fence; and the daemon stops writing under it at
   // `Deadline(start)` on its monotonic clock, `start` being when the write was sent.
-  DateTime Expiry(DateTime now) const { return DateTime{now.millis + m_->lease_.duration.count()}; }
+  DateTime Expiry(DateTime now) const {
+    return DateTime{now.millis + m_->lease_.duration.count()};
+  }
   void SetExpiry(Item* it, DateTime now) const {
     it->lease.expires = Expiry(now);
     it->lease.fence = DateTime{it->lease.expires.millis - m_->lease_.margin.count() / 2};
@@ -335,7 +387,8 @@ class StateMachine::Batch {
   // their claim: ReadBeforeClaim), one query per collection, and decides from each how its
   // step is finished. A participant that does not fit, or a key naming two documents,
   // ends the transaction before anything is written to any of its participants.
-  void ReadForFinish(const std::vector<Item*>& list);
+  // `trace_as`: the event of the conformance trace that the read is.
+  void ReadForFinish(const std::vector<Item*>& list, std::string_view trace_as);
 
   // Compare-and-set of each state, under the lease. A terminal move releases the lease
   // (and commits the LeaseGuard for it); any other renews it.

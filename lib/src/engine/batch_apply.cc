@@ -1,12 +1,15 @@
 // The apply phase of a resume: each step applied unless already applied.
 // Part of StateMachine::Batch (engine/batch.h).
 #include "engine/batch.h"
+#include "txn_recovery/engine/conformance_trace.h"
 
 namespace txn_recovery {
 
 void StateMachine::Batch::Apply(const std::vector<Item*>& list) {
   const std::vector<StepRef> steps = StepsOf(list);
   const std::vector<Found> before = ReadParticipants(steps);
+  const bool tracing = conformance::On();
+  if (tracing) TraceRead("readp", steps, before);
   CheckAll(steps, before);
   // A rehearsal's lines for the steps left out, recorded where the writes are sent.
   std::vector<std::pair<Namespace, std::string>> notes;
@@ -34,9 +37,10 @@ void StateMachine::Batch::Apply(const std::vector<Item*>& list) {
     DecideFinish(it, step, doc, /*applying=*/true);
     if (HasMarker(doc, *step, it->txn->id)) {  // applied before a crash
       notes.emplace_back(step->ns, "(nothing: already applied) " + step->describe);
+      if (tracing) TraceApplyRead(*it, step, /*marker=*/true, /*sent=*/false);
       continue;
     }
-    AddWrite(&writes, it, step, doc, step->apply, "apply: " + step->describe,
+    AddWrite(&writes, it, step, doc, step->apply, "apply: " + step->describe, "apply",
              [&, step = step, it = it] { return requests::Apply(*step, it->txn->id, doc); });
   }
   for (auto& [ns, note] : notes) writer_.Note(ns, std::move(note));
@@ -51,6 +55,7 @@ void StateMachine::Batch::Apply(const std::vector<Item*>& list) {
     for (std::size_t k = 0; k < refs.size(); ++k) {
       auto [it, step] = refs[k];
       if (!Running(*it)) continue;
+      if (tracing) TraceApplyRead(*it, step, AnyHasMarker(after[k], *step, it->txn->id), true);
       if (AnyHasMarker(after[k], *step, it->txn->id)) {
         ++it->result->operations_applied;
       } else if (!LeaseLive(*it)) {

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "txn_recovery/engine/conformance_trace.h"
+
 namespace txn_recovery {
 
 bool StateMachine::Batch::Claim() {
@@ -29,6 +31,7 @@ bool StateMachine::Batch::Claim() {
       what += " and mark " + *move->spelling.as_string();
     writes.push_back({&it, nullptr, m_->txn_ns_, std::move(claim), false, std::move(what),
                       /*claims_lease=*/true});
+
     moves.push_back(std::move(move));
   }
   if (writes.empty()) return false;
@@ -36,6 +39,7 @@ bool StateMachine::Batch::Claim() {
   const Sent sent = Send(writes);
   std::map<std::string, Document> docs;
   const bool read = sent.all_matched() || ReadBackTransactions(writes, sent, &docs);
+  if (conformance::On()) TraceClaims(writes, moves, sent, docs, read);
   bool any = false;
   for (std::size_t i : sent.accepted) {
     Item* it = writes[i].item;
@@ -85,6 +89,30 @@ bool StateMachine::Batch::Claim() {
   return any;
 }
 
+void StateMachine::Batch::TraceClaims(const std::vector<Write>& writes,
+                                      const std::vector<std::optional<requests::ClaimMove>>& moves,
+                                      const Sent& sent, const std::map<std::string, Document>& docs,
+                                      bool read) const {
+  std::vector<bool> accepted(writes.size(), false);
+  for (std::size_t i : sent.accepted) accepted[i] = true;
+  for (std::size_t i = 0; i < writes.size(); ++i) {
+    const Item& it = *writes[i].item;
+    const std::optional<requests::ClaimMove>& move = moves[i];
+    // Unknown ("err") where the read back failed, or the bulk failed as a whole.
+    const bool unknown =
+        accepted[i] ? !read
+                    : it.ended && !it.result->status.ok() && it.result->outcome != Outcome::kBusy;
+    std::string ok = unknown ? "err" : "0";
+    if (accepted[i] && read &&
+        (sent.all_matched() || Moved(docs, it, move ? move->spelling : it.state_spelling,
+                                     move && IsTerminal(move->state))))
+      ok = "1";
+    Trace(it, "claim",
+          "sent=1 ok=" + ok + " live=1 to=" +
+              std::string(move ? TxnStateName(move->state) : std::string_view("none")));
+  }
+}
+
 void StateMachine::Batch::ReadBeforeClaim() {
   std::vector<Item*> finishes, rollbacks;
   for (Item& it : items_) {
@@ -92,7 +120,7 @@ void StateMachine::Batch::ReadBeforeClaim() {
     if (it.result->action == Action::kFinish) finishes.push_back(&it);
     if (it.result->action == Action::kRollback) rollbacks.push_back(&it);
   }
-  ReadForFinish(finishes);
+  ReadForFinish(finishes, "preread");
   for (Item* it : finishes)
     it->nothing_to_write = Running(*it) && it->txn->tagged_sets.empty() &&
                            std::all_of(it->finish_as.begin(), it->finish_as.end(),
@@ -100,6 +128,7 @@ void StateMachine::Batch::ReadBeforeClaim() {
   if (rollbacks.empty()) return;
   const std::vector<StepRef> steps = StepsOf(rollbacks);
   const std::vector<Found> found = ReadParticipants(steps);
+  if (conformance::On()) TraceRead("preread", steps, found);
   CheckAll(steps, found);
   for (Item* it : rollbacks) {
     it->nothing_to_write = it->txn->tagged_sets.empty();

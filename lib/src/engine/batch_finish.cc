@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "txn_recovery/engine/conformance_trace.h"
+
 namespace txn_recovery {
 
 void StateMachine::Batch::Untrace(const std::vector<Item*>& list) {
@@ -36,18 +38,24 @@ void StateMachine::Batch::RemoveTraces(const std::vector<Item*>& items) {
     traces[indices.back()].all = all;
   }
   std::vector<Write> writes;
-  for (const Trace& t : traces)
+  for (const Trace& t : traces) {
     writes.push_back({t.it, t.step, t.step->ns,
                       requests::UntraceAsRead(t.step->target, t.it->txn->id, paths_, t.all),
                       /*best_effort=*/true,
                       (t.all ? "remove the daemon's sub-document (the finish's trace) from "
                              : "pull the finish's trace from ") +
                           t.step->describe});
+    writes.back().trace_event = "untrace";
+  }
+  if (conformance::On())
+    for (Item* it : items)
+      for (std::size_t k = 0; k < it->txn->steps.size(); ++k)
+        if (it->traced_at.empty() || !it->traced_at[k]) TraceUnsent(*it, "untrace", k);
   (void)Send(writes);
 }
 
 void StateMachine::Batch::Finish(const std::vector<Item*>& list) {
-  ReadForFinish(list);
+  ReadForFinish(list, "finishread");
   std::vector<Write> writes;
   for (Item* it : list) {
     if (!Running(*it)) continue;
@@ -57,15 +65,23 @@ void StateMachine::Batch::Finish(const std::vector<Item*>& list) {
       switch (it->finish_as[k]) {
         case FinishAs::kNothing:
           writer_.Note(step.ns, "(nothing: no marker to pull) " + step.describe);
+          if (conformance::On()) TraceUnsent(*it, "finish", k, "as=none");
           break;
         case FinishAs::kPull:
+          // Seeded bug a (docs/proof.md, "Conformance"): the pull trusts the read made before
+          // the claim, without "trace absent" in its filter (the model's seeded bug e).
+          if (Seeded('a')) pull.filter = Filter(step.target).Eq(step.marker_field, it->txn->id);
           MarkTraced(it, &step, it->pull_leaves_all[k]);
           writes.push_back({it, &step, step.ns, std::move(pull), false,
                             "finish: pull the marker of " + step.describe});
+          writes.back().trace_event = "finish";
+          writes.back().trace_detail = "as=pull";
           break;
         case FinishAs::kUndoDuplicate:
           writes.push_back({it, &step, step.ns, std::move(duplicate), false,
                             "finish: undo a late duplicate of " + step.describe});
+          writes.back().trace_event = "finish";
+          writes.back().trace_detail = "as=dup";
           break;
       }
     }
@@ -84,13 +100,14 @@ void StateMachine::Batch::Finish(const std::vector<Item*>& list) {
   }
 }
 
-void StateMachine::Batch::ReadForFinish(const std::vector<Item*>& list) {
+void StateMachine::Batch::ReadForFinish(const std::vector<Item*>& list, std::string_view trace_as) {
   std::vector<Item*> unread;
   for (Item* it : list)
     if (Running(*it) && it->finish_as.empty() && !it->txn->steps.empty()) unread.push_back(it);
   if (unread.empty()) return;
   const std::vector<StepRef> steps = StepsOf(unread);
   const std::vector<Found> found = ReadParticipants(steps);
+  if (conformance::On()) TraceRead(trace_as, steps, found);
   CheckAll(steps, found);
   for (std::size_t i = 0; i < steps.size(); ++i) {
     auto [it, step] = steps[i];

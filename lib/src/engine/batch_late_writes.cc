@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "txn_recovery/engine/conformance_trace.h"
+
 namespace txn_recovery {
 
 void StateMachine::Batch::CheckLateWrites() {
@@ -23,11 +25,13 @@ void StateMachine::Batch::CheckLateWrites() {
     const TxnState state = it->txn->state;
     if (const Document* d = WithMarker(found[i], *step, it->txn->id))
       AddWrite(&writes, it, step, *d, requests::LateUndoUpdate(*step, state),
-               "undo the late write: " + step->describe, [&, step = step, it = it] {
+               "undo the late write: " + step->describe, "late", [&, step = step, it = it] {
                  return requests::LateUndo(*step, it->txn->id, state, *d);
                });
-    else
+    else {
       writer_.Note(step->ns, "(nothing: no late write of " + step->describe + ")");
+      if (conformance::On()) TraceUnsent(*it, "late", StepIndex(*it, step));
+    }
     const Value& id = it->txn->id;
     if (const auto t = std::find_if(found[i].begin(), found[i].end(),
                                     [&](const Document& d) { return HasTrace(d, id); });

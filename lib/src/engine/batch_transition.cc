@@ -17,6 +17,8 @@ void StateMachine::Batch::Transition(const std::vector<Item*>& list) {
                       requests::Transition(it->txn->id, it->state_spelling, to, it->result->action,
                                            p, paths_, it->lease, Expiry(now)),
                       false, "mark " + p.states.Written(to)});
+    writes.back().trace_event = "to";
+    writes.back().trace_detail = "to=" + std::string(TxnStateName(to));
   }
   const auto start = m_->clock_->MonotonicNow();
   const Sent sent = Send(writes);

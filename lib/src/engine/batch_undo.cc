@@ -1,6 +1,7 @@
 // The undo phase of a roll back.
 // Part of StateMachine::Batch (engine/batch.h).
 #include "engine/batch.h"
+#include "txn_recovery/engine/conformance_trace.h"
 
 namespace txn_recovery {
 
@@ -26,10 +27,12 @@ void StateMachine::Batch::Undo(const std::vector<Item*>& list) {
     auto [it, step] = steps[i];
     if (!Running(*it)) continue;
     if (const Document* d = WithMarker(before[i], *step, it->txn->id))
-      AddWrite(&writes, it, step, *d, step->undo, "undo: " + step->describe,
+      AddWrite(&writes, it, step, *d, step->undo, "undo: " + step->describe, "undo",
                [&, step = step, it = it] { return requests::Undo(*step, it->txn->id, *d); });
-    else
+    else {
       writer_.Note(step->ns, "(nothing: not applied) " + step->describe);
+      if (conformance::On()) TraceUnsent(*it, "undo", StepIndex(*it, step));
+    }
   }
   std::erase_if(writes, [&](const Write& w) { return !Running(*w.item); });
   const Sent sent = Send(writes);

@@ -8,6 +8,7 @@
 
 #include "base/amounts.h"
 #include "engine/seen_ids.h"
+#include "txn_recovery/engine/conformance_trace.h"
 
 namespace txn_recovery {
 
@@ -16,10 +17,14 @@ auto StateMachine::Batch::ProgramOf(Action a) -> std::vector<Phase> {
     case Action::kCancel:
       return {};
     case Action::kResume:
+      // Seeded bug c (docs/proof.md, "Conformance"): the traces removed before done.
+      if (Seeded('c'))
+        return {Phase::kApply, Phase::kToApplied, Phase::kFinish, Phase::kUntrace, Phase::kToDone};
       return {Phase::kApply, Phase::kToApplied, Phase::kFinish, Phase::kToDone, Phase::kUntrace};
     case Action::kRollback:
       return {Phase::kUndo, Phase::kToCancelled};
     case Action::kFinish:
+      if (Seeded('c')) return {Phase::kFinish, Phase::kUntrace, Phase::kToDone};
       return {Phase::kFinish, Phase::kToDone, Phase::kUntrace};
     case Action::kFinishRollback:
       return {Phase::kUndo, Phase::kToCancelled};
@@ -135,6 +140,26 @@ std::vector<ExecuteResult> StateMachine::Batch::Go(const std::vector<const Trans
     it.late = actions[i] == Action::kCheckLateWrites;
     it.program = ProgramOf(actions[i]);
     items_.push_back(std::move(it));
+  }
+  if (conformance::On()) {
+    // What the decision rested on: the state, the age and the lease as read.
+    const DateTime now = m_->server_now_();
+    for (const Item& it : items_) {
+      // A pending transaction in a resuming spelling has been taken over (the model's
+      // resuming state); p and n say which shape of transaction the model can stand for.
+      std::string rest = "p=" + std::string(profile().kind()) +
+                         " n=" + std::to_string(it.txn->steps.size()) +
+                         " over=" + (it.taken_over ? "1" : "0") +
+                         " st=" + std::string(TxnStateName(it.txn->state)) +
+                         " act=" + std::string(ActionName(it.result->action)) +
+                         " age_ms=" + std::to_string(now.millis - it.txn->last_modified.millis);
+      if (const auto& l = it.txn->record.lease)
+        rest += " lease=" + std::string(l->owner == m_->lease_.owner ? "self" : "other") +
+                " lease_left_ms=" + std::to_string(l->expires.millis - now.millis);
+      else
+        rest += " lease=none";
+      Trace(it, "read", rest);
+    }
   }
   CheckLateWrites();
   ReadBeforeClaim();
