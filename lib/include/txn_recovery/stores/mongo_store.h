@@ -100,6 +100,9 @@ class MongoStore final : public Store {
   // The listIndexes and createIndexes commands.
   Status ListIndexes(const Namespace& ns, std::vector<IndexSpec>* indexes) override;
   Status CreateIndexes(const Namespace& ns, const std::vector<IndexSpec>& indexes) override;
+  // The listCollections command (views left out); the aggregate command with `$sample`.
+  Status ListCollections(const std::string& database, std::vector<std::string>* names) override;
+  Status Sample(const Namespace& ns, std::int64_t size, std::vector<Document>* docs) override;
   // Counted by the driver's command-monitoring callbacks: every command this store's pool
   // sent (server monitoring heartbeats excluded), and the documents in every reply's
   // cursor batch or findAndModify value.
