@@ -99,6 +99,21 @@ std::unique_ptr<CLI::App> BuildCli(CliOptions* o) {
       ->default_str("100")
       ->check(CLI::Range(1, 1000000));
 
+  CLI::App* propose = app->add_subcommand(
+      "propose",
+      "Read one database's collections (never writing) and print the [[watch]] that fits each "
+      "collection of two-phase-commit transactions, with the evidence as comments");
+  propose
+      ->add_option("-c,--config", o->config_path,
+                   "Configuration file whose [mongodb] to connect with (optional: "
+                   "TXN_RECOVERYD_MONGODB_URI otherwise)")
+      ->capture_default_str();
+  propose->add_option("--database", o->propose.database, "The database to read")->required();
+  propose
+      ->add_option("--sample", o->propose.sample_size, "Documents sampled per collection ($sample)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 10000000));
+
   CLI::App* inspect =
       app->add_subcommand("inspect", "What is stuck and what is quarantined, per watch");
   add_config(inspect);
@@ -219,6 +234,17 @@ int Main(int argc, char** argv) {
     return kExitUsage;
   }
   auto chosen = [&app](const char* name) { return app->get_subcommand(name)->parsed(); };
+  if (chosen("propose")) {
+    SetupLogging(LogFormat::kText, "warn");
+    txn_recovery::MongoDriver driver(DriverLogToSpdlog());
+    Config config;
+    const bool given = app->get_subcommand("propose")->count("--config") > 0;
+    if (int rc = ConnectionConfig(o.config_path, given, &config, std::cerr); rc != kExitOk)
+      return rc;
+    std::unique_ptr<txn_recovery::MongoStore> store;
+    if (int rc = OpenStore(config, &store); rc != kExitOk) return rc;
+    return RunPropose(store.get(), o.propose, std::cout);
+  }
   if (int rc = RequireConfigFile(o.config_path); rc != kExitOk) return rc;
 
   SetupLogging(LogFormat::kText, o.verbosity >= 2 ? "debug" : o.verbosity == 1 ? "info" : "warn");

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "propose_command.h"
 #include "scheduler.h"
 #include "sweep_command.h"
 #include "transaction_commands.h"
@@ -28,6 +29,7 @@ struct CliOptions {
   // check-config --probe N: parse N documents of each watch's collection with its profile.
   std::int64_t probe = 0;
   TransactionCommand transaction;  // explain, retry, release
+  ProposeCommandOptions propose;
   SweepCommandOptions sweep;
   RunOptions run;
 };
