@@ -4,14 +4,20 @@
 #include <sys/stat.h>
 #include <CLI/CLI.hpp>
 
+#include <pthread.h>
+#include <signal.h>
+
 #include <algorithm>
+#include <atomic>
 #include <iostream>
+#include <thread>
 
 #include "config.h"
 #include "config_schema.h"
 #include "exit_codes.h"
 #include "inspect_command.h"
 #include "logging.h"
+#include "rehearse_command.h"
 #include "revision.h"
 #include "suggest.h"
 #include "transaction_commands.h"
@@ -114,6 +120,14 @@ std::unique_ptr<CLI::App> BuildCli(CliOptions* o) {
       ->capture_default_str()
       ->check(CLI::Range(1, 10000000));
 
+  CLI::App* rehearse = app->add_subcommand(
+      "rehearse",
+      "Prove each watch on this server: plant its transactions in scratch collections, stuck "
+      "at every crash point, sweep them, check the invariants, drop the scratch");
+  add_config(rehearse);
+  add_watch(rehearse);
+  rehearse->add_flag("--json", o->rehearse_json, "Print one JSON document");
+
   CLI::App* inspect =
       app->add_subcommand("inspect", "What is stuck and what is quarantined, per watch");
   add_config(inspect);
@@ -212,6 +226,33 @@ int OpenStore(const Config& config, std::unique_ptr<txn_recovery::MongoStore>* s
   return kExitOk;
 }
 
+// rehearse, stopped by SIGINT or SIGTERM between its phases: the signals are taken by a
+// thread of their own (blocked everywhere else), so that the scratch collections are dropped
+// on the way out rather than left behind by a process killed mid-call.
+int RehearseUntilStopped(const Config& config, txn_recovery::Store* store, bool json) {
+  sigset_t stops;
+  sigemptyset(&stops);
+  sigaddset(&stops, SIGINT);
+  sigaddset(&stops, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stops, nullptr);
+  std::atomic<bool> stop{false};
+  std::atomic<bool> done{false};
+  std::thread waiter([&] {
+    const timespec tick{0, 100 * 1000 * 1000};
+    while (!done.load()) {
+      if (sigtimedwait(&stops, nullptr, &tick) > 0) {
+        std::cerr << "txn-recoveryd: stopping the rehearsal; dropping what it created\n";
+        stop = true;
+      }
+    }
+  });
+  const int code = RunRehearse(config, store, json, &stop, std::cout);
+  done = true;
+  waiter.join();
+  pthread_sigmask(SIG_UNBLOCK, &stops, nullptr);
+  return code;
+}
+
 void WarnAboutUnknownVariables() {
   for (const auto& unknown : UnknownEnvironmentVariables(ProcessEnvironmentNames()))
     spdlog::warn("unknown environment variable {} is ignored", unknown);
@@ -264,6 +305,7 @@ int Main(int argc, char** argv) {
   std::unique_ptr<txn_recovery::MongoStore> store;
   if (int rc = OpenStore(config, &store); rc != kExitOk) return rc;
   if (probe) return RunProbe(config, store.get(), o.probe > 0 ? o.probe : 100, std::cout);
+  if (chosen("rehearse")) return RehearseUntilStopped(config, store.get(), o.rehearse_json);
   if (chosen("sweep")) {
     o.sweep.verbose = o.verbosity > 0;
     spdlog::info("sweeping {} watch(es) on {}", config.watches.size(),

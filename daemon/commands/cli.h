@@ -26,6 +26,7 @@ struct CliOptions {
   std::vector<std::string> watches;  // --watch NAME (repeatable): only these watches
   int verbosity = 0;
   bool inspect_json = false;
+  bool rehearse_json = false;
   // check-config --probe N: parse N documents of each watch's collection with its profile.
   std::int64_t probe = 0;
   TransactionCommand transaction;  // explain, retry, release

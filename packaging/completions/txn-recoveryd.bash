@@ -19,11 +19,11 @@ _txn_recoveryd() {
   COMPREPLY=()
   cur="${COMP_WORDS[COMP_CWORD]}"
   prev="${COMP_WORDS[COMP_CWORD-1]}"
-  local commands="run sweep check-config propose inspect pause resume explain retry release"
+  local commands="run sweep check-config propose rehearse inspect pause resume explain retry release"
 
   for ((i = 1; i < COMP_CWORD; i++)); do
     case "${COMP_WORDS[i]}" in
-      run|sweep|check-config|propose|inspect|pause|resume|explain|retry|release)
+      run|sweep|check-config|propose|rehearse|inspect|pause|resume|explain|retry|release)
         command="${COMP_WORDS[i]}"; break ;;
     esac
   done
@@ -48,6 +48,7 @@ _txn_recoveryd() {
     sweep) options="--config --watch --dry-run --json --orphans --share --verbose -v --help" ;;
     check-config) options="--config --probe --help" ;;
     propose) options="--config --database --sample --help" ;;
+    rehearse) options="--config --watch --json --help" ;;
     inspect) options="--config --watch --json --help" ;;
     pause|resume) options="--config --watch --help" ;;
     explain|retry|release) options="--config --watch --json --help" ;;

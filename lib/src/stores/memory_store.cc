@@ -203,4 +203,11 @@ Status MemoryStore::ListCollections(const std::string& database, std::vector<std
   return Status::Ok();
 }
 
+Status MemoryStore::DropCollection(const Namespace& ns) {
+  std::lock_guard<std::mutex> lock(mu_);
+  collections_.erase(ns.ToString());
+  indexes_.erase(ns.ToString());
+  return Status::Ok();
+}
+
 }  // namespace txn_recovery

@@ -1254,6 +1254,18 @@ Status MongoStore::Sample(const Namespace& ns, std::int64_t size, std::vector<Do
   return Status::Ok();
 }
 
+Status MongoStore::DropCollection(const Namespace& ns) {
+  PooledClient client;
+  if (Status s = impl_->Client(&client); !s.ok()) return s;
+  CollectionPtr coll = GetCollection(client, ns);
+  bson_error_t error;
+  // NamespaceNotFound (26): nothing to drop, as wanted.
+  if (!mongoc_collection_drop_with_opts(coll.get(), nullptr, &error) && error.code != 26 &&
+      std::string_view(error.message).find("ns not found") == std::string_view::npos)
+    return mongo::StatusFromBsonError(error, "drop " + ns.ToString());
+  return Status::Ok();
+}
+
 Status MongoStore::DropDatabase(const std::string& database) {
   PooledClient client;
   if (Status s = impl_->Client(&client); !s.ok()) return s;

@@ -68,6 +68,10 @@ Status Store::Sample(const Namespace& ns, std::int64_t size, std::vector<Documen
   }
 }
 
+Status Store::DropCollection(const Namespace& ns) {
+  return Status::InvalidArgument("this store cannot drop " + ns.ToString());
+}
+
 std::string IndexSpec::ToString() const {
   std::string out = "{";
   for (std::size_t i = 0; i < keys.size(); ++i)

@@ -37,6 +37,7 @@ class MemoryStore final : public Store {
   // Every collection that holds a document or an index.
   Status ListCollections(const std::string& database, std::vector<std::string>* names) override;
 
+  Status DropCollection(const Namespace& ns) override;
   // A snapshot of a whole collection, in insertion order (tests).
   std::vector<Document> Dump(const Namespace& ns) const;
 

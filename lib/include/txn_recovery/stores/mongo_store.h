@@ -103,6 +103,8 @@ class MongoStore final : public Store {
   // The listCollections command (views left out); the aggregate command with `$sample`.
   Status ListCollections(const std::string& database, std::vector<std::string>* names) override;
   Status Sample(const Namespace& ns, std::int64_t size, std::vector<Document>* docs) override;
+  // The drop command; a collection that does not exist is not an error.
+  Status DropCollection(const Namespace& ns) override;
   // Counted by the driver's command-monitoring callbacks: every command this store's pool
   // sent (server monitoring heartbeats excluded), and the documents in every reply's
   // cursor batch or findAndModify value.

@@ -158,6 +158,10 @@ class Store {
   // `size` documents in natural order.
   virtual Status Sample(const Namespace& ns, std::int64_t size, std::vector<Document>* docs);
 
+  // Drops a collection (absent: OK). Only `rehearse` drops, and only the scratch
+  // collections it created. The default answers InvalidArgument.
+  virtual Status DropCollection(const Namespace& ns);
+
   // The indexes of a collection, the _id index included; empty (and OK) when the
   // collection does not exist.
   virtual Status ListIndexes(const Namespace& ns, std::vector<IndexSpec>* indexes) = 0;
