@@ -229,7 +229,7 @@ int OpenStore(const Config& config, std::unique_ptr<txn_recovery::MongoStore>* s
 // rehearse, stopped by SIGINT or SIGTERM between its phases: the signals are taken by a
 // thread of their own (blocked everywhere else), so that the scratch collections are dropped
 // on the way out rather than left behind by a process killed mid-call.
-int RehearseUntilStopped(const Config& config, txn_recovery::Store* store, bool json) {
+int RehearseUntilStopped(const Config& config, txn_recovery::MongoStore* store, bool json) {
   sigset_t stops;
   sigemptyset(&stops);
   sigaddset(&stops, SIGINT);
@@ -246,7 +246,7 @@ int RehearseUntilStopped(const Config& config, txn_recovery::Store* store, bool 
       }
     }
   });
-  const int code = RunRehearse(config, store, json, &stop, std::cout);
+  const int code = RunRehearse(config, store, json, &stop, std::cout, std::cerr);
   done = true;
   waiter.join();
   pthread_sigmask(SIG_UNBLOCK, &stops, nullptr);

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <set>
+
 #include "exit_codes.h"
 #include "sweep_command.h"
 #include "txn_recovery/base/clock.h"
@@ -9,10 +11,88 @@
 
 namespace txn_recoveryd {
 
-int RunRehearse(const Config& config, txn_recovery::Store* store, bool json,
-                const std::atomic<bool>* stop, std::ostream& out) {
+std::vector<std::string> MissingActions(const txn_recovery::Document& status,
+                                        const std::string& database,
+                                        const std::vector<std::string>& needed) {
+  const txn_recovery::Value* users = status.GetPath("authInfo.authenticatedUsers");
+  if (users == nullptr || !users->as_array() || users->as_array()->empty()) return {};
+  std::set<std::string> granted;
+  if (const txn_recovery::Value* privileges =
+          status.GetPath("authInfo.authenticatedUserPrivileges");
+      privileges != nullptr && privileges->as_array())
+    for (const txn_recovery::Value& p : *privileges->as_array()) {
+      const txn_recovery::Document* d = p.as_document();
+      if (d == nullptr) continue;
+      const txn_recovery::Value* any = d->GetPath("resource.anyResource");
+      const txn_recovery::Value* db = d->GetPath("resource.db");
+      const txn_recovery::Value* coll = d->GetPath("resource.collection");
+      // Every collection of the database: {db: D or "" (any), collection: "" (any)}.
+      const bool covers = (any != nullptr && std::holds_alternative<bool>(any->storage()) &&
+                           std::get<bool>(any->storage())) ||
+                          (db != nullptr && db->is_string() &&
+                           (*db->as_string() == database || db->as_string()->empty()) &&
+                           coll != nullptr && coll->is_string() && coll->as_string()->empty());
+      const txn_recovery::Value* actions = d->Get("actions");
+      if (covers && actions != nullptr && actions->as_array())
+        for (const txn_recovery::Value& a : *actions->as_array())
+          if (a.is_string()) granted.insert(*a.as_string());
+    }
+  std::vector<std::string> missing;
+  for (const std::string& a : needed)
+    if (!granted.count(a)) missing.push_back(a);
+  return missing;
+}
+
+namespace {
+
+// The server as it reports itself: its version, and standalone, replica set or mongos.
+nlohmann::json ServerFacts(txn_recovery::MongoStore* store) {
+  txn_recovery::Document build, hello;
+  nlohmann::json facts = nlohmann::json::object();
+  if (store->RunReadCommand("admin", txn_recovery::Document{{"buildInfo", 1}}, &build).ok())
+    if (const txn_recovery::Value* v = build.Get("version"); v && v->is_string())
+      facts["version"] = *v->as_string();
+  if (store->RunReadCommand("admin", txn_recovery::Document{{"isMaster", 1}}, &hello).ok()) {
+    const txn_recovery::Value* set = hello.Get("setName");
+    const txn_recovery::Value* msg = hello.Get("msg");
+    facts["topology"] = set && set->is_string() ? "replica set " + *set->as_string()
+                        : msg && msg->is_string() && *msg->as_string() == "isdbgrid"
+                            ? std::string("sharded (mongos)")
+                            : std::string("standalone");
+  }
+  return facts;
+}
+
+}  // namespace
+
+int RunRehearse(const Config& config, txn_recovery::MongoStore* store, bool json,
+                const std::atomic<bool>* stop, std::ostream& out, std::ostream& err) {
+  // The privileges first: nothing is created for a user who could not drop it again.
+  txn_recovery::Document status;
+  if (txn_recovery::Status s = store->RunReadCommand(
+          "admin", txn_recovery::Document{{"connectionStatus", 1}, {"showPrivileges", true}},
+          &status);
+      !s.ok() && (s.IsUnavailable() || s.IsUnauthenticated())) {
+    err << "txn-recoveryd: rehearse: " << s.ToString() << "\n";
+    return ExitForStatus(s);
+  }
+  const std::vector<std::string> needed = {"find", "insert", "update", "remove", "dropCollection"};
+  for (const auto& w : config.watches)
+    if (auto missing = MissingActions(status, w.ns.database, needed); !missing.empty()) {
+      err << "txn-recoveryd: rehearse: the user may not '" << missing.front()
+          << "' on the collections of database " << w.ns.database
+          << " (the rehearsal's scratch collections are created, written and dropped there); "
+             "grant it (the readWrite role on "
+          << w.ns.database << " has them all), then rehearse again. Nothing was created.\n";
+      return kExitPermission;
+    }
+  const nlohmann::json server = ServerFacts(store);
   int code = kExitOk;
   nlohmann::json watches = nlohmann::json::array();
+  if (!json)
+    out << "server: " << server.value("version", std::string("version not reported")) << ", "
+        << server.value("topology", std::string("topology not reported")) << "; write concern "
+        << config.mongodb.write_concern << ", read concern " << config.mongodb.read_concern << "\n";
   for (const auto& w : config.watches) {
     txn_recovery::RehearseOptions ro;
     ro.sweep = SweepOptionsFor(config);
@@ -67,7 +147,8 @@ int RunRehearse(const Config& config, txn_recovery::Store* store, bool json,
           << " (drop it: db.getCollection(\"" << c << "\").drop())\n";
   }
   if (json)
-    out << nlohmann::json{{"write_concern", config.mongodb.write_concern},
+    out << nlohmann::json{{"server", server},
+                          {"write_concern", config.mongodb.write_concern},
                           {"read_concern", config.mongodb.read_concern},
                           {"watches", watches},
                           {"exit_code", code}}

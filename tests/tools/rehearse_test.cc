@@ -10,6 +10,7 @@
 
 #include <fstream>
 
+#include "rehearse_command.h"
 #include "support/bank.h"
 #include "support/daemon_process.h"
 #include "support/test_env.h"
@@ -145,6 +146,37 @@ TEST_P(Rehearsal, TheWatchedCollectionsAreNeitherReadNorWritten) {
 INSTANTIATE_TEST_SUITE_P(Backends, Rehearsal, ::testing::Values("memory", "mongo"),
                          [](const auto& info) { return info.param; });
 
+// connectionStatus's privileges as mongod reports them: a readWrite role on `bank` grants
+// every action a rehearsal needs there; a role on the watched collections alone does not
+// cover the scratch collections; no authenticated user (no access control) is not checked.
+TEST(RehearsePrivileges, TheMissingActionIsNamedFromTheUsersPrivileges) {
+  const std::vector<std::string> needed = {"find", "insert", "update", "remove", "dropCollection"};
+  auto status = [](Array privileges) {
+    return Document{{"authInfo", Document{{"authenticatedUsers",
+                                           Array{Document{{"user", "txn"}, {"db", "admin"}}}},
+                                          {"authenticatedUserPrivileges", privileges}}}};
+  };
+  auto privilege = [](const char* db, const char* coll, Array actions) {
+    return Document{{"resource", Document{{"db", db}, {"collection", coll}}}, {"actions", actions}};
+  };
+  const Array read_write = {"find", "insert", "update", "remove", "dropCollection", "createIndex"};
+  EXPECT_TRUE(
+      txn_recoveryd::MissingActions(status({privilege("bank", "", read_write)}), "bank", needed)
+          .empty());
+  EXPECT_EQ(txn_recoveryd::MissingActions(
+                status({privilege("bank", "transactions", read_write),
+                        privilege("bank", "", Array{"find", "insert", "update", "remove"})}),
+                "bank", needed),
+            std::vector<std::string>{"dropCollection"});
+  EXPECT_EQ(
+      txn_recoveryd::MissingActions(status({privilege("shop", "", read_write)}), "bank", needed)
+          .size(),
+      needed.size());
+  EXPECT_TRUE(txn_recoveryd::MissingActions(
+                  Document{{"authInfo", Document{{"authenticatedUsers", Array{}}}}}, "bank", needed)
+                  .empty());
+}
+
 // The command as an operator runs it, on the test server: a table, or JSON, and exit 0.
 TEST(RehearseCommand, EveryWatchOfTheFilePassesAndTheJsonReportSaysSo) {
   TestUri uri = FindTestUri();
@@ -169,6 +201,7 @@ TEST(RehearseCommand, EveryWatchOfTheFilePassesAndTheJsonReportSaysSo) {
   EXPECT_EQ(table.out.find("FAIL"), std::string::npos) << table.out;
   EXPECT_EQ(json.exit_code, 0) << json.out << json.err;
   EXPECT_NE(json.out.find("\"write_concern\": \"majority\""), std::string::npos) << json.out;
+  EXPECT_NE(json.out.find("\"topology\""), std::string::npos) << json.out;
   EXPECT_NE(json.out.find("\"passed\": true"), std::string::npos) << json.out;
 }
 

@@ -1266,6 +1266,21 @@ Status MongoStore::DropCollection(const Namespace& ns) {
   return Status::Ok();
 }
 
+Status MongoStore::RunReadCommand(const std::string& database, const Document& command,
+                                  Document* reply) {
+  auto cmd = mongo::NewBson();
+  if (Status s = mongo::ToBson(command, cmd.get()); !s.ok()) return s;
+  PooledClient client;
+  if (Status s = impl_->Client(&client); !s.ok()) return s;
+  Reply out;
+  bson_error_t error;
+  const bool ok = mongoc_client_command_simple(client.get(), database.c_str(), cmd.get(), nullptr,
+                                               out.get(), &error);
+  if (!ok) return mongo::StatusFromBsonError(error, "command on " + database);
+  *reply = mongo::FromBson(out.get());
+  return Status::Ok();
+}
+
 Status MongoStore::DropDatabase(const std::string& database) {
   PooledClient client;
   if (Status s = impl_->Client(&client); !s.ok()) return s;

@@ -116,6 +116,11 @@ class MongoStore final : public Store {
   // the benchmark. ServerError when the server does not answer explain (mongo-java-server).
   Status Explain(const ReadQuery& query, QueryPlan* plan);
 
+  // Runs a command that only reads (buildInfo, hello, connectionStatus) against `database`
+  // and returns its reply: what `rehearse` reports of the server and checks of the user's
+  // privileges before it creates anything.
+  Status RunReadCommand(const std::string& database, const Document& command, Document* reply);
+
   // Drops a database (tests and the demo only).
   Status DropDatabase(const std::string& database);
 
