@@ -15,8 +15,8 @@ namespace txn_recoveryd {
 
 // Prints a table per watch (or, with `json`, one JSON document): the scratch collections, each
 // scenario and whether every invariant held, the time taken. Exit 0 when every invariant of
-// every watch held; 2 (kExitRehearsalFailed) when one did not; 1 when a watch's profile is not
-// rehearsed or a scratch collection could not be dropped; 69, 77 or 79 when the database
+// every watch held; 2 (kExitRehearsalFailed) when one did not; 1 when it was stopped or a
+// scratch collection could not be dropped; 69, 77 or 79 when the database
 // could not be used. `stop` (SIGINT, SIGTERM) ends the rehearsal early; what was created is
 // dropped all the same.
 //

@@ -53,10 +53,10 @@ WatchSpec ScratchWatch(const WatchSpec& w, const std::string& prefix, std::strin
   } else if (OperationsProfile* op = s.profile.operations()) {
     if (op->collections.empty()) op->collections = {"participants"};
     for (std::string& c : op->collections) c = scratch(c);
+  } else if (TaggedInsertProfile* ti = s.profile.tagged_insert()) {
+    for (std::string& c : ti->tagged_collections) c = scratch(c);
   } else {
-    *unsupported = "the " + std::string(w.profile.kind()) +
-                   " profile is not rehearsed yet: only the application knows which documents "
-                   "it meant to insert";
+    *unsupported = "the " + std::string(w.profile.kind()) + " profile is not rehearsed";
   }
   return s;
 }
@@ -173,6 +173,132 @@ Document Shape(const Profile& p, const std::string& database, int s,
   return doc;
 }
 
+// Tagged inserts: each transaction inserts kTaggedPerCollection documents into each tagged
+// collection, each carrying (besides the tag) kOrigin, so that they are found whatever the
+// daemon did to the tag.
+constexpr int kTaggedPerCollection = 2;
+constexpr const char* kOrigin = "rehearsalOrigin";
+
+struct TaggedPlan {
+  std::string name;
+  TxnState state = TxnState::kPending;
+  std::size_t inserted = 0;  // collections whose documents were inserted
+  std::size_t untagged = 0;  // of them, untagged (finishing)
+  std::size_t deleted = 0;   // of them, deleted (rollback)
+  std::chrono::milliseconds age{};
+  TxnState expect = TxnState::kDone;
+};
+
+// Only the application knows which documents it still meant to insert: a started
+// transaction is never resumed, only rolled back once expired.
+std::vector<TaggedPlan> TaggedPlans(const Thresholds& t, std::size_t c) {
+  const std::chrono::milliseconds stuck = t.resume_after + (t.rollback_after - t.resume_after) / 2;
+  const std::chrono::milliseconds expired = t.rollback_after + std::chrono::minutes(1);
+  const std::string of = " of " + std::to_string(c);
+  std::vector<TaggedPlan> plans;
+  for (std::size_t k = 0; k <= c; ++k)
+    plans.push_back({"started, " + std::to_string(k) + of + " collections inserted, expired",
+                     TxnState::kPending, k, 0, 0, expired, TxnState::kCancelled});
+  for (std::size_t k = 0; k <= c; ++k)
+    plans.push_back({"finishing, " + std::to_string(k) + of + " collections untagged, stuck",
+                     TxnState::kApplied, c, k, 0, stuck, TxnState::kDone});
+  for (std::size_t k = 0; k <= c; ++k)
+    plans.push_back({"rollback, " + std::to_string(k) + of + " collections deleted, stuck",
+                     TxnState::kCanceling, c, 0, k, stuck, TxnState::kCancelled});
+  return plans;
+}
+
+Status RehearseTagged(Store* store, Clock* clock, const WatchSpec& w,
+                      const RehearseOptions& options, DateTime now, std::mt19937_64* rng,
+                      RehearsalReport* report) {
+  const TaggedInsertProfile& ti = *w.profile.tagged_insert();
+  auto stopped = [&] { return options.stop != nullptr && options.stop->load(); };
+  const std::vector<TaggedPlan> plans = TaggedPlans(w.thresholds, ti.tagged_collections.size());
+  std::vector<std::pair<TaggedPlan, Value>> planted;
+  Status status = Status::Ok();
+  for (std::size_t s = 0; status.ok() && s < plans.size() && !stopped(); ++s) {
+    const TaggedPlan& plan = plans[s];
+    const Value id(NewId(rng, now.millis - plan.age.count()));
+    Document doc{{"_id", id}};
+    doc.SetPath(w.profile.state_field, w.profile.states.Written(plan.state));
+    doc.SetPath(w.profile.time_field, DateTime{now.millis - plan.age.count()});
+    status = store->InsertMany(w.ns, {doc});
+    for (std::size_t c = 0; status.ok() && c < plan.inserted; ++c) {
+      std::vector<Document> docs;
+      for (int i = 0; i < kTaggedPerCollection; ++i) {
+        Document d{{"_id", NewId(rng, now.millis)}, {kOrigin, id}, {"part", i}};
+        d.SetPath(ti.tag_field, id);
+        docs.push_back(std::move(d));
+      }
+      const Namespace ns{w.ns.database, ti.tagged_collections[c]};
+      status = store->InsertMany(ns, docs);
+      WriteResult r;
+      if (status.ok() && c < plan.untagged)
+        status = store->UpdateMany(ns, Filter().Eq(ti.tag_field, id),
+                                   Update().Unset(ti.tag_field).Set(ti.valid_field, true), &r);
+      if (status.ok() && c < plan.deleted)
+        status = store->DeleteMany(ns, Filter().Eq(ti.tag_field, id), &r);
+    }
+    planted.emplace_back(plan, id);
+  }
+  for (int pass = 0; pass < 2 && status.ok() && !stopped(); ++pass) {
+    SweepOptions so = options.sweep;
+    so.dry_run = false;
+    so.stop = options.stop;
+    Sweeper sweeper(store, clock, so);
+    WatchSummary summary;
+    status = SweepAndRetain(
+        &sweeper, w, [](const TxnReport&) {}, &summary);
+  }
+  for (const auto& [plan, id] : planted) {
+    if (!status.ok() || stopped()) break;
+    RehearsalScenario sc;
+    sc.name = plan.name;
+    sc.expected = std::string(TxnStateName(plan.expect));
+    std::optional<Document> after;
+    status = store->FindOne(w.ns, Filter().Eq("_id", id), &after);
+    if (!status.ok()) break;
+    Transaction t;
+    if (!after) {
+      sc.violations.push_back("the transaction is gone");
+    } else if (Status parsed = w.profile.Parse(*after, w.ns, w.lease_field, &t); !parsed.ok()) {
+      sc.violations.push_back("it no longer parses: " + parsed.ToString());
+    } else {
+      const Value* state = after->GetPath(w.profile.state_field);
+      sc.reached = state && state->is_string() ? *state->as_string() : "?";
+      if (t.record.quarantine)
+        sc.violations.push_back("quarantined: " + t.record.quarantine->reason);
+      if (t.state != plan.expect)
+        sc.violations.push_back("ended " + std::string(TxnStateName(t.state)) + ", not " +
+                                sc.expected);
+      if (plan.expect == TxnState::kCancelled) sc.reached += " (rolled back)";
+    }
+    // All of its documents, untagged and valid (done), or none (rolled back).
+    for (std::size_t c = 0; c < ti.tagged_collections.size(); ++c) {
+      const Namespace ns{w.ns.database, ti.tagged_collections[c]};
+      std::int64_t all = 0, tagged = 0, valid = 0;
+      if (status.ok()) status = store->Count(ns, Filter().Eq(kOrigin, id), &all);
+      if (status.ok()) status = store->Count(ns, Filter().Eq(ti.tag_field, id), &tagged);
+      if (status.ok())
+        status = store->Count(ns, Filter().Eq(kOrigin, id).Eq(ti.valid_field, true), &valid);
+      if (!status.ok()) break;
+      const std::int64_t want = plan.expect == TxnState::kDone ? kTaggedPerCollection : 0;
+      if (all != want)
+        sc.violations.push_back(ns.collection + ": " + std::to_string(all) +
+                                " of its documents, not " + std::to_string(want));
+      if (tagged > 0)
+        sc.violations.push_back(ns.collection + ": " + std::to_string(tagged) +
+                                " documents still tagged");
+      if (plan.expect == TxnState::kDone && valid != want)
+        sc.violations.push_back(ns.collection + ": " + std::to_string(valid) + " of " +
+                                std::to_string(want) + " documents valid");
+    }
+    sc.passed = sc.violations.empty();
+    report->scenarios.push_back(std::move(sc));
+  }
+  return status;
+}
+
 struct Planted {
   Plan plan;
   Value id;
@@ -208,6 +334,15 @@ Status Rehearse(Store* store, Clock* clock, const WatchSpec& watch, const Rehear
   DateTime now;
   std::mt19937_64 rng(std::random_device{}());
   status = store->ServerTime(&now);
+  if (status.ok() && w.profile.tagged_insert()) {
+    status = RehearseTagged(store, clock, w, options, now, &rng, report);
+    drop_all();
+    report->millis = std::chrono::duration_cast<std::chrono::milliseconds>(
+                         std::chrono::steady_clock::now() - started)
+                         .count();
+    if (status.ok() && stopped()) return Status::Aborted("the rehearsal was stopped");
+    return status;
+  }
   // The number of steps of one transaction of this shape.
   std::size_t n = 0;
   if (status.ok()) {

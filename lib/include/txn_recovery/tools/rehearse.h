@@ -9,8 +9,9 @@
 // amounts as if each transaction had applied exactly once or not at all, no marker left.
 // Then drops what it created. Never reads or writes the watched collections themselves.
 //
-// Profiles: transfer, operations and steps (every participant step built by the one step
-// builder). tagged-insert is not rehearsed yet (RehearsalReport::unsupported).
+// Every profile: transfer, operations and steps (every participant step built by the one
+// step builder: each step applied, finished or undone with the update the daemon sends), and
+// tagged-insert (each tagged collection's documents inserted, untagged or deleted).
 #pragma once
 
 #include <atomic>
