@@ -65,6 +65,33 @@ void AddSweepCommand(CLI::App* app, CliOptions* o) {
       ->type_name("K/N");
 }
 
+// The commands from a database to a proven configuration: propose reads the data, rehearse
+// proves each watch on the server.
+void AddProposeAndRehearse(CLI::App* app, CliOptions* o) {
+  CLI::App* propose = app->add_subcommand(
+      "propose",
+      "Read one database's collections (never writing) and print the [[watch]] that fits each "
+      "collection of two-phase-commit transactions, with the evidence as comments");
+  propose
+      ->add_option("-c,--config", o->config_path,
+                   "Configuration file whose [mongodb] to connect with (optional: "
+                   "TXN_RECOVERYD_MONGODB_URI otherwise)")
+      ->capture_default_str();
+  propose->add_option("--database", o->propose.database, "The database to read")->required();
+  propose
+      ->add_option("--sample", o->propose.sample_size, "Documents sampled per collection ($sample)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 10000000));
+
+  CLI::App* rehearse = app->add_subcommand(
+      "rehearse",
+      "Prove each watch on this server: plant its transactions in scratch collections, stuck "
+      "at every crash point, sweep them, check the invariants, drop the scratch");
+  AddConfigOption(rehearse, o);
+  AddWatchOption(rehearse, o);
+  rehearse->add_flag("--json", o->rehearse_json, "Print one JSON document");
+}
+
 }  // namespace
 
 std::unique_ptr<CLI::App> BuildCli(CliOptions* o) {
@@ -105,28 +132,7 @@ std::unique_ptr<CLI::App> BuildCli(CliOptions* o) {
       ->default_str("100")
       ->check(CLI::Range(1, 1000000));
 
-  CLI::App* propose = app->add_subcommand(
-      "propose",
-      "Read one database's collections (never writing) and print the [[watch]] that fits each "
-      "collection of two-phase-commit transactions, with the evidence as comments");
-  propose
-      ->add_option("-c,--config", o->config_path,
-                   "Configuration file whose [mongodb] to connect with (optional: "
-                   "TXN_RECOVERYD_MONGODB_URI otherwise)")
-      ->capture_default_str();
-  propose->add_option("--database", o->propose.database, "The database to read")->required();
-  propose
-      ->add_option("--sample", o->propose.sample_size, "Documents sampled per collection ($sample)")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 10000000));
-
-  CLI::App* rehearse = app->add_subcommand(
-      "rehearse",
-      "Prove each watch on this server: plant its transactions in scratch collections, stuck "
-      "at every crash point, sweep them, check the invariants, drop the scratch");
-  add_config(rehearse);
-  add_watch(rehearse);
-  rehearse->add_flag("--json", o->rehearse_json, "Print one JSON document");
+  AddProposeAndRehearse(app.get(), o);
 
   CLI::App* inspect =
       app->add_subcommand("inspect", "What is stuck and what is quarantined, per watch");

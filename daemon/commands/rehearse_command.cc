@@ -65,9 +65,10 @@ nlohmann::json ServerFacts(txn_recovery::MongoStore* store) {
 
 }  // namespace
 
-int RunRehearse(const Config& config, txn_recovery::MongoStore* store, bool json,
-                const std::atomic<bool>* stop, std::ostream& out, std::ostream& err) {
-  // The privileges first: nothing is created for a user who could not drop it again.
+namespace {
+
+// The privileges first: nothing is created for a user who could not drop it again.
+int CheckPrivileges(const Config& config, txn_recovery::MongoStore* store, std::ostream& err) {
   txn_recovery::Document status;
   if (txn_recovery::Status s = store->RunReadCommand(
           "admin", txn_recovery::Document{{"connectionStatus", 1}, {"showPrivileges", true}},
@@ -86,6 +87,60 @@ int RunRehearse(const Config& config, txn_recovery::MongoStore* store, bool json
           << w.ns.database << " has them all), then rehearse again. Nothing was created.\n";
       return kExitPermission;
     }
+  return kExitOk;
+}
+
+int WatchCode(const txn_recovery::Status& s, const txn_recovery::RehearsalReport& r) {
+  if (!s.ok()) return s.IsAborted() ? kExitIncomplete : ExitForStatus(s);
+  if (!r.unsupported.empty() || !r.left_behind.empty()) return kExitIncomplete;
+  return r.Passed() ? kExitOk : kExitRehearsalFailed;
+}
+
+nlohmann::json WatchJson(const txn_recovery::WatchSpec& w, const txn_recovery::Status& s,
+                         const txn_recovery::RehearsalReport& r) {
+  nlohmann::json scenarios = nlohmann::json::array();
+  for (const auto& sc : r.scenarios)
+    scenarios.push_back({{"scenario", sc.name},
+                         {"expected", sc.expected},
+                         {"reached", sc.reached},
+                         {"passed", sc.passed},
+                         {"violations", sc.violations}});
+  return {{"name", w.name},
+          {"namespace", w.ns.ToString()},
+          {"profile", std::string(w.profile.kind())},
+          {"scratch_prefix", r.prefix},
+          {"created", r.created},
+          {"left_behind", r.left_behind},
+          {"unsupported", r.unsupported},
+          {"error", s.ok() ? "" : s.ToString()},
+          {"scenarios", scenarios},
+          {"passed", s.ok() && r.Passed()},
+          {"seconds", r.millis / 1000.0}};
+}
+
+void PrintWatch(const txn_recovery::WatchSpec& w, const txn_recovery::Status& s,
+                const txn_recovery::RehearsalReport& r, std::ostream& out) {
+  out << "watch " << w.name << " (" << w.ns.ToString() << ", profile " << w.profile.kind()
+      << "): scratch collections " << r.prefix << "*, " << r.scenarios.size() << " scenarios, "
+      << r.millis / 1000.0 << " s\n";
+  if (!r.unsupported.empty()) out << "  NOT REHEARSED: " << r.unsupported << "\n";
+  for (const auto& sc : r.scenarios) {
+    out << "  " << (sc.passed ? "PASS" : "FAIL") << "  " << sc.name << " -> " << sc.reached
+        << (sc.passed || sc.reached == sc.expected ? "" : " (expected " + sc.expected + ")")
+        << "\n";
+    for (const auto& v : sc.violations) out << "          " << v << "\n";
+  }
+  if (!s.ok()) out << "  ERROR " << s.ToString() << "\n";
+  for (const auto& c : r.left_behind)
+    out << "  MAY BE LEFT BEHIND (its drop failed): " << w.ns.database << "." << c
+        << " (drop it: db.getCollection(\"" << c << "\").drop())\n";
+}
+
+}  // namespace
+
+int RunRehearse(const Config& config, txn_recovery::MongoStore* store, bool json,
+                const std::atomic<bool>* stop, std::ostream& out, std::ostream& err) {
+  if (int rc = CheckPrivileges(config, store, err); rc != kExitOk) return rc;
   const nlohmann::json server = ServerFacts(store);
   int code = kExitOk;
   nlohmann::json watches = nlohmann::json::array();
@@ -101,50 +156,14 @@ int RunRehearse(const Config& config, txn_recovery::MongoStore* store, bool json
     txn_recovery::RehearsalReport r;
     const txn_recovery::Status s =
         txn_recovery::Rehearse(store, txn_recovery::Clock::Real(), w, ro, &r);
-    int watch_code = kExitOk;
-    if (!s.ok())
-      watch_code = s.IsAborted() ? kExitIncomplete : ExitForStatus(s);
-    else if (!r.unsupported.empty() || !r.left_behind.empty())
-      watch_code = kExitIncomplete;
-    else if (!r.Passed())
-      watch_code = kExitRehearsalFailed;
     // A failed invariant outranks the rest: it is what the command is for.
+    const int watch_code = WatchCode(s, r);
     if (watch_code == kExitRehearsalFailed || code != kExitRehearsalFailed)
       code = std::max(code, watch_code);
-    if (json) {
-      nlohmann::json scenarios = nlohmann::json::array();
-      for (const auto& sc : r.scenarios)
-        scenarios.push_back({{"scenario", sc.name},
-                             {"expected", sc.expected},
-                             {"reached", sc.reached},
-                             {"passed", sc.passed},
-                             {"violations", sc.violations}});
-      watches.push_back({{"name", w.name},
-                         {"namespace", w.ns.ToString()},
-                         {"profile", std::string(w.profile.kind())},
-                         {"scratch_prefix", r.prefix},
-                         {"created", r.created},
-                         {"left_behind", r.left_behind},
-                         {"unsupported", r.unsupported},
-                         {"error", s.ok() ? "" : s.ToString()},
-                         {"scenarios", scenarios},
-                         {"passed", s.ok() && r.Passed()},
-                         {"seconds", r.millis / 1000.0}});
-      continue;
-    }
-    out << "watch " << w.name << " (" << w.ns.ToString() << ", profile " << w.profile.kind()
-        << "): scratch collections " << r.prefix << "*, " << r.scenarios.size() << " scenarios, "
-        << r.millis / 1000.0 << " s\n";
-    if (!r.unsupported.empty()) out << "  NOT REHEARSED: " << r.unsupported << "\n";
-    for (const auto& sc : r.scenarios) {
-      out << "  " << (sc.passed ? "PASS" : "FAIL") << "  " << sc.name << " -> " << sc.reached
-          << (sc.reached == sc.expected ? "" : " (expected " + sc.expected + ")") << "\n";
-      for (const auto& v : sc.violations) out << "          " << v << "\n";
-    }
-    if (!s.ok()) out << "  ERROR " << s.ToString() << "\n";
-    for (const auto& c : r.left_behind)
-      out << "  MAY BE LEFT BEHIND (its drop failed): " << w.ns.database << "." << c
-          << " (drop it: db.getCollection(\"" << c << "\").drop())\n";
+    if (json)
+      watches.push_back(WatchJson(w, s, r));
+    else
+      PrintWatch(w, s, r, out);
   }
   if (json)
     out << nlohmann::json{{"server", server},

@@ -1231,6 +1231,15 @@ Status MongoStore::ListCollections(const std::string& database, std::vector<std:
 }
 
 Status MongoStore::Sample(const Namespace& ns, std::int64_t size, std::vector<Document>* docs) {
+  // The embedded test server (mongo-java-server) picks its sample with a random comparator,
+  // which Java's sort refuses now and then ("Comparison method violates its general
+  // contract!"): a refusal of the server's own is asked again, twice at most.
+  Status s = SampleOnce(ns, size, docs);
+  for (int attempt = 1; attempt < 3 && s.IsServerError(); ++attempt) s = SampleOnce(ns, size, docs);
+  return s;
+}
+
+Status MongoStore::SampleOnce(const Namespace& ns, std::int64_t size, std::vector<Document>* docs) {
   docs->clear();
   auto pipeline = mongo::NewBson();
   bson_t stages, stage, sample;

@@ -147,8 +147,7 @@ Status KeyCandidates(Store* store, const Namespace& ns, std::vector<std::string>
       }
   const auto n = static_cast<std::int64_t>(sample->size());
   for (const auto& [k, values] : seen)
-    if (count[k] * 10 >= n * 9 && static_cast<std::int64_t>(values.size()) == count[k] && n > 1)
-      keys->push_back(k);
+    if (count[k] * 10 >= n * 9 && std::ssize(values) == count[k] && n > 1) keys->push_back(k);
   return Status::Ok();
 }
 
@@ -187,6 +186,38 @@ struct Inferred {
   std::vector<std::string> undecided_keys;  // commented-out lines
 };
 
+using Tags = std::map<std::string, std::pair<std::string, std::set<std::string>>>;
+
+// What one collection's inference has found so far.
+struct Context {
+  std::string collection;
+  std::vector<const Document*> docs, follow;
+  std::int64_t n = 0;
+  std::map<std::string, PathStats> stats;
+  bool object_ids = false;
+  std::string ops_path;
+  std::vector<Reference> refs;
+  std::map<std::string, std::int64_t> marker_fields;
+  std::vector<Marks> marks;
+  std::int64_t participants_read = 0;
+  Tags tags;
+  std::string valid_field;
+  std::string state_field;
+  std::string kind;
+  const Reference* source = nullptr;
+  const Reference* destination = nullptr;
+  std::vector<std::string> amount_paths;
+  Profile documented;
+  StateAliases recognised;
+  std::string marker;
+  Inferred* r = nullptr;
+  CollectionProposal& out() { return r->out; }
+  bool IsRef(const std::string& path) const {
+    return std::any_of(refs.begin(), refs.end(),
+                       [&path](const Reference& x) { return x.path == path; });
+  }
+};
+
 class Inferrer {
  public:
   Inferrer(Store* store, std::string database, const ProposeOptions& options,
@@ -200,8 +231,10 @@ class Inferrer {
                         const std::map<std::string, PathStats>& stats,
                         std::vector<Reference>* refs);
   Status FindTags(const std::string& collection, const std::vector<const Document*>& follow,
-                  std::map<std::string, std::pair<std::string, std::set<std::string>>>* tags,
-                  std::vector<std::string>* notes, std::string* valid_field);
+                  Tags* tags, std::vector<std::string>* notes, std::string* valid_field);
+  Status Structure(Context* c);
+  Status Markers(Context* c);
+  Status OperationMarkers(Context* c);
 
   Store* store_;
   std::string db_;
@@ -251,10 +284,8 @@ Status Inferrer::FindReferences(const std::string& collection,
 
 // The documents of other collections that carry a transaction's _id in a top-level field
 // (tagged inserts): by collection, the tag field and the transactions that have some.
-Status Inferrer::FindTags(
-    const std::string& collection, const std::vector<const Document*>& follow,
-    std::map<std::string, std::pair<std::string, std::set<std::string>>>* tags,
-    std::vector<std::string>* notes, std::string* valid_field) {
+Status Inferrer::FindTags(const std::string& collection, const std::vector<const Document*>& follow,
+                          Tags* tags, std::vector<std::string>* notes, std::string* valid_field) {
   std::vector<Value> ids;
   for (const Document* d : follow)
     if (const Value* id = d->Get("_id")) ids.push_back(*id);
@@ -294,7 +325,7 @@ Status Inferrer::FindTags(
               [](const auto& a, const auto& b) { return a.second.size() < b.second.size(); });
     if (found.size() > 1 && found[0].second.size() == found[1].second.size()) {
       notes->push_back("in '" + other + "', '" + found[0].first + "' and '" + found[1].first +
-                       "' both carry the _ids of " + WithThousands(found[0].second.size()) +
+                       "' both carry the _ids of " + WithThousands(std::ssize(found[0].second)) +
                        " transactions: which one is the tag the transaction removes when it "
                        "finishes cannot be told");
       continue;
@@ -302,8 +333,8 @@ Status Inferrer::FindTags(
     (*tags)[other] = found.front();
     if (found.size() > 1)
       notes->push_back("in '" + other + "', '" + found[1].first + "' names " +
-                       WithThousands(found[1].second.size()) + " transactions and '" +
-                       found[0].first + "' " + WithThousands(found[0].second.size()) +
+                       WithThousands(std::ssize(found[1].second)) + " transactions and '" +
+                       found[0].first + "' " + WithThousands(std::ssize(found[0].second)) +
                        ": the one removed when a transaction finishes is the tag");
     // The validity flag: a boolean set on the documents whose tag is gone.
     for (const Document& d : sample)
@@ -321,379 +352,385 @@ std::string StepsToml(const std::vector<std::string>& steps) {
   return out + "]";
 }
 
-Status Inferrer::Run(const std::string& collection, const std::vector<const Document*>& docs,
-                     Inferred* r) {
-  CollectionProposal& out = r->out;
-  const auto n = static_cast<std::int64_t>(docs.size());
-  const auto stats = Statistics(docs, o_.lease_field);
-  std::vector<const Document*> follow(docs.begin(),
-                                      docs.begin() + std::min<std::int64_t>(n, o_.follow));
+bool IsOperation(const Value& op) {
+  const Document* od = op.as_document();
+  return od != nullptr && od->Get("collection") != nullptr && od->Get("collection")->is_string() &&
+         od->Get("_id") != nullptr;
+}
 
-  // The _id type.
+// The _id type, and the structure: a list of operations, or references to other collections.
+Status Inferrer::Structure(Context* c) {
   std::map<std::string, std::int64_t> id_types;
-  for (const Document* d : docs)
+  for (const Document* d : c->docs)
     if (const Value* id = d->Get("_id")) ++id_types[std::string(id->type_name())];
-  const bool object_ids = id_types.size() == 1 && id_types.begin()->first == "objectId";
-  {
-    std::string line = "_id:";
-    for (const auto& [t, c] : id_types) line += " " + t + " in " + Of(c, n);
-    out.evidence.push_back(line);
-  }
-
-  // The structure: a list of operations, references to other collections, or tags.
-  std::string ops_path;
-  for (const auto& [path, s] : stats) {
-    if (s.arrays * 2 < n) continue;
+  c->object_ids = id_types.size() == 1 && id_types.begin()->first == "objectId";
+  std::string line = "_id:";
+  for (const auto& [t, k] : id_types) line += " " + t + " in " + Of(k, c->n);
+  c->out().evidence.push_back(line);
+  for (const auto& [path, s] : c->stats) {
+    if (s.arrays * 2 < c->n) continue;
     std::int64_t lists = 0;
-    for (const Document* d : docs)
-      if (const Value* v = d->GetPath(path);
-          v != nullptr && v->is_array() && !v->as_array()->empty()) {
-        const Document* op = v->as_array()->front().as_document();
-        if (op != nullptr && op->Get("collection") && op->Get("_id")) ++lists;
-      }
-    if (lists * 2 >= n) ops_path = path;
+    for (const Document* d : c->docs)
+      if (const Value* v = d->GetPath(path); v != nullptr && v->is_array() &&
+                                             !v->as_array()->empty() &&
+                                             IsOperation(v->as_array()->front()))
+        ++lists;
+    if (lists * 2 >= c->n) c->ops_path = path;
   }
-  std::vector<Reference> refs;
-  if (ops_path.empty())
-    if (Status s = FindReferences(collection, follow, stats, &refs); !s.ok()) return s;
+  if (!c->ops_path.empty()) return Status::Ok();
+  return FindReferences(c->collection, c->follow, c->stats, &c->refs);
+}
 
-  // The markers: for each followed transaction, which of its steps' participants carry its _id.
-  std::map<std::string, std::int64_t> marker_fields;
-  std::vector<Marks> marks(follow.size());
-  std::int64_t participants_read = 0;
-  auto mark = [&](std::size_t i, const Document& participant, const Value& id) {
-    bool found = false;
-    for (const auto& [k, v] : participant)
-      if (k != "_id" && Contains(v, id)) {
-        ++marker_fields[k];
-        found = true;
-      }
-    marks[i].push_back(found);
-    ++participants_read;
-  };
-  std::map<std::string, std::pair<std::string, std::set<std::string>>> tags;
-  std::string valid_field;
-  if (!ops_path.empty()) {
-    std::map<std::string, std::vector<Value>> ids;  // by collection
-    for (const Document* d : follow)
-      if (const Array* ops = d->GetPath(ops_path)->as_array())
-        for (const Value& op : *ops)
-          if (const Document* od = op.as_document();
-              od && od->Get("collection") && od->Get("collection")->is_string() && od->Get("_id"))
-            ids[*od->Get("collection")->as_string()].push_back(*od->Get("_id"));
-    std::map<std::string, std::map<std::string, Document>> found;
-    for (const auto& [c, values] : ids)
-      if (Status s = Lookup(store_, {db_, c}, "_id", values, &found[c]); !s.ok()) return s;
-    for (std::size_t i = 0; i < follow.size(); ++i)
-      if (const Array* ops = follow[i]->GetPath(ops_path)->as_array())
-        for (const Value& op : *ops)
-          if (const Document* od = op.as_document();
-              od && od->Get("collection") && od->Get("collection")->is_string() && od->Get("_id")) {
-            auto& by_id = found[*od->Get("collection")->as_string()];
-            if (auto it = by_id.find(od->Get("_id")->ToString()); it != by_id.end())
-              mark(i, it->second, *follow[i]->Get("_id"));
-            else
-              marks[i].push_back(false);
+// For each followed transaction, which of its operations' documents carry its _id.
+Status Inferrer::OperationMarkers(Context* c) {
+  std::map<std::string, std::vector<Value>> ids;  // by collection
+  for (const Document* d : c->follow)
+    if (const Array* ops = d->GetPath(c->ops_path)->as_array())
+      for (const Value& op : *ops)
+        if (IsOperation(op))
+          ids[*op.as_document()->Get("collection")->as_string()].push_back(
+              *op.as_document()->Get("_id"));
+  std::map<std::string, std::map<std::string, Document>> found;
+  for (const auto& [coll, values] : ids)
+    if (Status s = Lookup(store_, {db_, coll}, "_id", values, &found[coll]); !s.ok()) return s;
+  for (std::size_t i = 0; i < c->follow.size(); ++i)
+    if (const Array* ops = c->follow[i]->GetPath(c->ops_path)->as_array())
+      for (const Value& op : *ops) {
+        if (!IsOperation(op)) continue;
+        auto& by_id = found[*op.as_document()->Get("collection")->as_string()];
+        auto it = by_id.find(op.as_document()->Get("_id")->ToString());
+        c->marks[i].push_back(false);
+        if (it == by_id.end()) continue;
+        ++c->participants_read;
+        for (const auto& [k, v] : it->second)
+          if (k != "_id" && Contains(v, *c->follow[i]->Get("_id"))) {
+            ++c->marker_fields[k];
+            c->marks[i].back() = true;
           }
-  } else if (!refs.empty()) {
-    for (std::size_t i = 0; i < follow.size(); ++i)
-      for (const Reference& ref : refs) {
-        const Value* v = follow[i]->GetPath(ref.path);
-        auto it = v ? ref.docs.find(v->ToString()) : ref.docs.end();
-        if (it != ref.docs.end())
-          mark(i, it->second, *follow[i]->Get("_id"));
-        else
-          marks[i].push_back(false);
       }
-  } else {
-    std::vector<std::string> notes;
-    if (Status s = FindTags(collection, follow, &tags, &notes, &valid_field); !s.ok()) return s;
-    for (const std::string& note : notes) out.unsure.push_back(note);
-    for (std::size_t i = 0; i < follow.size(); ++i) {
-      bool tagged = false;
-      for (const auto& [c, tag] : tags)
-        tagged = tagged || tag.second.count(follow[i]->Get("_id")->ToString()) > 0;
-      marks[i].push_back(tagged);
-    }
-  }
+  return Status::Ok();
+}
 
-  // The state field: a string of few values in nearly every document, not a reference.
-  std::vector<std::string> state_candidates;
-  for (const auto& [path, s] : stats) {
-    const bool is_ref =
-        std::any_of(refs.begin(), refs.end(), [&](const Reference& x) { return x.path == path; });
-    // A state repeats: some value is held by two documents at least.
-    if (path == "_id" || is_ref || s.many_values || s.values.empty() || s.strings * 10 < n * 9 ||
-        static_cast<std::int64_t>(s.values.size()) >= s.strings)
-      continue;
-    state_candidates.push_back(path);
-  }
-  // Of several, the one whose values tell marked transactions from unmarked ones.
-  auto separates = [&](const std::string& path) {
-    std::map<std::string, std::pair<bool, bool>> seen;  // value -> (marked, unmarked)
-    for (std::size_t i = 0; i < follow.size(); ++i) {
-      const Value* v = follow[i]->GetPath(path);
-      if (v == nullptr || !v->is_string()) continue;
-      const bool m = std::find(marks[i].begin(), marks[i].end(), true) != marks[i].end();
-      (m ? seen[*v->as_string()].first : seen[*v->as_string()].second) = true;
-    }
-    return std::any_of(seen.begin(), seen.end(), [](const auto& e) { return e.second.first; });
-  };
-  if (state_candidates.size() > 1) {
-    std::vector<std::string> separating;
-    for (const auto& c : state_candidates)
-      if (separates(c)) separating.push_back(c);
-    if (separating.size() == 1) state_candidates = separating;
-  }
-  const bool structured = !ops_path.empty() || refs.size() > 0 || !tags.empty();
-  if (state_candidates.empty() || !structured) {
-    out.verdict = Verdict::kNotTransactions;
-    if (state_candidates.empty())
-      out.why = "no field holds one of a few repeated strings in nearly every document (a state)";
-    else
-      out.why = "'" + state_candidates.front() +
-                "' could be a state, but no field names documents of another collection, "
-                "no field lists operations, and no document of another collection carries "
-                "these documents' _ids";
+// The markers: for each followed transaction, which of its steps' participants carry its
+// _id (or, for tagged inserts, whether documents carry its tag).
+Status Inferrer::Markers(Context* c) {
+  c->marks.assign(c->follow.size(), Marks{});
+  if (!c->ops_path.empty()) return OperationMarkers(c);
+  if (!c->refs.empty()) {
+    for (std::size_t i = 0; i < c->follow.size(); ++i)
+      for (const Reference& ref : c->refs) {
+        const Value* v = c->follow[i]->GetPath(ref.path);
+        auto it = v ? ref.docs.find(v->ToString()) : ref.docs.end();
+        c->marks[i].push_back(false);
+        if (it == ref.docs.end()) continue;
+        ++c->participants_read;
+        for (const auto& [k, value] : it->second)
+          if (k != "_id" && Contains(value, *c->follow[i]->Get("_id"))) {
+            ++c->marker_fields[k];
+            c->marks[i].back() = true;
+          }
+      }
     return Status::Ok();
   }
-  if (state_candidates.size() > 1) {
+  std::vector<std::string> notes;
+  if (Status s = FindTags(c->collection, c->follow, &c->tags, &notes, &c->valid_field); !s.ok())
+    return s;
+  for (const std::string& note : notes) c->out().unsure.push_back(note);
+  for (std::size_t i = 0; i < c->follow.size(); ++i) {
+    bool tagged = false;
+    for (const auto& [coll, tag] : c->tags)
+      tagged = tagged || tag.second.count(c->follow[i]->Get("_id")->ToString()) > 0;
+    c->marks[i].push_back(tagged);
+  }
+  return Status::Ok();
+}
+
+// Whether the values of `path` tell the followed transactions holding markers from the others.
+bool Separates(const Context& c, const std::string& path) {
+  std::map<std::string, std::pair<bool, bool>> seen;  // value -> (marked, unmarked)
+  for (std::size_t i = 0; i < c.follow.size(); ++i) {
+    const Value* v = c.follow[i]->GetPath(path);
+    if (v == nullptr || !v->is_string()) continue;
+    const bool m = std::find(c.marks[i].begin(), c.marks[i].end(), true) != c.marks[i].end();
+    (m ? seen[*v->as_string()].first : seen[*v->as_string()].second) = true;
+  }
+  return std::any_of(seen.begin(), seen.end(), [](const auto& e) { return e.second.first; });
+}
+
+// The state field: a string of few repeated values in nearly every document, not a
+// reference. False when the collection holds no transactions or the field is undecided.
+bool ChooseStateField(Context* c) {
+  std::vector<std::string> candidates;
+  for (const auto& [path, s] : c->stats)
+    // A state repeats: some value is held by two documents at least.
+    if (path != "_id" && !c->IsRef(path) && !s.many_values && !s.values.empty() &&
+        s.strings * 10 >= c->n * 9 && static_cast<std::int64_t>(s.values.size()) < s.strings)
+      candidates.push_back(path);
+  if (candidates.size() > 1) {
+    std::vector<std::string> separating;
+    for (const auto& k : candidates)
+      if (Separates(*c, k)) separating.push_back(k);
+    if (separating.size() == 1) candidates = separating;
+  }
+  CollectionProposal& out = c->out();
+  const bool structured = !c->ops_path.empty() || !c->refs.empty() || !c->tags.empty();
+  if (candidates.empty() || !structured) {
+    out.verdict = Verdict::kNotTransactions;
+    out.why = candidates.empty()
+                  ? "no field holds one of a few repeated strings in nearly every document (a "
+                    "state)"
+                  : "'" + candidates.front() +
+                        "' could be a state, but no field names documents of another "
+                        "collection, no field lists operations, and no document of another "
+                        "collection carries these documents' _ids";
+    return false;
+  }
+  if (candidates.size() > 1) {
     std::string names;
-    for (const auto& c : state_candidates) names += (names.empty() ? "'" : ", '") + c + "'";
+    for (const auto& k : candidates) names += (names.empty() ? "'" : ", '") + k + "'";
     out.unsure.push_back("state field: " + names +
                          " each hold a few repeated strings in nearly every document; the data "
                          "cannot tell which is the state");
-    r->undecided_keys.push_back("# state_field = ?   (one of " + names + ")");
+    c->r->undecided_keys.push_back("# state_field = ?   (one of " + names + ")");
     out.verdict = Verdict::kUndecided;
-    return Status::Ok();
+    return false;
   }
-  const std::string state_field = state_candidates.front();
+  c->state_field = candidates.front();
+  return true;
+}
 
-  // The profile.
-  std::string kind;
-  const Reference* source = nullptr;
-  const Reference* destination = nullptr;
-  std::vector<std::string> amount_paths;
-  for (const auto& [path, s] : stats) {
-    const bool is_ref =
-        std::any_of(refs.begin(), refs.end(), [&](const Reference& x) { return x.path == path; });
-    if (!is_ref && path != "_id" && s.numbers * 10 >= n * 9 && s.numbers == s.present)
-      amount_paths.push_back(path);
-  }
-  if (!ops_path.empty()) {
-    kind = "operations";
-  } else if (!tags.empty()) {
-    kind = "tagged-insert";
+// The profile, from the structure; the spellings its states are recognised by.
+void ChooseProfile(Context* c) {
+  for (const auto& [path, s] : c->stats)
+    if (!c->IsRef(path) && path != "_id" && s.numbers * 10 >= c->n * 9 && s.numbers == s.present)
+      c->amount_paths.push_back(path);
+  const auto& refs = c->refs;
+  if (!c->ops_path.empty()) {
+    c->kind = "operations";
+  } else if (!c->tags.empty()) {
+    c->kind = "tagged-insert";
   } else if (refs.size() == 2 && refs[0].collection == refs[1].collection &&
-             refs[0].key == refs[1].key && amount_paths.size() == 1 &&
+             refs[0].key == refs[1].key && c->amount_paths.size() == 1 &&
              refs[0].path.find('.') == std::string::npos &&
              refs[1].path.find('.') == std::string::npos) {
-    kind = "transfer";
-    source = &refs[0];
-    destination = &refs[1];
+    c->kind = "transfer";
+    c->source = &refs[0];
+    c->destination = &refs[1];
   } else {
-    kind = "steps";
+    c->kind = "steps";
   }
-  out.profile = kind;
-  const Profile documented = *Profile::Named(kind);
-  // The spellings a value is recognised by: the profile's; for steps (any application), those
-  // of the transfer and of the operations profiles, which the project documents.
-  StateAliases recognised = documented.states;
+  c->out().profile = c->kind;
+  c->documented = *Profile::Named(c->kind);
+  // For steps (any application), the spellings of the transfer and of the operations
+  // profiles, which the project documents, are recognised too.
+  c->recognised = c->documented.states;
   const Profile operations = Profile::Operations();
-  if (kind == "steps")
+  if (c->kind == "steps")
     for (const TxnState st : kAllTxnStates)
       for (const std::string& v : operations.states.For(st))
-        if (!recognised.Parse(v)) recognised.For(st).push_back(v);
+        if (!c->recognised.Parse(v)) c->recognised.For(st).push_back(v);
+}
 
-  // The participants' marker field.
-  std::string marker;
-  if (kind != "tagged-insert") {
-    std::string default_marker = kind == "operations" ? documented.operations()->marker_field
-                                 : kind == "transfer" ? documented.transfer()->marker_field
-                                                      : documented.steps()->marker_field;
-    std::int64_t marked_total = 0;
-    for (const auto& [f, c] : marker_fields) marked_total += c;
-    if (marker_fields.empty()) {
-      marker = default_marker;
-      out.unsure.push_back("no participant of the " + WithThousands(follow.size()) +
-                           " transactions followed carries a marker (none in flight): the "
-                           "marker field is the profile's, '" +
-                           default_marker + "', not seen in the data");
-    } else {
-      marker = std::max_element(marker_fields.begin(), marker_fields.end(),
-                                [](const auto& a, const auto& b) { return a.second < b.second; })
-                   ->first;
-      out.evidence.push_back("marker: '" + marker + "' carries the transaction's _id on " +
-                             WithThousands(marker_fields[marker]) + " of the " +
-                             WithThousands(participants_read) + " participants read");
-      if (marker_fields.size() > 1)
-        out.unsure.push_back(std::to_string(marker_fields.size()) +
-                             " fields of the participants carry a transaction's _id; '" + marker +
-                             "' most often");
-    }
-    if (kind == "steps" && marker_fields.empty()) {
-      out.verdict = Verdict::kNotTransactions;
-      out.why = "'" + state_field +
-                "' could be a state and some fields name documents of other collections, but "
-                "no document named carries a transaction's _id (a marker)";
-      return Status::Ok();
-    }
+// The participants' marker field. False when references lead to documents that never carry
+// a transaction's _id (no transactions).
+bool ChooseMarker(Context* c) {
+  if (c->kind == "tagged-insert") return true;
+  const Profile& d = c->documented;
+  const std::string default_marker = c->kind == "operations" ? d.operations()->marker_field
+                                     : c->kind == "transfer" ? d.transfer()->marker_field
+                                                             : d.steps()->marker_field;
+  CollectionProposal& out = c->out();
+  if (c->marker_fields.empty()) {
+    c->marker = default_marker;
+    out.unsure.push_back("no participant of the " + WithThousands(std::ssize(c->follow)) +
+                         " transactions followed carries a marker (none in flight): the "
+                         "marker field is the profile's, '" +
+                         default_marker + "', not seen in the data");
+  } else {
+    c->marker = std::max_element(c->marker_fields.begin(), c->marker_fields.end(),
+                                 [](const auto& a, const auto& b) { return a.second < b.second; })
+                    ->first;
+    out.evidence.push_back("marker: '" + c->marker + "' carries the transaction's _id on " +
+                           WithThousands(c->marker_fields[c->marker]) + " of the " +
+                           WithThousands(c->participants_read) + " participants read");
+    if (c->marker_fields.size() > 1)
+      out.unsure.push_back(std::to_string(c->marker_fields.size()) +
+                           " fields of the participants carry a transaction's _id; '" + c->marker +
+                           "' most often");
   }
+  if (c->kind == "steps" && c->marker_fields.empty()) {
+    out.verdict = Verdict::kNotTransactions;
+    out.why = "'" + c->state_field +
+              "' could be a state and some fields name documents of other collections, but "
+              "no document named carries a transaction's _id (a marker)";
+    return false;
+  }
+  return true;
+}
 
-  // The time field: a date in nearly every document.
+// The time field: a date in most documents; else what ages a transaction without one.
+void ChooseTime(Context* c) {
   std::string time_field;
-  std::int64_t time_present = 0;
-  for (const auto& [path, s] : stats)
-    if (s.dates > time_present && s.dates == s.present) {
+  std::int64_t present = 0;
+  for (const auto& [path, s] : c->stats)
+    if (s.dates > present && s.dates == s.present) {
       time_field = path;
-      time_present = s.dates;
+      present = s.dates;
     }
-  if (!time_field.empty() && time_present * 2 < n) time_field.clear();
-  bool time_named = false;
+  if (!time_field.empty() && present * 2 < c->n) time_field.clear();
+  CollectionProposal& out = c->out();
+  auto& keys = c->r->keys;
   if (!time_field.empty()) {
-    out.evidence.push_back("time: '" + time_field + "' is a date in " + Of(time_present, n) +
+    out.evidence.push_back("time: '" + time_field + "' is a date in " + Of(present, c->n) +
                            " documents");
-    if (time_field != documented.time_field) {
-      r->keys.push_back("time_field = " + Quoted(time_field));
-      time_named = true;
-    }
-    if (time_present < n) {
-      out.unsure.push_back(Of(n - time_present, n) + " documents had no " + time_field +
+    const bool named = time_field != c->documented.time_field;
+    if (named) keys.push_back("time_field = " + Quoted(time_field));
+    if (present < c->n) {
+      out.unsure.push_back(Of(c->n - present, c->n) + " documents had no " + time_field +
                            ": aged from the daemon's first sighting");
-      if (time_named || kind == "tagged-insert") r->keys.push_back("missing_time = \"first_seen\"");
+      if (named || c->kind == "tagged-insert") keys.push_back("missing_time = \"first_seen\"");
     }
-  } else if (object_ids) {
+  } else if (c->object_ids) {
     out.evidence.push_back("time: none; every _id is an ObjectId, whose creation time ages it");
-    r->keys.push_back("missing_time = \"object_id\"");
+    keys.push_back("missing_time = \"object_id\"");
   } else {
     out.evidence.push_back(
         "time: no field is a date in most documents: aged from the daemon's first sighting");
-    if (documented.DefaultMissingTime(false) != MissingTime::kFirstSeen)
-      r->keys.push_back("missing_time = \"first_seen\"");
+    if (c->documented.DefaultMissingTime(false) != MissingTime::kFirstSeen)
+      keys.push_back("missing_time = \"first_seen\"");
   }
-  if (state_field != documented.state_field)
-    r->keys.push_back("state_field = " + Quoted(state_field));
+  if (c->state_field != c->documented.state_field)
+    keys.push_back("state_field = " + Quoted(c->state_field));
+}
 
-  // The protocol's keys.
-  auto participant_numbers = [&](const Reference& ref) {
-    std::map<std::string, std::int64_t> numbers;
-    for (const auto& [v, d] : ref.docs)
-      for (const auto& [k, value] : d)
-        if (k != "_id" && k != ref.key && value.is_number()) ++numbers[k];
-    std::vector<std::string> out_fields;
-    for (const auto& [k, c] : numbers)
-      if (c * 10 >= static_cast<std::int64_t>(ref.docs.size()) * 9) out_fields.push_back(k);
-    return out_fields;
-  };
-  std::vector<std::string> step_order;  // names of the steps, for the markers' evidence
-  if (kind == "operations") {
-    out.evidence.push_back("profile operations: '" + ops_path +
+// The numeric fields of nearly every participant `ref` read.
+std::vector<std::string> ParticipantNumbers(const Reference& ref) {
+  std::map<std::string, std::int64_t> numbers;
+  for (const auto& [v, d] : ref.docs)
+    for (const auto& [k, value] : d)
+      if (k != "_id" && k != ref.key && value.is_number()) ++numbers[k];
+  std::vector<std::string> out;
+  for (const auto& [k, n] : numbers)
+    if (n * 10 >= std::ssize(ref.docs) * 9) out.push_back(k);
+  return out;
+}
+
+void OperationsAndTaggedKeys(Context* c) {
+  CollectionProposal& out = c->out();
+  auto& keys = c->r->keys;
+  if (c->kind == "operations") {
+    out.evidence.push_back("profile operations: '" + c->ops_path +
                            "' lists {collection, _id, ...} in most documents");
-    if (ops_path != documented.operations()->operations_field)
-      r->keys.push_back("operations_field = " + Quoted(ops_path));
-    if (marker != documented.operations()->marker_field)
-      r->keys.push_back("marker_field = " + Quoted(marker));
-  } else if (kind == "tagged-insert") {
-    std::string list, tag;
-    for (const auto& [c, t] : tags) {
-      list += (list.empty() ? "" : ", ") + Quoted(c);
-      out.evidence.push_back("profile tagged-insert: documents of '" + c + "' carry the _ids of " +
-                             WithThousands(t.second.size()) + " transactions in '" + t.first + "'");
-      if (!tag.empty() && tag != t.first)
-        out.unsure.push_back("the tagged collections use different tag fields");
-      tag = t.first;
-    }
-    r->keys.push_back("tagged_collections = [" + list + "]");
-    if (tag != documented.tagged_insert()->tag_field)
-      r->keys.push_back("tag_field = " + Quoted(tag));
-    if (valid_field.empty())
-      out.unsure.push_back(
-          "no untagged document carries a true boolean: the validity flag is "
-          "the profile's, '" +
-          documented.tagged_insert()->valid_field + "'");
-    else if (valid_field != documented.tagged_insert()->valid_field)
-      r->keys.push_back("valid_field = " + Quoted(valid_field));
-  } else if (kind == "transfer") {
-    const TransferProfile& t = *documented.transfer();
-    out.evidence.push_back("profile transfer: '" + source->path + "' and '" + destination->path +
-                           "' name documents of '" + source->collection + "' by " + source->key +
-                           " (" + Of(source->found, source->values) + " and " +
-                           Of(destination->found, destination->values) + " values found), '" +
-                           amount_paths[0] + "' is a number in " +
-                           Of(stats.at(amount_paths[0]).numbers, n));
-    if (source->path != t.source_field || destination->path != t.destination_field)
-      out.unsure.push_back("which of '" + source->path + "' and '" + destination->path +
-                           "' is debited cannot be seen in the documents: the first in their "
-                           "field order, '" +
-                           source->path + "', is proposed as the source");
-    if (source->collection != t.participants_collection)
-      r->keys.push_back("participants = " + Quoted(source->collection));
-    if (source->path != t.source_field) r->keys.push_back("source_field = " + Quoted(source->path));
-    if (destination->path != t.destination_field)
-      r->keys.push_back("destination_field = " + Quoted(destination->path));
-    if (amount_paths[0] != t.amount_field)
-      r->keys.push_back("amount_field = " + Quoted(amount_paths[0]));
-    if (source->key != t.participant_key)
-      r->keys.push_back("participant_key = " + Quoted(source->key));
-    const auto balances = participant_numbers(*source);
-    if (balances.size() == 1) {
-      out.evidence.push_back("balance: '" + balances[0] + "' is the only number of the " +
-                             WithThousands(source->docs.size()) + " participants read");
-      if (balances[0] != t.balance_field)
-        r->keys.push_back("balance_field = " + Quoted(balances[0]));
-    } else {
-      out.unsure.push_back("the participants hold " + std::to_string(balances.size()) +
-                           " numeric fields: which is the balance cannot be told");
-      r->undecided_keys.push_back("# balance_field = ?");
-    }
-    if (marker != t.marker_field) r->keys.push_back("marker_field = " + Quoted(marker));
-    out.unsure.push_back(
-        "require_funds (debit only while the balance covers the amount) is the "
-        "application's rule, not the data's: set it if the application has it");
-    step_order = {source->path, destination->path};
-  } else {
-    std::vector<std::string> steps;
-    std::string amount = amount_paths.size() == 1 ? amount_paths[0] : "";
-    if (amount.empty()) {
-      out.unsure.push_back(std::to_string(amount_paths.size()) +
-                           " numeric fields in the transactions: which is each step's amount "
-                           "cannot be told");
-      r->undecided_keys.push_back("# steps = ?   (each: collection, key_path, inc)");
-    }
-    for (const Reference& ref : refs) {
-      const auto fields = participant_numbers(ref);
-      out.evidence.push_back("step: '" + ref.path + "' names documents of '" + ref.collection +
-                             "' by " + ref.key + " (" + Of(ref.found, ref.values) + " found)");
-      if (fields.size() != 1 || amount.empty()) {
-        out.unsure.push_back("the documents of '" + ref.collection + "' hold " +
-                             std::to_string(fields.size()) +
-                             " numeric fields: which one the step changes cannot be told");
-        if (fields.size() != 1) r->undecided_keys.push_back("# steps = ?");
-        continue;
-      }
-      std::string step = "{collection = " + Quoted(ref.collection);
-      if (ref.key != "_id") step += ", key = " + Quoted(ref.key);
-      step += ", key_path = " + Quoted(ref.path) + ", inc = {" + fields[0] + " = " +
-              Quoted(amount) + "}}";
-      steps.push_back(step);
-    }
-    if (!steps.empty()) {
-      out.unsure.push_back(
-          "the direction of each change cannot be seen in the documents: each "
-          "step is proposed as an increase by '" +
-          amount + "'; write \"-" + amount + "\" for a step that takes the amount away");
-      r->keys.push_back(StepsToml(steps));
-    }
-    if (marker != documented.steps()->marker_field)
-      r->keys.push_back("marker_field = " + Quoted(marker));
-    for (const Reference& ref : refs) step_order.push_back(ref.path);
+    if (c->ops_path != c->documented.operations()->operations_field)
+      keys.push_back("operations_field = " + Quoted(c->ops_path));
+    if (c->marker != c->documented.operations()->marker_field)
+      keys.push_back("marker_field = " + Quoted(c->marker));
+    return;
   }
+  const TaggedInsertProfile& d = *c->documented.tagged_insert();
+  std::string list, tag;
+  for (const auto& [coll, t] : c->tags) {
+    list += (list.empty() ? "" : ", ") + Quoted(coll);
+    out.evidence.push_back("profile tagged-insert: documents of '" + coll + "' carry the _ids of " +
+                           WithThousands(std::ssize(t.second)) + " transactions in '" + t.first +
+                           "'");
+    if (!tag.empty() && tag != t.first)
+      out.unsure.push_back("the tagged collections use different tag fields");
+    tag = t.first;
+  }
+  keys.push_back("tagged_collections = [" + list + "]");
+  if (tag != d.tag_field) keys.push_back("tag_field = " + Quoted(tag));
+  if (c->valid_field.empty())
+    out.unsure.push_back(
+        "no untagged document carries a true boolean: the validity flag is the profile's, '" +
+        d.valid_field + "'");
+  else if (c->valid_field != d.valid_field)
+    keys.push_back("valid_field = " + Quoted(c->valid_field));
+}
 
-  // The states, by how the transactions move through them.
+void TransferKeys(Context* c) {
+  const TransferProfile& t = *c->documented.transfer();
+  const Reference& src = *c->source;
+  const Reference& dst = *c->destination;
+  const std::string& amount = c->amount_paths[0];
+  CollectionProposal& out = c->out();
+  auto& keys = c->r->keys;
+  out.evidence.push_back("profile transfer: '" + src.path + "' and '" + dst.path +
+                         "' name documents of '" + src.collection + "' by " + src.key + " (" +
+                         Of(src.found, src.values) + " and " + Of(dst.found, dst.values) +
+                         " values found), '" + amount + "' is a number in " +
+                         Of(c->stats.at(amount).numbers, c->n));
+  if (src.path != t.source_field || dst.path != t.destination_field)
+    out.unsure.push_back("which of '" + src.path + "' and '" + dst.path +
+                         "' is debited cannot be seen in the documents: the first in their "
+                         "field order, '" +
+                         src.path + "', is proposed as the source");
+  if (src.collection != t.participants_collection)
+    keys.push_back("participants = " + Quoted(src.collection));
+  if (src.path != t.source_field) keys.push_back("source_field = " + Quoted(src.path));
+  if (dst.path != t.destination_field) keys.push_back("destination_field = " + Quoted(dst.path));
+  if (amount != t.amount_field) keys.push_back("amount_field = " + Quoted(amount));
+  if (src.key != t.participant_key) keys.push_back("participant_key = " + Quoted(src.key));
+  const auto balances = ParticipantNumbers(src);
+  if (balances.size() == 1) {
+    out.evidence.push_back("balance: '" + balances[0] + "' is the only number of the " +
+                           WithThousands(std::ssize(src.docs)) + " participants read");
+    if (balances[0] != t.balance_field) keys.push_back("balance_field = " + Quoted(balances[0]));
+  } else {
+    out.unsure.push_back("the participants hold " + std::to_string(balances.size()) +
+                         " numeric fields: which is the balance cannot be told");
+    c->r->undecided_keys.push_back("# balance_field = ?");
+  }
+  if (c->marker != t.marker_field) keys.push_back("marker_field = " + Quoted(c->marker));
+  out.unsure.push_back(
+      "require_funds (debit only while the balance covers the amount) is the "
+      "application's rule, not the data's: set it if the application has it");
+}
+
+void StepsKeys(Context* c) {
+  CollectionProposal& out = c->out();
+  const std::string amount = c->amount_paths.size() == 1 ? c->amount_paths[0] : "";
+  if (amount.empty()) {
+    out.unsure.push_back(std::to_string(c->amount_paths.size()) +
+                         " numeric fields in the transactions: which is each step's amount "
+                         "cannot be told");
+    c->r->undecided_keys.push_back("# steps = ?   (each: collection, key_path, inc)");
+  }
+  std::vector<std::string> steps;
+  for (const Reference& ref : c->refs) {
+    const auto fields = ParticipantNumbers(ref);
+    out.evidence.push_back("step: '" + ref.path + "' names documents of '" + ref.collection +
+                           "' by " + ref.key + " (" + Of(ref.found, ref.values) + " found)");
+    if (fields.size() != 1 || amount.empty()) {
+      out.unsure.push_back("the documents of '" + ref.collection + "' hold " +
+                           std::to_string(fields.size()) +
+                           " numeric fields: which one the step changes cannot be told");
+      if (fields.size() != 1) c->r->undecided_keys.push_back("# steps = ?");
+      continue;
+    }
+    std::string step = "{collection = " + Quoted(ref.collection);
+    if (ref.key != "_id") step += ", key = " + Quoted(ref.key);
+    step += ", key_path = " + Quoted(ref.path) + ", inc = {" + fields[0] + " = " + Quoted(amount) +
+            "}}";
+    steps.push_back(step);
+  }
+  if (!steps.empty()) {
+    out.unsure.push_back(
+        "the direction of each change cannot be seen in the documents: each "
+        "step is proposed as an increase by '" +
+        amount + "'; write \"-" + amount + "\" for a step that takes the amount away");
+    c->r->keys.push_back(StepsToml(steps));
+  }
+  if (c->marker != c->documented.steps()->marker_field)
+    c->r->keys.push_back("marker_field = " + Quoted(c->marker));
+}
+
+// Every value of the state field, most frequent first, with what the data shows of it.
+std::map<std::string, StateEvidence> StateValues(Context* c) {
   std::map<std::string, StateEvidence> by_value;
   std::int64_t without_state = 0;
-  for (const Document* d : docs) {
-    const Value* v = d->GetPath(state_field);
+  for (const Document* d : c->docs) {
+    const Value* v = d->GetPath(c->state_field);
     if (v == nullptr || !v->is_string()) {
       ++without_state;
       continue;
@@ -702,25 +739,65 @@ Status Inferrer::Run(const std::string& collection, const std::vector<const Docu
     e.value = *v->as_string();
     ++e.count;
   }
-  for (std::size_t i = 0; i < follow.size(); ++i)
-    if (const Value* v = follow[i]->GetPath(state_field); v != nullptr && v->is_string())
-      AddMarks(&by_value[*v->as_string()], marks[i]);
+  for (std::size_t i = 0; i < c->follow.size(); ++i)
+    if (const Value* v = c->follow[i]->GetPath(c->state_field); v != nullptr && v->is_string())
+      AddMarks(&by_value[*v->as_string()], c->marks[i]);
   if (without_state > 0)
-    out.unsure.push_back(Of(without_state, n) + " documents had no string '" + state_field +
-                         "': a sweep quarantines them");
+    c->out().unsure.push_back(Of(without_state, c->n) + " documents had no string '" +
+                              c->state_field + "': a sweep quarantines them");
+  return by_value;
+}
+
+bool HoldsMarkers(TxnState s) {
+  return s == TxnState::kPending || s == TxnState::kApplied || s == TxnState::kCanceling;
+}
+
+// A value not decided by its spelling, by its evidence.
+void ByEvidence(const Context& c, StateEvidence* e, bool most_frequent, std::set<TxnState>* taken) {
+  const std::string seen = Of(e->count, c.n) + " documents";
+  const std::string markers = e->followed == 0
+                                  ? "none of them followed"
+                                  : Of(e->marked, e->followed) + " followed hold a marker";
+  const bool steps = c.kind != "tagged-insert";
+  if (e->count == 1) {
+    e->why = "seen once (" + markers + "): too little to tell which state it is";
+  } else if (steps && e->marked > 0 && e->prefix > 0 && e->suffix == 0 &&
+             !taken->count(TxnState::kPending)) {
+    e->role = TxnState::kPending;
+    e->why = seen + ", " + markers + ", " + WithThousands(e->prefix) +
+             " with an early step marked and a later one not: the steps are applied in it";
+  } else if (steps && e->marked > 0 && e->suffix > 0 && e->prefix == 0 &&
+             !taken->count(TxnState::kApplied)) {
+    e->role = TxnState::kApplied;
+    e->why = seen + ", " + markers + ", " + WithThousands(e->suffix) +
+             " with a later step marked and an early one not: the markers are pulled in it";
+  } else if (e->marked > 0) {
+    e->why = seen + ", " + markers +
+             ": in flight (pending, applied or canceling), but no transaction in it shows the "
+             "order its markers come or go in";
+  } else if (most_frequent && !taken->count(TxnState::kDone) && e->followed > 0) {
+    e->role = TxnState::kDone;
+    e->why = seen + ", the most frequent, " + markers + ": the finished state";
+  } else {
+    e->why = seen + ", " + markers +
+             ": a transaction not started yet (initial) or one cancelled; nothing in the "
+             "documents tells them apart";
+  }
+  if (e->role) taken->insert(*e->role);
+}
+
+// Each value's state: by a documented spelling the evidence agrees with, else by evidence.
+std::vector<StateEvidence*> AssignStates(Context* c, std::map<std::string, StateEvidence>* all,
+                                         std::set<TxnState>* taken) {
   std::vector<StateEvidence*> values;
-  for (auto& [v, e] : by_value) values.push_back(&e);
-  std::sort(values.begin(), values.end(),
-            [](const StateEvidence* a, const StateEvidence* b) { return a->count > b->count; });
-  std::set<TxnState> taken;
-  auto holds_markers = [](TxnState s) {
-    return s == TxnState::kPending || s == TxnState::kApplied || s == TxnState::kCanceling;
-  };
-  // 1. A spelling the profile documents, where the evidence agrees.
+  for (auto& [v, e] : *all) values.push_back(&e);
+  std::stable_sort(
+      values.begin(), values.end(),
+      [](const StateEvidence* a, const StateEvidence* b) { return a->count > b->count; });
   for (StateEvidence* e : values) {
-    std::optional<TxnState> s = recognised.Parse(e->value);
+    std::optional<TxnState> s = c->recognised.Parse(e->value);
     if (!s) continue;
-    if (e->marked > 0 && !holds_markers(*s)) {
+    if (e->marked > 0 && !HoldsMarkers(*s)) {
       e->why = "the profile's spelling of " + std::string(TxnStateName(*s)) + ", but " +
                Of(e->marked, e->followed) +
                " of its transactions followed hold a marker: not taken";
@@ -728,81 +805,77 @@ Status Inferrer::Run(const std::string& collection, const std::vector<const Docu
     }
     e->role = s;
     e->why = "the profile's documented spelling";
-    taken.insert(*s);
+    taken->insert(*s);
   }
-  // 2. The others by their evidence.
-  const StateEvidence* most = values.front();
-  for (StateEvidence* e : values) {
-    if (e->role || !e->why.empty()) continue;
-    const std::string seen = Of(e->count, n) + " documents";
-    const std::string markers = e->followed == 0
-                                    ? "none of them followed"
-                                    : Of(e->marked, e->followed) + " followed hold a marker";
-    if (e->count == 1) {
-      e->why = "seen once (" + markers + "): too little to tell which state it is";
-      continue;
-    }
-    if (kind != "tagged-insert" && e->marked > 0 && e->prefix > 0 && e->suffix == 0 &&
-        !taken.count(TxnState::kPending)) {
-      e->role = TxnState::kPending;
-      e->why = seen + ", " + markers + ", " + WithThousands(e->prefix) +
-               " with an early step marked and a later one not: the steps are applied in it";
-    } else if (kind != "tagged-insert" && e->marked > 0 && e->suffix > 0 && e->prefix == 0 &&
-               !taken.count(TxnState::kApplied)) {
-      e->role = TxnState::kApplied;
-      e->why = seen + ", " + markers + ", " + WithThousands(e->suffix) +
-               " with a later step marked and an early one not: the markers are pulled in it";
-    } else if (e->marked > 0) {
-      e->why = seen + ", " + markers +
-               ": in flight (pending, applied or canceling), but no "
-               "transaction in it shows the order its markers come or go in";
-    } else if (e == most && !taken.count(TxnState::kDone) && e->followed > 0) {
-      e->role = TxnState::kDone;
-      e->why = seen + ", the most frequent, " + markers + ": the finished state";
-    } else {
-      e->why = seen + ", " + markers +
-               ": a transaction not started yet (initial) or one cancelled; nothing in the "
-               "documents tells them apart";
-    }
-    if (e->role) taken.insert(*e->role);
-  }
+  for (StateEvidence* e : values)
+    if (!e->role && e->why.empty()) ByEvidence(*c, e, e == values.front(), taken);
+  return values;
+}
+
+// The [watch.states] lines: each state whose spellings seen differ from the profile's.
+void StateLines(Context* c, const std::vector<StateEvidence*>& values,
+                const std::set<TxnState>& taken) {
+  CollectionProposal& out = c->out();
   for (const StateEvidence* e : values) {
     const std::string role = e->role ? std::string(TxnStateName(*e->role)) : "?";
     out.evidence.push_back("state " + Quoted(e->value) + " -> " + role + ": " + e->why);
-    if (!e->role) {
-      out.unsure.push_back("state " + Quoted(e->value) + ": " + e->why);
-      r->undecided_keys.push_back("# ? = [" + Quoted(e->value) + "]   (" + WithThousands(e->count) +
-                                  " documents; see above)");
-    }
+    if (e->role) continue;
+    out.unsure.push_back("state " + Quoted(e->value) + ": " + e->why);
+    c->r->undecided_keys.push_back("# ? = [" + Quoted(e->value) + "]   (" +
+                                   WithThousands(e->count) + " documents; see above)");
   }
   for (const TxnState s : kAllTxnStates) {
-    std::vector<std::string> seen;
+    std::vector<std::string> seen;  // most frequent first: the one the daemon writes
     for (const StateEvidence* e : values)
-      if (e->role == s) seen.push_back(e->value);  // most frequent first: the written one
-    const auto& defaults = documented.states.For(s);
-    const bool same = !seen.empty() && seen.front() == (defaults.empty() ? "" : defaults.front()) &&
+      if (e->role == s) seen.push_back(e->value);
+    const auto& defaults = c->documented.states.For(s);
+    const bool same = !seen.empty() && !defaults.empty() && seen.front() == defaults.front() &&
                       std::all_of(seen.begin(), seen.end(), [&](const std::string& v) {
                         return std::find(defaults.begin(), defaults.end(), v) != defaults.end();
                       });
     if (seen.empty() || same) continue;
     std::string list;
     for (const auto& v : seen) list += (list.empty() ? "" : ", ") + Quoted(v);
-    r->state_lines.push_back(std::string(TxnStateName(s)) + " = [" + list + "]");
+    c->r->state_lines.push_back(std::string(TxnStateName(s)) + " = [" + list + "]");
   }
   const bool foreign = std::any_of(values.begin(), values.end(), [&](const StateEvidence* e) {
-    return !recognised.Parse(e->value);
+    return !c->recognised.Parse(e->value);
   });
   for (const TxnState s : kAllTxnStates)
-    if (!taken.count(s) && !documented.states.For(s).empty() && foreign)
-      out.unsure.push_back(std::string(TxnStateName(s)) +
-                           ": not seen in the sample; the "
-                           "profile's spelling " +
-                           Quoted(documented.states.Written(s)) +
-                           " is what the daemon writes there");
-  if (!taken.count(TxnState::kPending) && kind != "tagged-insert")
+    if (!taken.count(s) && !c->documented.states.For(s).empty() && foreign)
+      out.unsure.push_back(
+          std::string(TxnStateName(s)) + ": not seen in the sample; the profile's spelling " +
+          Quoted(c->documented.states.Written(s)) + " is what the daemon writes there");
+  if (!taken.count(TxnState::kPending) && c->kind != "tagged-insert")
     out.unsure.push_back("no value is known to be the state the steps are applied in (pending)");
-  (void)step_order;
-  out.verdict = r->undecided_keys.empty() ? Verdict::kProposed : Verdict::kUndecided;
+}
+
+Status Inferrer::Run(const std::string& collection, const std::vector<const Document*>& docs,
+                     Inferred* r) {
+  Context c;
+  c.r = r;
+  c.collection = collection;
+  c.docs = docs;
+  c.n = std::ssize(docs);
+  c.stats = Statistics(docs, o_.lease_field);
+  c.follow.assign(docs.begin(), docs.begin() + std::min<std::int64_t>(c.n, o_.follow));
+  if (Status s = Structure(&c); !s.ok()) return s;
+  if (Status s = Markers(&c); !s.ok()) return s;
+  if (!ChooseStateField(&c)) return Status::Ok();
+  ChooseProfile(&c);
+  if (!ChooseMarker(&c)) return Status::Ok();
+  ChooseTime(&c);
+  if (c.kind == "transfer")
+    TransferKeys(&c);
+  else if (c.kind == "steps")
+    StepsKeys(&c);
+  else
+    OperationsAndTaggedKeys(&c);
+  std::map<std::string, StateEvidence> all = StateValues(&c);
+  std::set<TxnState> taken;
+  const std::vector<StateEvidence*> values = AssignStates(&c, &all, &taken);
+  StateLines(&c, values, taken);
+  r->out.verdict = r->undecided_keys.empty() ? Verdict::kProposed : Verdict::kUndecided;
   return Status::Ok();
 }
 
@@ -905,7 +978,7 @@ Status Propose(Store* store, const std::string& database, const ProposeOptions& 
       for (const auto& group : shapes) {
         Inferred part;
         if (Status s = inferrer.Run(name, group, &part); !s.ok()) return s;
-        std::string block = "shape of " + Of(group.size(), c.sampled) + " documents: ";
+        std::string block = "shape of " + Of(std::ssize(group), c.sampled) + " documents: ";
         if (part.out.verdict == Verdict::kNotTransactions) {
           c.evidence.push_back(block + "no transaction: " + part.out.why);
           continue;
@@ -953,8 +1026,6 @@ std::string ProposalText(const Proposal& p) {
         os << ": MIXED, no watch: " << c.why << "\n";
         break;
       case Verdict::kNotTransactions:
-        os << ": no watch: " << c.why << "\n";
-        continue;
       case Verdict::kEmpty:
       case Verdict::kOwn:
         os << ": no watch: " << c.why << "\n";

@@ -208,40 +208,11 @@ std::vector<TaggedPlan> TaggedPlans(const Thresholds& t, std::size_t c) {
   return plans;
 }
 
-Status RehearseTagged(Store* store, Clock* clock, const WatchSpec& w,
-                      const RehearseOptions& options, DateTime now, std::mt19937_64* rng,
-                      RehearsalReport* report) {
-  const TaggedInsertProfile& ti = *w.profile.tagged_insert();
-  auto stopped = [&] { return options.stop != nullptr && options.stop->load(); };
-  const std::vector<TaggedPlan> plans = TaggedPlans(w.thresholds, ti.tagged_collections.size());
-  std::vector<std::pair<TaggedPlan, Value>> planted;
+// The sweep's engine, as `sweep` runs it; twice, so that nothing is applied twice either.
+Status SweepTwice(Store* store, Clock* clock, const WatchSpec& w, const RehearseOptions& options) {
   Status status = Status::Ok();
-  for (std::size_t s = 0; status.ok() && s < plans.size() && !stopped(); ++s) {
-    const TaggedPlan& plan = plans[s];
-    const Value id(NewId(rng, now.millis - plan.age.count()));
-    Document doc{{"_id", id}};
-    doc.SetPath(w.profile.state_field, w.profile.states.Written(plan.state));
-    doc.SetPath(w.profile.time_field, DateTime{now.millis - plan.age.count()});
-    status = store->InsertMany(w.ns, {doc});
-    for (std::size_t c = 0; status.ok() && c < plan.inserted; ++c) {
-      std::vector<Document> docs;
-      for (int i = 0; i < kTaggedPerCollection; ++i) {
-        Document d{{"_id", NewId(rng, now.millis)}, {kOrigin, id}, {"part", i}};
-        d.SetPath(ti.tag_field, id);
-        docs.push_back(std::move(d));
-      }
-      const Namespace ns{w.ns.database, ti.tagged_collections[c]};
-      status = store->InsertMany(ns, docs);
-      WriteResult r;
-      if (status.ok() && c < plan.untagged)
-        status = store->UpdateMany(ns, Filter().Eq(ti.tag_field, id),
-                                   Update().Unset(ti.tag_field).Set(ti.valid_field, true), &r);
-      if (status.ok() && c < plan.deleted)
-        status = store->DeleteMany(ns, Filter().Eq(ti.tag_field, id), &r);
-    }
-    planted.emplace_back(plan, id);
-  }
-  for (int pass = 0; pass < 2 && status.ok() && !stopped(); ++pass) {
+  for (int pass = 0; pass < 2 && status.ok(); ++pass) {
+    if (options.stop != nullptr && options.stop->load()) break;
     SweepOptions so = options.sweep;
     so.dry_run = false;
     so.stop = options.stop;
@@ -250,49 +221,105 @@ Status RehearseTagged(Store* store, Clock* clock, const WatchSpec& w,
     status = SweepAndRetain(
         &sweeper, w, [](const TxnReport&) {}, &summary);
   }
-  for (const auto& [plan, id] : planted) {
-    if (!status.ok() || stopped()) break;
+  return status;
+}
+
+// The transaction `id` as the sweeps left it: the state it must have reached, not
+// quarantined.
+Status CheckEnd(Store* store, const WatchSpec& w, const Value& id, TxnState expect,
+                RehearsalScenario* sc) {
+  sc->expected = std::string(TxnStateName(expect));
+  std::optional<Document> after;
+  if (Status s = store->FindOne(w.ns, Filter().Eq("_id", id), &after); !s.ok()) return s;
+  Transaction t;
+  if (!after) {
+    sc->violations.push_back("the transaction is gone");
+    return Status::Ok();
+  }
+  if (Status parsed = w.profile.Parse(*after, w.ns, w.lease_field, &t); !parsed.ok()) {
+    sc->violations.push_back("it no longer parses: " + parsed.ToString());
+    return Status::Ok();
+  }
+  const Value* state = after->GetPath(w.profile.state_field);
+  sc->reached = state && state->is_string() ? *state->as_string() : "?";
+  if (w.profile.tagged_insert() && t.state == TxnState::kCancelled) sc->reached += " (rolled back)";
+  if (t.record.quarantine) sc->violations.push_back("quarantined: " + t.record.quarantine->reason);
+  if (t.state != expect)
+    sc->violations.push_back("ended " + std::string(TxnStateName(t.state)) + ", not " +
+                             sc->expected);
+  return Status::Ok();
+}
+
+// The documents of one tagged insert's transaction, in each tagged collection, as the
+// application had left them at `plan`'s crash point.
+Status PlantTagged(Store* store, const WatchSpec& w, const TaggedPlan& plan, const Value& id,
+                   DateTime now, std::mt19937_64* rng) {
+  const TaggedInsertProfile& ti = *w.profile.tagged_insert();
+  Document doc{{"_id", id}};
+  doc.SetPath(w.profile.state_field, w.profile.states.Written(plan.state));
+  doc.SetPath(w.profile.time_field, DateTime{now.millis - plan.age.count()});
+  Status status = store->InsertMany(w.ns, {doc});
+  for (std::size_t c = 0; status.ok() && c < plan.inserted; ++c) {
+    std::vector<Document> docs;
+    for (int i = 0; i < kTaggedPerCollection; ++i) {
+      Document d{{"_id", NewId(rng, now.millis)}, {kOrigin, id}, {"part", i}};
+      d.SetPath(ti.tag_field, id);
+      docs.push_back(std::move(d));
+    }
+    const Namespace ns{w.ns.database, ti.tagged_collections[c]};
+    status = store->InsertMany(ns, docs);
+    WriteResult r;
+    if (status.ok() && c < plan.untagged)
+      status = store->UpdateMany(ns, Filter().Eq(ti.tag_field, id),
+                                 Update().Unset(ti.tag_field).Set(ti.valid_field, true), &r);
+    if (status.ok() && c < plan.deleted)
+      status = store->DeleteMany(ns, Filter().Eq(ti.tag_field, id), &r);
+  }
+  return status;
+}
+
+// All of a tagged insert's documents, untagged and valid (done), or none (rolled back).
+Status CheckTagged(Store* store, const WatchSpec& w, const Value& id, TxnState expect,
+                   RehearsalScenario* sc) {
+  const TaggedInsertProfile& ti = *w.profile.tagged_insert();
+  for (const std::string& coll : ti.tagged_collections) {
+    const Namespace ns{w.ns.database, coll};
+    std::int64_t all = 0, tagged = 0, valid = 0;
+    Status s = store->Count(ns, Filter().Eq(kOrigin, id), &all);
+    if (s.ok()) s = store->Count(ns, Filter().Eq(ti.tag_field, id), &tagged);
+    if (s.ok()) s = store->Count(ns, Filter().Eq(kOrigin, id).Eq(ti.valid_field, true), &valid);
+    if (!s.ok()) return s;
+    const std::int64_t want = expect == TxnState::kDone ? kTaggedPerCollection : 0;
+    if (all != want)
+      sc->violations.push_back(coll + ": " + std::to_string(all) + " of its documents, not " +
+                               std::to_string(want));
+    if (tagged > 0)
+      sc->violations.push_back(coll + ": " + std::to_string(tagged) + " documents still tagged");
+    if (expect == TxnState::kDone && valid != want)
+      sc->violations.push_back(coll + ": " + std::to_string(valid) + " of " + std::to_string(want) +
+                               " documents valid");
+  }
+  return Status::Ok();
+}
+
+Status RehearseTagged(Store* store, Clock* clock, const WatchSpec& w,
+                      const RehearseOptions& options, DateTime now, std::mt19937_64* rng,
+                      RehearsalReport* report) {
+  auto stopped = [&] { return options.stop != nullptr && options.stop->load(); };
+  const auto plans =
+      TaggedPlans(w.thresholds, w.profile.tagged_insert()->tagged_collections.size());
+  std::vector<Value> ids;
+  Status status = Status::Ok();
+  for (std::size_t s = 0; status.ok() && s < plans.size() && !stopped(); ++s) {
+    ids.emplace_back(NewId(rng, now.millis - plans[s].age.count()));
+    status = PlantTagged(store, w, plans[s], ids.back(), now, rng);
+  }
+  if (status.ok()) status = SweepTwice(store, clock, w, options);
+  for (std::size_t s = 0; status.ok() && s < ids.size() && !stopped(); ++s) {
     RehearsalScenario sc;
-    sc.name = plan.name;
-    sc.expected = std::string(TxnStateName(plan.expect));
-    std::optional<Document> after;
-    status = store->FindOne(w.ns, Filter().Eq("_id", id), &after);
-    if (!status.ok()) break;
-    Transaction t;
-    if (!after) {
-      sc.violations.push_back("the transaction is gone");
-    } else if (Status parsed = w.profile.Parse(*after, w.ns, w.lease_field, &t); !parsed.ok()) {
-      sc.violations.push_back("it no longer parses: " + parsed.ToString());
-    } else {
-      const Value* state = after->GetPath(w.profile.state_field);
-      sc.reached = state && state->is_string() ? *state->as_string() : "?";
-      if (t.record.quarantine)
-        sc.violations.push_back("quarantined: " + t.record.quarantine->reason);
-      if (t.state != plan.expect)
-        sc.violations.push_back("ended " + std::string(TxnStateName(t.state)) + ", not " +
-                                sc.expected);
-      if (plan.expect == TxnState::kCancelled) sc.reached += " (rolled back)";
-    }
-    // All of its documents, untagged and valid (done), or none (rolled back).
-    for (std::size_t c = 0; c < ti.tagged_collections.size(); ++c) {
-      const Namespace ns{w.ns.database, ti.tagged_collections[c]};
-      std::int64_t all = 0, tagged = 0, valid = 0;
-      if (status.ok()) status = store->Count(ns, Filter().Eq(kOrigin, id), &all);
-      if (status.ok()) status = store->Count(ns, Filter().Eq(ti.tag_field, id), &tagged);
-      if (status.ok())
-        status = store->Count(ns, Filter().Eq(kOrigin, id).Eq(ti.valid_field, true), &valid);
-      if (!status.ok()) break;
-      const std::int64_t want = plan.expect == TxnState::kDone ? kTaggedPerCollection : 0;
-      if (all != want)
-        sc.violations.push_back(ns.collection + ": " + std::to_string(all) +
-                                " of its documents, not " + std::to_string(want));
-      if (tagged > 0)
-        sc.violations.push_back(ns.collection + ": " + std::to_string(tagged) +
-                                " documents still tagged");
-      if (plan.expect == TxnState::kDone && valid != want)
-        sc.violations.push_back(ns.collection + ": " + std::to_string(valid) + " of " +
-                                std::to_string(want) + " documents valid");
-    }
+    sc.name = plans[s].name;
+    status = CheckEnd(store, w, ids[s], plans[s].expect, &sc);
+    if (status.ok()) status = CheckTagged(store, w, ids[s], plans[s].expect, &sc);
     sc.passed = sc.violations.empty();
     report->scenarios.push_back(std::move(sc));
   }
@@ -310,6 +337,119 @@ Status Apply(Store* store, const ParticipantStep& step, const Update& u) {
   return store->UpdateOne(step.ns, step.target, u, &r);
 }
 
+using Participants = std::map<std::string, std::map<std::string, Document>>;
+
+// The number of participant steps of one transaction of the watch's shape.
+Status StepCount(const WatchSpec& w, DateTime now, std::mt19937_64* rng, std::size_t* n) {
+  Participants scratch;
+  Document probe = Shape(w.profile, w.ns.database, 0, &scratch, rng, now.millis);
+  probe.Set("_id", NewId(rng, now.millis));
+  probe.SetPath(w.profile.state_field, w.profile.states.Written(TxnState::kPending));
+  probe.SetPath(w.profile.time_field, now);
+  Transaction t;
+  Status s = w.profile.Parse(probe, w.ns, w.lease_field, &t);
+  *n = t.steps.size();
+  return s;
+}
+
+// One scenario's participants and transaction, then what its application had done when it
+// crashed, each step with the very update the daemon would send.
+Status PlantSteps(Store* store, const WatchSpec& w, const Plan& plan, int s, DateTime now,
+                  std::mt19937_64* rng, Participants* before, Planted* p) {
+  Participants mine;
+  Document doc = Shape(w.profile, w.ns.database, s, &mine, rng, now.millis);
+  *p = Planted{plan, Value(NewId(rng, now.millis - plan.age.count())), {}};
+  doc.Set("_id", p->id);
+  doc.SetPath(w.profile.state_field, w.profile.states.Written(plan.state));
+  doc.SetPath(w.profile.time_field, DateTime{now.millis - plan.age.count()});
+  Status status = Status::Ok();
+  for (auto& [coll, docs] : mine) {
+    std::vector<Document> list;
+    for (auto& [key, d] : docs) {
+      list.push_back(d);
+      (*before)[coll][key] = d;
+    }
+    if (status.ok()) status = store->InsertMany({w.ns.database, coll}, list);
+  }
+  if (status.ok()) status = w.profile.Parse(doc, w.ns, w.lease_field, &p->txn);
+  if (status.ok()) status = store->InsertMany(w.ns, {doc});
+  const auto& steps = p->txn.steps;
+  for (std::size_t i = 0; status.ok() && i < plan.applied; ++i)
+    status = Apply(store, steps[i], steps[i].apply);
+  for (std::size_t i = 0; status.ok() && i < plan.finished; ++i)
+    status = Apply(store, steps[i], steps[i].finish);
+  for (std::size_t i = 0; status.ok() && i < plan.undone; ++i)
+    status = Apply(store, steps[i], steps[i].undo);
+  if (status.ok() && plan.late && !steps.empty()) status = Apply(store, steps[0], steps[0].apply);
+  return status;
+}
+
+// Each participant as if the transaction had applied exactly once (done) or never
+// (cancelled), and without its marker.
+Status CheckParticipants(Store* store, const Planted& p, Participants& before, DateTime now,
+                         RehearsalScenario* sc) {
+  std::map<std::string, Document> expected;  // by collection and target
+  for (const ParticipantStep& step : p.txn.steps) {
+    const std::string where = step.ns.collection + " " + step.target.ToString();
+    if (!expected.count(where))
+      for (const auto& [key, d] : before[step.ns.collection])
+        if (step.target.Matches(d)) expected[where] = d;
+    if (p.plan.expect == TxnState::kDone) {
+      (void)step.apply.ApplyTo(&expected[where], now);
+      (void)step.finish.ApplyTo(&expected[where], now);
+    }
+  }
+  for (const ParticipantStep& step : p.txn.steps) {
+    const std::string where = step.ns.collection + " " + step.target.ToString();
+    std::optional<Document> actual;
+    if (Status s = store->FindOne(step.ns, step.target, &actual); !s.ok()) return s;
+    if (!actual) {
+      sc->violations.push_back(where + ": the participant is gone");
+      continue;
+    }
+    if (const Value* m = actual->GetPath(step.marker_field);
+        m && m->as_array() &&
+        std::find(m->as_array()->begin(), m->as_array()->end(), p.id) != m->as_array()->end())
+      sc->violations.push_back(where + ": the transaction's marker is still there");
+    for (const UpdateOp& op : step.apply.ops()) {
+      if (op.path == step.marker_field) continue;
+      const Value* want = expected[where].GetPath(op.path);
+      const Value* got = actual->GetPath(op.path);
+      if ((want == nullptr) != (got == nullptr) || (want && !(*want == *got)))
+        sc->violations.push_back(
+            where + ": " + op.path + " is " + (got ? got->ToString() : "absent") + ", not " +
+            (want ? want->ToString() : "absent") +
+            (p.plan.expect == TxnState::kDone ? " (applied once)" : " (never applied)"));
+    }
+  }
+  return Status::Ok();
+}
+
+Status RehearseSteps(Store* store, Clock* clock, const WatchSpec& w, const RehearseOptions& options,
+                     DateTime now, std::mt19937_64* rng, RehearsalReport* report) {
+  auto stopped = [&] { return options.stop != nullptr && options.stop->load(); };
+  std::size_t n = 0;
+  Status status = StepCount(w, now, rng, &n);
+  const std::vector<Plan> plans = Plans(w.profile, w.thresholds, n);
+  std::vector<Planted> planted;
+  Participants before;
+  for (std::size_t s = 0; status.ok() && s < plans.size() && !stopped(); ++s) {
+    planted.emplace_back();
+    status =
+        PlantSteps(store, w, plans[s], static_cast<int>(s), now, rng, &before, &planted.back());
+  }
+  if (status.ok()) status = SweepTwice(store, clock, w, options);
+  for (std::size_t s = 0; status.ok() && s < planted.size() && !stopped(); ++s) {
+    RehearsalScenario sc;
+    sc.name = planted[s].plan.name;
+    status = CheckEnd(store, w, planted[s].id, planted[s].plan.expect, &sc);
+    if (status.ok()) status = CheckParticipants(store, planted[s], before, now, &sc);
+    sc.passed = sc.violations.empty();
+    report->scenarios.push_back(std::move(sc));
+  }
+  return status;
+}
+
 }  // namespace
 
 Status Rehearse(Store* store, Clock* clock, const WatchSpec& watch, const RehearseOptions& options,
@@ -322,150 +462,21 @@ Status Rehearse(Store* store, Clock* clock, const WatchSpec& watch, const Rehear
   std::set<std::string> collections;
   const WatchSpec w = ScratchWatch(watch, report->prefix, &report->unsupported, &collections);
   if (!report->unsupported.empty()) return Status::Ok();
-  auto stopped = [&] { return options.stop != nullptr && options.stop->load(); };
-  auto drop_all = [&] {
-    for (const std::string& c : collections)
-      if (!store->DropCollection({w.ns.database, c}).ok()) report->left_behind.push_back(c);
-  };
   report->created.assign(collections.begin(), collections.end());
-  Status status = Status::Ok();
-  std::vector<Planted> planted;
-  std::map<std::string, std::map<std::string, Document>> before;  // participants
   DateTime now;
   std::mt19937_64 rng(std::random_device{}());
-  status = store->ServerTime(&now);
-  if (status.ok() && w.profile.tagged_insert()) {
-    status = RehearseTagged(store, clock, w, options, now, &rng, report);
-    drop_all();
-    report->millis = std::chrono::duration_cast<std::chrono::milliseconds>(
-                         std::chrono::steady_clock::now() - started)
-                         .count();
-    if (status.ok() && stopped()) return Status::Aborted("the rehearsal was stopped");
-    return status;
-  }
-  // The number of steps of one transaction of this shape.
-  std::size_t n = 0;
-  if (status.ok()) {
-    std::map<std::string, std::map<std::string, Document>> scratch;
-    Document probe = Shape(w.profile, w.ns.database, 0, &scratch, &rng, now.millis);
-    probe.Set("_id", NewId(&rng, now.millis));
-    probe.SetPath(w.profile.state_field, w.profile.states.Written(TxnState::kPending));
-    probe.SetPath(w.profile.time_field, now);
-    Transaction t;
-    status = w.profile.Parse(probe, w.ns, w.lease_field, &t);
-    n = t.steps.size();
-  }
-  const std::vector<Plan> plans = Plans(w.profile, w.thresholds, n);
-  // Plant: each scenario's participants, its transaction, then what the application had done.
-  for (std::size_t s = 0; status.ok() && s < plans.size() && !stopped(); ++s) {
-    const Plan& plan = plans[s];
-    std::map<std::string, std::map<std::string, Document>> mine;
-    Document doc = Shape(w.profile, w.ns.database, static_cast<int>(s), &mine, &rng, now.millis);
-    Planted p{plan, Value(NewId(&rng, now.millis - plan.age.count())), {}};
-    doc.Set("_id", p.id);
-    doc.SetPath(w.profile.state_field, w.profile.states.Written(plan.state));
-    doc.SetPath(w.profile.time_field, DateTime{now.millis - plan.age.count()});
-    for (auto& [coll, docs] : mine) {
-      std::vector<Document> list;
-      for (auto& [key, d] : docs) {
-        list.push_back(d);
-        before[coll][key] = d;
-      }
-      if (status.ok()) status = store->InsertMany({w.ns.database, coll}, list);
-    }
-    if (status.ok()) status = w.profile.Parse(doc, w.ns, w.lease_field, &p.txn);
-    if (status.ok()) status = store->InsertMany(w.ns, {doc});
-    const auto& steps = p.txn.steps;
-    for (std::size_t i = 0; status.ok() && i < plan.applied; ++i)
-      status = Apply(store, steps[i], steps[i].apply);
-    for (std::size_t i = 0; status.ok() && i < plan.finished; ++i)
-      status = Apply(store, steps[i], steps[i].finish);
-    for (std::size_t i = 0; status.ok() && i < plan.undone; ++i)
-      status = Apply(store, steps[i], steps[i].undo);
-    if (status.ok() && plan.late && !steps.empty()) status = Apply(store, steps[0], steps[0].apply);
-    planted.push_back(std::move(p));
-  }
-  // The engine, as `sweep` runs it; twice, so that nothing is applied twice either.
-  for (int pass = 0; pass < 2 && status.ok() && !stopped(); ++pass) {
-    SweepOptions so = options.sweep;
-    so.dry_run = false;
-    so.stop = options.stop;
-    Sweeper sweeper(store, clock, so);
-    WatchSummary summary;
-    status = SweepAndRetain(
-        &sweeper, w, [](const TxnReport&) {}, &summary);
-  }
-  // The invariants.
-  for (std::size_t s = 0; status.ok() && s < planted.size() && !stopped(); ++s) {
-    const Planted& p = planted[s];
-    RehearsalScenario sc;
-    sc.name = p.plan.name;
-    sc.expected = std::string(TxnStateName(p.plan.expect));
-    std::optional<Document> after;
-    status = store->FindOne(w.ns, Filter().Eq("_id", p.id), &after);
-    if (!status.ok()) break;
-    Transaction t;
-    if (!after) {
-      sc.violations.push_back("the transaction is gone");
-    } else if (Status parsed = w.profile.Parse(*after, w.ns, w.lease_field, &t); !parsed.ok()) {
-      sc.violations.push_back("it no longer parses: " + parsed.ToString());
-    } else {
-      const Value* state = after->GetPath(w.profile.state_field);
-      sc.reached = state && state->is_string() ? *state->as_string() : "?";
-      if (t.record.quarantine)
-        sc.violations.push_back("quarantined: " + t.record.quarantine->reason);
-      if (t.state != p.plan.expect)
-        sc.violations.push_back("ended " + std::string(TxnStateName(t.state)) + ", not " +
-                                sc.expected);
-    }
-    // Each participant as if the transaction had applied exactly once (done) or never
-    // (cancelled), and without its marker.
-    std::map<std::string, Document> expected;  // by ns + key
-    for (const ParticipantStep& step : p.txn.steps) {
-      const std::string where = step.ns.collection + " " + step.target.ToString();
-      if (!expected.count(where)) {
-        std::optional<Document> initial;
-        for (const auto& [key, d] : before[step.ns.collection])
-          if (step.target.Matches(d)) initial = d;
-        expected[where] = initial.value_or(Document{});
-      }
-      if (p.plan.expect == TxnState::kDone) {
-        (void)step.apply.ApplyTo(&expected[where], now);
-        (void)step.finish.ApplyTo(&expected[where], now);
-      }
-    }
-    for (const ParticipantStep& step : p.txn.steps) {
-      const std::string where = step.ns.collection + " " + step.target.ToString();
-      std::optional<Document> actual;
-      status = store->FindOne(step.ns, step.target, &actual);
-      if (!status.ok()) break;
-      if (!actual) {
-        sc.violations.push_back(where + ": the participant is gone");
-        continue;
-      }
-      if (const Value* m = actual->GetPath(step.marker_field);
-          m && m->as_array() &&
-          std::find(m->as_array()->begin(), m->as_array()->end(), p.id) != m->as_array()->end())
-        sc.violations.push_back(where + ": the transaction's marker is still there");
-      for (const UpdateOp& op : step.apply.ops()) {
-        if (op.path == step.marker_field) continue;
-        const Value* want = expected[where].GetPath(op.path);
-        const Value* got = actual->GetPath(op.path);
-        if ((want == nullptr) != (got == nullptr) || (want && !(*want == *got)))
-          sc.violations.push_back(
-              where + ": " + op.path + " is " + (got ? got->ToString() : "absent") + ", not " +
-              (want ? want->ToString() : "absent") +
-              (p.plan.expect == TxnState::kDone ? " (applied once)" : " (never applied)"));
-      }
-    }
-    sc.passed = sc.violations.empty();
-    report->scenarios.push_back(std::move(sc));
-  }
-  drop_all();
+  Status status = store->ServerTime(&now);
+  if (status.ok())
+    status = w.profile.tagged_insert() ? RehearseTagged(store, clock, w, options, now, &rng, report)
+                                       : RehearseSteps(store, clock, w, options, now, &rng, report);
+  // Whatever happened: the scratch collections go.
+  for (const std::string& c : collections)
+    if (!store->DropCollection({w.ns.database, c}).ok()) report->left_behind.push_back(c);
   report->millis = std::chrono::duration_cast<std::chrono::milliseconds>(
                        std::chrono::steady_clock::now() - started)
                        .count();
-  if (status.ok() && stopped()) return Status::Aborted("the rehearsal was stopped");
+  if (status.ok() && options.stop != nullptr && options.stop->load())
+    return Status::Aborted("the rehearsal was stopped");
   return status;
 }
 

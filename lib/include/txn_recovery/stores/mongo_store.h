@@ -132,6 +132,7 @@ class MongoStore final : public Store {
 
  private:
   explicit MongoStore(std::unique_ptr<Impl> impl);
+  Status SampleOnce(const Namespace& ns, std::int64_t size, std::vector<Document>* docs);
   std::unique_ptr<Impl> impl_;
 };
 
