@@ -149,6 +149,10 @@ int RunRehearse(const Config& config, txn_recovery::MongoStore* store, bool json
         << server.value("topology", std::string("topology not reported")) << "; write concern "
         << config.mongodb.write_concern << ", read concern " << config.mongodb.read_concern << "\n";
   for (const auto& w : config.watches) {
+    if (stop != nullptr && stop->load()) {
+      code = std::max(code, static_cast<int>(kExitIncomplete));
+      break;
+    }
     txn_recovery::RehearseOptions ro;
     ro.sweep = SweepOptionsFor(config);
     ro.sweep.lease.owner = "rehearsal";

@@ -8,7 +8,9 @@
 
 #include <unistd.h>
 
+#include <csignal>
 #include <fstream>
+#include <thread>
 
 #include "rehearse_command.h"
 #include "support/bank.h"
@@ -204,6 +206,38 @@ TEST(RehearseCommand, EveryWatchOfTheFilePassesAndTheJsonReportSaysSo) {
   EXPECT_NE(json.out.find("\"write_concern\": \"majority\""), std::string::npos) << json.out;
   EXPECT_NE(json.out.find("\"topology\""), std::string::npos) << json.out;
   EXPECT_NE(json.out.find("\"passed\": true"), std::string::npos) << json.out;
+}
+
+// SIGTERM (as systemd or an operator's kill sends it) in the middle of a long rehearsal: it
+// stops between its phases, drops what it created, and exits 1.
+TEST(RehearseCommand, ASigtermStopsItAndWhatItCreatedIsDropped) {
+  TestUri uri = FindTestUri();
+  ASSERT_TRUE(uri.ok) << uri.uri_or_reason;
+  auto backend = TestBackend::Create("mongo");
+  ASSERT_TRUE(backend->error().empty()) << backend->error();
+  const std::string config =
+      ::testing::TempDir() + "rehearse_term_" + std::to_string(getpid()) + ".toml";
+  {
+    std::ofstream f(config);
+    for (int i = 0; i < 200; ++i)
+      f << "[[watch]]\nname = \"bank" << i << "\"\ndatabase = \"" << backend->database()
+        << "\"\ncollection = \"t" << i << "\"\nprofile = \"transfer\"\n";
+  }
+  auto p = StartTxnRecoveryd({"rehearse", "--config", config},
+                             {{"TXN_RECOVERYD_MONGODB_URI", uri.uri_or_reason}});
+  // Under way: its first watch's table is out (or it is still connecting: the signal is
+  // taken all the same).
+  for (int i = 0; i < 100 && p->Stdout().find("PASS") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  p->Signal(SIGTERM);
+  const std::optional<int> code = p->Wait(std::chrono::seconds(60));
+  std::remove(config.c_str());
+
+  EXPECT_EQ(code, 1) << p->Stdout() << p->Stderr();
+  EXPECT_NE(p->Stderr().find("stopping the rehearsal"), std::string::npos) << p->Stderr();
+  std::vector<std::string> names;
+  Must(backend->store()->ListCollections(backend->database(), &names));
+  for (const auto& n : names) EXPECT_NE(n.rfind(kRehearsalPrefix, 0), 0u) << n << " left behind";
 }
 
 }  // namespace
