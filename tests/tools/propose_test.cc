@@ -222,10 +222,12 @@ TEST_P(Propose, MongooseOperationsAreTheDocumentedWatch) {
                                                      Document{{"_id", "u2"}, {"money", 100}}}));
   auto ops = std::vector<Operation>{Operation::Inc("users", "u1", "money", -10),
                                     Operation::Inc("users", "u2", "money", 10)};
+  const OperationsSnapshot before = app.Take({"users"});
   const int all = OperationsApp::StepCount(ops.size());
-  for (int i = 0; i < 20; ++i) app.Run(ops, all);
+  std::vector<Value> ids;
+  for (int i = 0; i < 20; ++i) ids.push_back(app.Run(ops, all));
   for (int steps = 1; steps < all; ++steps)
-    for (int k = 0; k < 2; ++k) app.Run(ops, steps);
+    for (int k = 0; k < 2; ++k) ids.push_back(app.Run(ops, steps));
 
   Proposal p = Run();
 
@@ -236,22 +238,31 @@ TEST_P(Propose, MongooseOperationsAreTheDocumentedWatch) {
                   {"new", "pending", "applied", "done"});
   EXPECT_EQ(Of(p, "users").verdict, Verdict::kNotTransactions) << text_;
   ExpectEveryDocumentFits(w);
+  // A sweep with the proposal recovers them all (expired: rolled back or finished).
+  for (const Value& id : ids) app.Age(id, kExpired);
+  Sweep(w);
+  for (const auto& v : app.Violations(before)) ADD_FAILURE() << v;
 }
 
 TEST_P(Propose, TaggedInsertsAreFoundByTheTagTheirDocumentsCarry) {
   Profile profile = Profile::TaggedInsert();
   profile.tagged_insert()->tagged_collections = {"orders", "lines"};
   TaggedInsertApp app(store(), db(), profile);
-  for (int i = 0; i < 20; ++i) app.Commit();
+  app.AddBystanders();
+  const TaggedSnapshot before = app.Take();
+  std::vector<Value> ids;
+  for (int i = 0; i < 20; ++i) ids.push_back(app.Commit());
   for (int steps = 1; steps <= 4; ++steps)
     for (int k = 0; k < 2; ++k) {
       Value tx = app.InsertTransaction();
       for (int s = 2; s <= steps; ++s) Must(app.RunStep(tx, s));
+      ids.push_back(tx);
     }
   for (int k = 0; k < 2; ++k) {  // the application's rollback, killed before its delete
     Value tx = app.InsertTransaction();
     Must(app.RunStep(tx, 2));
     Must(app.RunStep(tx, 6));
+    ids.push_back(tx);
   }
 
   Proposal p = Run();
@@ -266,6 +277,10 @@ tagged_collections = ["orders", "lines"]
 )",
                   {"started", "finishing", "rollback", "done"});
   ExpectEveryDocumentFits(Loaded(c));
+  // A sweep with the proposal recovers them all (expired: rolled back or finished).
+  for (const Value& id : ids) app.Age(id, kExpired);
+  Sweep(Loaded(c));
+  for (const auto& v : app.Violations(before)) ADD_FAILURE() << v;
 }
 
 // The localized manual: the manual's transfer without a time field, numeric _ids, balances in
