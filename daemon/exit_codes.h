@@ -9,6 +9,9 @@ namespace txn_recoveryd {
 inline constexpr int kExitOk = 0;
 // Some transaction was quarantined or could not be finished.
 inline constexpr int kExitIncomplete = 1;
+// `rehearse`: an invariant did not hold on the scratch transactions (the engine, or this
+// deployment, does not recover the watch's shape as the tests prove it does).
+inline constexpr int kExitRehearsalFailed = 2;
 inline constexpr int kExitUsage = 64;        // EX_USAGE
 inline constexpr int kExitUnavailable = 69;  // EX_UNAVAILABLE: database unreachable
 inline constexpr int kExitSoftware = 70;     // EX_SOFTWARE: a bug

@@ -4,16 +4,22 @@
 #include <sys/stat.h>
 #include <CLI/CLI.hpp>
 
+#include <pthread.h>
+#include <signal.h>
+
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <exception>
 #include <iostream>
+#include <thread>
 
 #include "config.h"
 #include "config_schema.h"
 #include "exit_codes.h"
 #include "inspect_command.h"
 #include "logging.h"
+#include "rehearse_command.h"
 #include "revision.h"
 #include "suggest.h"
 #include "transaction_commands.h"
@@ -70,6 +76,33 @@ void AddSweepCommand(CLI::App* app, CliOptions* o) {
       ->type_name("K/N");
 }
 
+// The commands from a database to a proven configuration: propose reads the data, rehearse
+// proves each watch on the server.
+void AddProposeAndRehearse(CLI::App* app, CliOptions* o) {
+  CLI::App* propose = app->add_subcommand(
+      "propose",
+      "Read one database's collections (never writing) and print the [[watch]] that fits each "
+      "collection of two-phase-commit transactions, with the evidence as comments");
+  propose
+      ->add_option("-c,--config", o->config_path,
+                   "Configuration file whose [mongodb] to connect with (optional: "
+                   "TXN_RECOVERYD_MONGODB_URI otherwise)")
+      ->capture_default_str();
+  propose->add_option("--database", o->propose.database, "The database to read")->required();
+  propose
+      ->add_option("--sample", o->propose.sample_size, "Documents sampled per collection ($sample)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 10000000));
+
+  CLI::App* rehearse = app->add_subcommand(
+      "rehearse",
+      "Prove each watch on this server: plant its transactions in scratch collections, stuck "
+      "at every crash point, sweep them, check the invariants, drop the scratch");
+  AddConfigOption(rehearse, o);
+  AddWatchOption(rehearse, o);
+  rehearse->add_flag("--json", o->rehearse_json, "Print one JSON document");
+}
+
 }  // namespace
 
 std::unique_ptr<CLI::App> BuildCli(CliOptions* o) {
@@ -109,6 +142,8 @@ std::unique_ptr<CLI::App> BuildCli(CliOptions* o) {
       ->expected(0, 1)
       ->default_str("100")
       ->check(CLI::Range(1, 1000000));
+
+  AddProposeAndRehearse(app.get(), o);
 
   CLI::App* inspect =
       app->add_subcommand("inspect", "What is stuck and what is quarantined, per watch");
@@ -208,6 +243,33 @@ int OpenStore(const Config& config, std::unique_ptr<txn_recovery::MongoStore>* s
   return kExitOk;
 }
 
+// rehearse, stopped by SIGINT or SIGTERM between its phases: the signals are taken by a
+// thread of their own (blocked everywhere else), so that the scratch collections are dropped
+// on the way out rather than left behind by a process killed mid-call.
+int RehearseUntilStopped(const Config& config, txn_recovery::MongoStore* store, bool json) {
+  sigset_t stops;
+  sigemptyset(&stops);
+  sigaddset(&stops, SIGINT);
+  sigaddset(&stops, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stops, nullptr);
+  std::atomic<bool> stop{false};
+  std::atomic<bool> done{false};
+  std::thread waiter([&] {
+    const timespec tick{0, 100 * 1000 * 1000};
+    while (!done.load()) {
+      if (sigtimedwait(&stops, nullptr, &tick) > 0) {
+        std::cerr << "txn-recoveryd: stopping the rehearsal; dropping what it created\n";
+        stop = true;
+      }
+    }
+  });
+  const int code = RunRehearse(config, store, json, &stop, std::cout, std::cerr);
+  done = true;
+  waiter.join();
+  pthread_sigmask(SIG_UNBLOCK, &stops, nullptr);
+  return code;
+}
+
 void WarnAboutUnknownVariables() {
   for (const auto& unknown : UnknownEnvironmentVariables(ProcessEnvironmentNames()))
     spdlog::warn("unknown environment variable {} is ignored", unknown);
@@ -224,6 +286,17 @@ double UnixNow() {
 // The parsed command, run.
 int Dispatch(const CLI::App& app, CliOptions& o) {
   auto chosen = [&app](const char* name) { return app.get_subcommand(name)->parsed(); };
+  if (chosen("propose")) {
+    SetupLogging(LogFormat::kText, "warn");
+    txn_recovery::MongoDriver driver(DriverLogToSpdlog());
+    Config config;
+    const bool given = app.get_subcommand("propose")->count("--config") > 0;
+    if (int rc = ConnectionConfig(o.config_path, given, &config, std::cerr); rc != kExitOk)
+      return rc;
+    std::unique_ptr<txn_recovery::MongoStore> store;
+    if (int rc = OpenStore(config, &store); rc != kExitOk) return rc;
+    return RunPropose(store.get(), o.propose, std::cout);
+  }
   if (int rc = RequireConfigFile(o.config_path); rc != kExitOk) return rc;
 
   SetupLogging(LogFormat::kText, o.verbosity >= 2 ? "debug" : o.verbosity == 1 ? "info" : "warn");
@@ -242,6 +315,7 @@ int Dispatch(const CLI::App& app, CliOptions& o) {
   std::unique_ptr<txn_recovery::MongoStore> store;
   if (int rc = OpenStore(config, &store); rc != kExitOk) return rc;
   if (probe) return RunProbe(config, store.get(), o.probe > 0 ? o.probe : 100, std::cout);
+  if (chosen("rehearse")) return RehearseUntilStopped(config, store.get(), o.rehearse_json);
   if (chosen("sweep")) {
     o.sweep.verbose = o.verbosity > 0;
     spdlog::info("sweeping {} watch(es) on {}", config.watches.size(),

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "propose_command.h"
 #include "scheduler.h"
 #include "sweep_command.h"
 #include "transaction_commands.h"
@@ -26,9 +27,11 @@ struct CliOptions {
   std::vector<std::string> watches;  // --watch NAME (repeatable): only these watches
   int verbosity = 0;
   bool inspect_json = false;
+  bool rehearse_json = false;
   // check-config --probe N: parse N documents of each watch's collection with its profile.
   std::int64_t probe = 0;
   TransactionCommand transaction;  // explain, retry, release
+  ProposeCommandOptions propose;
   SweepCommandOptions sweep;
   RunOptions run;
 };

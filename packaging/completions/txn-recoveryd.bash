@@ -19,11 +19,11 @@ _txn_recoveryd() {
   COMPREPLY=()
   cur="${COMP_WORDS[COMP_CWORD]}"
   prev="${COMP_WORDS[COMP_CWORD-1]}"
-  local commands="run sweep check-config inspect pause resume explain retry release"
+  local commands="run sweep check-config propose rehearse inspect pause resume explain retry release"
 
   for ((i = 1; i < COMP_CWORD; i++)); do
     case "${COMP_WORDS[i]}" in
-      run|sweep|check-config|inspect|pause|resume|explain|retry|release)
+      run|sweep|check-config|propose|rehearse|inspect|pause|resume|explain|retry|release)
         command="${COMP_WORDS[i]}"; break ;;
     esac
   done
@@ -39,7 +39,7 @@ _txn_recoveryd() {
       COMPREPLY=($(compgen -W "text json journal" -- "$cur")); return ;;
     --log-level)
       COMPREPLY=($(compgen -W "trace debug info warn error" -- "$cur")); return ;;
-    --http-listen)
+    --http-listen|--database|--sample)
       return ;;
   esac
 
@@ -49,6 +49,8 @@ _txn_recoveryd() {
     run) options="--config --log-format --log-level --http-listen --web.config.file --help" ;;
     sweep) options="--config --watch --dry-run --json --orphans --share --textfile-dir --verbose -v --help" ;;
     check-config) options="--config --probe --help" ;;
+    propose) options="--config --database --sample --help" ;;
+    rehearse) options="--config --watch --json --help" ;;
     inspect) options="--config --watch --json --help" ;;
     pause|resume) options="--config --watch --help" ;;
     explain|retry|release) options="--config --watch --json --help" ;;

@@ -26,6 +26,12 @@ void StateMachine::Batch::Undo(const std::vector<Item*>& list) {
   for (std::size_t i = 0; i < steps.size(); ++i) {
     auto [it, step] = steps[i];
     if (!Running(*it)) continue;
+#ifdef TXN_RECOVERY_TEST_BREAK_UNDO
+    // A deliberately broken engine, for the test that `rehearse` catches one (never built by
+    // default: the CMake option TXN_RECOVERY_TEST_BREAK_UNDO): the undo of a transaction's
+    // last step, when it has several, is skipped as if it had been sent.
+    if (it->txn->steps.size() > 1 && step == &it->txn->steps.back()) continue;
+#endif
     if (const Document* d = WithMarker(before[i], *step, it->txn->id))
       AddWrite(&writes, it, step, *d, step->undo, "undo: " + step->describe, "undo",
                [&, step = step, it = it] { return requests::Undo(*step, it->txn->id, *d); });

@@ -186,4 +186,28 @@ Status MemoryStore::CreateIndexes(const Namespace& ns, const std::vector<IndexSp
   return Status::Ok();
 }
 
+Status MemoryStore::ListCollections(const std::string& database, std::vector<std::string>* names) {
+  std::lock_guard<std::mutex> lock(mu_);
+  names->clear();
+  const std::string prefix = database + ".";
+  auto add = [&](const std::string& ns, bool present) {
+    if (!present || ns.rfind(prefix, 0) != 0) return;
+    std::string name = ns.substr(prefix.size());
+    if (name.rfind("system.", 0) != 0 &&
+        std::find(names->begin(), names->end(), name) == names->end())
+      names->push_back(std::move(name));
+  };
+  for (const auto& [ns, docs] : collections_) add(ns, !docs.empty());
+  for (const auto& [ns, specs] : indexes_) add(ns, !specs.empty());
+  std::sort(names->begin(), names->end());
+  return Status::Ok();
+}
+
+Status MemoryStore::DropCollection(const Namespace& ns) {
+  std::lock_guard<std::mutex> lock(mu_);
+  collections_.erase(ns.ToString());
+  indexes_.erase(ns.ToString());
+  return Status::Ok();
+}
+
 }  // namespace txn_recovery

@@ -50,6 +50,28 @@ Status Store::UpdateEach(const Namespace& ns, const std::vector<UpdateRequest>& 
   return Status::Ok();
 }
 
+Status Store::ListCollections(const std::string& database, std::vector<std::string>*) {
+  return Status::InvalidArgument("this store cannot list the collections of " + database);
+}
+
+Status Store::Sample(const Namespace& ns, std::int64_t size, std::vector<Document>* docs) {
+  docs->clear();
+  FindOptions options;
+  options.limit = size;
+  std::unique_ptr<Cursor> cursor;
+  if (Status s = Find(ns, Filter(), options, &cursor); !s.ok()) return s;
+  Document d;
+  for (bool has = true;;) {
+    if (Status s = cursor->Next(&d, &has); !s.ok()) return s;
+    if (!has) return Status::Ok();
+    docs->push_back(std::move(d));
+  }
+}
+
+Status Store::DropCollection(const Namespace& ns) {
+  return Status::InvalidArgument("this store cannot drop " + ns.ToString());
+}
+
 std::string IndexSpec::ToString() const {
   std::string out = "{";
   for (std::size_t i = 0; i < keys.size(); ++i)

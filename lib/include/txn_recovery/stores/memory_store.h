@@ -34,6 +34,10 @@ class MemoryStore final : public Store {
   Status ListIndexes(const Namespace& ns, std::vector<IndexSpec>* indexes) override;
   Status CreateIndexes(const Namespace& ns, const std::vector<IndexSpec>& indexes) override;
 
+  // Every collection that holds a document or an index.
+  Status ListCollections(const std::string& database, std::vector<std::string>* names) override;
+
+  Status DropCollection(const Namespace& ns) override;
   // A snapshot of a whole collection, in insertion order (tests).
   std::vector<Document> Dump(const Namespace& ns) const;
 

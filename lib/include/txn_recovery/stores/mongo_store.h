@@ -100,6 +100,11 @@ class MongoStore final : public Store {
   // The listIndexes and createIndexes commands.
   Status ListIndexes(const Namespace& ns, std::vector<IndexSpec>* indexes) override;
   Status CreateIndexes(const Namespace& ns, const std::vector<IndexSpec>& indexes) override;
+  // The listCollections command (views left out); the aggregate command with `$sample`.
+  Status ListCollections(const std::string& database, std::vector<std::string>* names) override;
+  Status Sample(const Namespace& ns, std::int64_t size, std::vector<Document>* docs) override;
+  // The drop command; a collection that does not exist is not an error.
+  Status DropCollection(const Namespace& ns) override;
   // Counted by the driver's command-monitoring callbacks: every command this store's pool
   // sent (server monitoring heartbeats excluded), and the documents in every reply's
   // cursor batch or findAndModify value.
@@ -110,6 +115,11 @@ class MongoStore final : public Store {
   // Count would send it (a count is the aggregation the driver sends for it). For tests and
   // the benchmark. ServerError when the server does not answer explain (mongo-java-server).
   Status Explain(const ReadQuery& query, QueryPlan* plan);
+
+  // Runs a command that only reads (buildInfo, hello, connectionStatus) against `database`
+  // and returns its reply: what `rehearse` reports of the server and checks of the user's
+  // privileges before it creates anything.
+  Status RunReadCommand(const std::string& database, const Document& command, Document* reply);
 
   // Drops a database (tests and the demo only).
   Status DropDatabase(const std::string& database);
@@ -122,6 +132,7 @@ class MongoStore final : public Store {
 
  private:
   explicit MongoStore(std::unique_ptr<Impl> impl);
+  Status SampleOnce(const Namespace& ns, std::int64_t size, std::vector<Document>* docs);
   std::unique_ptr<Impl> impl_;
 };
 

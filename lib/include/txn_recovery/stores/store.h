@@ -148,6 +148,20 @@ class Store {
   virtual Status UpdateEach(const Namespace& ns, const std::vector<UpdateRequest>& requests,
                             BulkResult* result);
 
+  // The names of the collections of `database` (views and `system.*` excluded), sorted;
+  // empty when the database does not exist. `propose` reads a database through it.
+  // The default answers InvalidArgument: a store that cannot list its collections.
+  virtual Status ListCollections(const std::string& database, std::vector<std::string>* names);
+  // Up to `size` documents of the collection, chosen at random by the server (MongoDB's
+  // `$sample`, which mongod and DocumentDB both answer), so that a proposal reads a
+  // collection's variety rather than its oldest documents. The default reads the first
+  // `size` documents in natural order.
+  virtual Status Sample(const Namespace& ns, std::int64_t size, std::vector<Document>* docs);
+
+  // Drops a collection (absent: OK). Only `rehearse` drops, and only the scratch
+  // collections it created. The default answers InvalidArgument.
+  virtual Status DropCollection(const Namespace& ns);
+
   // The indexes of a collection, the _id index included; empty (and OK) when the
   // collection does not exist.
   virtual Status ListIndexes(const Namespace& ns, std::vector<IndexSpec>* indexes) = 0;
