@@ -10,7 +10,7 @@
 #        scripts/conformance.sh --seeded        the seeded bugs a, b, c: each must not conform
 #        scripts/conformance.sh --trace FILE    check one trace, e.g. a production daemon's
 #   --no-chaos       leave the chaos round out of the default run
-#   --documentdb     the chaos round on DocumentDB too (needs the lead's DocumentDB build)
+#   --documentdb     the crash tests' server backend and the chaos round on DocumentDB too
 #
 # The default run: the crash-at-every-write tests of every profile (the model stands for the
 # transfers: the MongoDB manual transfer, the schema book's transfer, the transfer without
@@ -102,6 +102,19 @@ TXN_RECOVERY_TRACE_FILE="$work/default.trace" "$build_dir/tests/txn_recovery_tes
   --gtest_filter="$tests" >"$work/default.tests" 2>&1 ||
   { tail -n 30 "$work/default.tests"; echo "conformance: the traced tests failed" >&2; exit 1; }
 echo "conformance: traced tests, $(grep -o '^\[==========\] [0-9]* tests' "$work/default.tests"), $((SECONDS - start)) s"
+docdb_uri=""
+if ((documentdb)); then
+  "$root/scripts/testdb-stop.sh" --engine documentdb --state-dir "$work/documentdb" >/dev/null 2>&1 || true
+  docdb_uri="$("$root/scripts/testdb-start.sh" --engine documentdb --state-dir "$work/documentdb" | tail -n 1)"
+  servers+=("--engine documentdb --state-dir $work/documentdb")
+  # The same tests' server backend on DocumentDB (the in-memory ones ran above).
+  rm -f "$work/default-documentdb.trace"
+  TXN_RECOVERY_TEST_URI="$docdb_uri" TXN_RECOVERY_TRACE_FILE="$work/default-documentdb.trace" \
+    "$build_dir/tests/txn_recovery_tests" --gtest_filter="$tests-*memory*" \
+    >"$work/default-documentdb.tests" 2>&1 ||
+    { tail -n 30 "$work/default-documentdb.tests"; echo "conformance: the traced tests failed on DocumentDB" >&2; exit 1; }
+  echo "conformance: traced tests on DocumentDB, $(grep -o '^\[==========\] [0-9]* tests' "$work/default-documentdb.tests")"
+fi
 if ((chaos)); then
   chaos_round() {  # the chaos round on the server of TXN_RECOVERY_TEST_URI, into trace $1
     rm -f "$1"
@@ -111,15 +124,11 @@ if ((chaos)); then
     echo "conformance: chaos round, $(grep -E 'daemon processes started' "$1.log" | tr -s ' |' ' ')"
   }
   chaos_round "$work/chaos.trace"
-  if ((documentdb)); then
-    "$root/scripts/testdb-stop.sh" --engine documentdb --state-dir "$work/documentdb" >/dev/null 2>&1 || true
-    uri="$("$root/scripts/testdb-start.sh" --engine documentdb --state-dir "$work/documentdb" | tail -n 1)"
-    servers+=("--engine documentdb --state-dir $work/documentdb")
-    TXN_RECOVERY_TEST_URI="$uri" chaos_round "$work/chaos-documentdb.trace"
-  fi
+  ((documentdb == 0)) || TXN_RECOVERY_TEST_URI="$docdb_uri" chaos_round "$work/chaos-documentdb.trace"
 fi
 status=0
 "${check[@]}" "$work/default.trace" || status=1
+((documentdb == 0)) || "${check[@]}" "$work/default-documentdb.trace" || status=1
 if ((chaos)); then
   "${check[@]}" "$work/chaos.trace" || status=1
   ((documentdb == 0)) || "${check[@]}" "$work/chaos-documentdb.trace" || status=1
