@@ -291,9 +291,17 @@ install_package() {
   # node_exporter's textfile directory, as Debian's prometheus-node-exporter leaves it
   # (root's, 0755): the package must let the timer's sweep write there.
   install -d -m 0755 "$sd_root/var/lib/prometheus/node-exporter"
-  inside env DEBIAN_FRONTEND=noninteractive sh -c \
-    "apt-get update -q >/dev/null && apt-get install -y -q /root/$(basename "$deb")" >"$work/apt.log" 2>&1 ||
-    { tail -n 20 "$work/apt.log" >&2; return 1; }
+  # The mirror is the network's: one more try after a failed one, as a person would.
+  local try
+  for try in 1 2; do
+    if inside env DEBIAN_FRONTEND=noninteractive sh -c \
+      "apt-get update -q >/dev/null && apt-get install -y -q /root/$(basename "$deb")" >"$work/apt.log" 2>&1; then
+      return 0
+    fi
+    ((try == 2)) || sleep 5
+  done
+  tail -n 20 "$work/apt.log" >&2
+  return 1
 }
 
 conffile_mode() {
@@ -546,10 +554,18 @@ build_image() {
   mkdir -p "$ctx/packaging"
   cp "$deb" "$ctx/"
   cp "$root/packaging/image-files.sh" "$ctx/packaging/"
-  podman build --pull=never --network host --format docker --target from-package \
-    -f "$root/packaging/Containerfile" --build-arg VERSION="${version%%-*}" \
-    --build-arg REVISION="$(git -C "$root" describe --always --dirty --tags 2>/dev/null || echo unknown)" \
-    -t "$image" "$ctx" >"$work/image-build.log" 2>&1 || { tail -n 25 "$work/image-build.log" >&2; return 1; }
+  local try built=0
+  for try in 1 2; do # its apt steps reach the mirror: one more try after a failed one
+    if podman build --pull=never --network host --format docker --target from-package \
+      -f "$root/packaging/Containerfile" --build-arg VERSION="${version%%-*}" \
+      --build-arg REVISION="$(git -C "$root" describe --always --dirty --tags 2>/dev/null || echo unknown)" \
+      -t "$image" "$ctx" >"$work/image-build.log" 2>&1; then
+      built=1
+      break
+    fi
+    ((try == 2)) || sleep 5
+  done
+  ((built)) || { tail -n 25 "$work/image-build.log" >&2; return 1; }
   local hc
   hc="$(podman image inspect --format '{{json .Config.Healthcheck}}' "$image")"
   [[ "$hc" == *livez* ]] || { echo "the image has no HEALTHCHECK: $hc" >&2; return 1; }
