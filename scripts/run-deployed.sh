@@ -757,7 +757,7 @@ PY
 kube_container=""
 kube_probes=()
 play() {
-  local name="$1" manifest="$2" secret="$3" info
+  local name="$1" manifest="$2" secret="$3"
   podman secret rm "$secret" >/dev/null 2>&1 || true
   printf 'apiVersion: v1\nkind: Secret\nmetadata:\n  name: %s\ndata:\n  mongodb-uri: "%s"\n' "$secret" "$uri" |
     podman secret create "$secret" - >/dev/null || return 1
