@@ -1186,6 +1186,48 @@ TEST_P(LiveApplication, TracesLeftByADaemonStoppedAfterDoneAreRemoved) {
   }
 }
 
+// Two transfers share an account (a merchant's): the finish of one pushed its trace on an
+// account that held none, so its clean-up removes the daemon's whole sub-document; but
+// another daemon's finish of the other transfer pushed its own trace there in between. The
+// clean-up's form as read matches nothing; its other form (the pull) takes the trace, and
+// the other transfer's stays. Found by the conformance check's chaos round, where the trace
+// was left for the late-write check.
+TEST_P(LiveApplication, ATraceOfAnotherTransferAddedBeforeTheCleanUpLeavesNothingOfThisOne) {
+  StalledTransfer t(GetParam());
+  ASSERT_TRUE(t.backend->error().empty()) << t.backend->error();
+  const int writes = t.DaemonWrites();
+  StalledTransfer u(GetParam());
+  const Value other("another-transfer");
+  FaultStore interleaved(u.backend->store());
+  ManualClock no_time;
+  // The last two writes are the clean-up, one per account; before the first of them,
+  // another finish's trace lands on both accounts.
+  interleaved.StallAt(writes - 1, FaultStore::Stall::kInFlight, &no_time, milliseconds(0), [&] {
+    for (const char* account : {"A0", "A1"}) {
+      WriteResult r;
+      Must(u.backend->store()->UpdateOne(u.bank->accounts(), Filter().Eq("_id", Value(account)),
+                                         Update().Push("recovery.finished", other), &r));
+      ASSERT_EQ(r.matched, 1);
+    }
+  });
+  (void)MachineFor(&interleaved, u.backend->clock(), u.watch, "daemon-1")
+      .Execute(u.plan.txns.front(), u.plan.actions.front());
+  ASSERT_EQ(u.bank->State(u.id), "done");
+  for (const char* account : {"\"A0\"", "\"A1\""}) {
+    const Document d = u.bank->Take().accounts[account];
+    const Value* recovery = d.Get("recovery");
+    ASSERT_NE(recovery, nullptr) << "the other transfer's trace was taken: " << Value(d).ToString();
+    EXPECT_EQ(*recovery, Value(Document{{"finished", Array{other}}}))
+        << "this transfer's trace is left: " << Value(d).ToString();
+  }
+  for (const char* account : {"A0", "A1"}) {
+    WriteResult r;
+    Must(u.backend->store()->UpdateOne(u.bank->accounts(), Filter().Eq("_id", Value(account)),
+                                       Update().Unset("recovery"), &r));
+  }
+  u.SettleAndCheck();
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, LiveApplication, ::testing::Values("memory", "mongo"),
                          [](const auto& info) { return info.param; });
 

@@ -167,6 +167,12 @@ class StateMachine::Batch {
     // event and what else the line says ("to=applied"). Null: a write the model has not.
     const char* trace_event = nullptr;
     std::string trace_detail{};
+    // Sent when `request` matched nothing: the other form of a write whose form rests on a
+    // read that another transaction's write on the same document may have overtaken (the
+    // untrace: of requests::Untrace's two forms exactly one matches a present trace, and
+    // neither matches once it is gone, so this never acts twice). Its line in the trace is
+    // the write's: one abstract action, matched if either form matched.
+    std::optional<UpdateRequest> otherwise{};
   };
 
   // Releases, on every way out of the batch's run, the leases the batch still holds
@@ -358,8 +364,10 @@ class StateMachine::Batch {
   void Untrace(const std::vector<Item*>& list);
 
   // Removes the traces of the finishes of `items` (each terminal) from the participants a
-  // finish left one on or a read found one on (Item::traced_at): for each, the one request
-  // of requests::Untrace that the read calls for (requests::UntraceAsRead), one bulk per
+  // finish left one on or a read found one on (Item::traced_at): for each, the one of
+  // requests::Untrace's two forms that the read calls for (sending both would cost every
+  // traced participant a statement for nothing), with the other as Write::otherwise for a
+  // read overtaken by another transaction's trace on the same participant; one bulk per
   // collection in the order of its documents. Several traces of this batch on one
   // participant (a busy account) were all read on the same document: each but the last is
   // pulled, and the last takes the sub-document with it where each read says the traces

@@ -39,13 +39,16 @@ void StateMachine::Batch::RemoveTraces(const std::vector<Item*>& items) {
   }
   std::vector<Write> writes;
   for (const Trace& t : traces) {
-    writes.push_back({t.it, t.step, t.step->ns,
-                      requests::UntraceAsRead(t.step->target, t.it->txn->id, paths_, t.all),
+    auto [whole, part] = requests::Untrace(t.step->target, t.it->txn->id, paths_);
+    writes.push_back({t.it, t.step, t.step->ns, t.all ? std::move(whole) : std::move(part),
                       /*best_effort=*/true,
                       (t.all ? "remove the daemon's sub-document (the finish's trace) from "
                              : "pull the finish's trace from ") +
                           t.step->describe});
     writes.back().trace_event = "untrace";
+    // Another transaction's trace on the same participant, added or removed since the read,
+    // makes the form read miss: the other one then matches.
+    writes.back().otherwise = t.all ? std::move(part) : std::move(whole);
   }
   if (conformance::On())
     for (Item* it : items)

@@ -213,12 +213,6 @@ std::pair<UpdateRequest, UpdateRequest> Untrace(const Filter& participant, const
           {std::move(part), Update().Pull(paths.Finished(), txn_id)}};
 }
 
-UpdateRequest UntraceAsRead(const Filter& participant, const Value& txn_id,
-                            const RecoveryPaths& paths, bool trace_is_all) {
-  auto [whole, part] = Untrace(participant, txn_id, paths);
-  return trace_is_all ? std::move(whole) : std::move(part);
-}
-
 bool TraceIsAll(const Document& participant, const Value& txn_id, const RecoveryPaths& paths,
                 bool adding) {
   const Value* sub = participant.GetPath(paths.field());

@@ -101,14 +101,6 @@ UpdateRequest LateUndo(const ParticipantStep& step, const Value& txn_id, TxnStat
 // the late-write check's and the orphan scan's need none (model/recovery.pml, untrace).
 std::pair<UpdateRequest, UpdateRequest> Untrace(const Filter& participant, const Value& txn_id,
                                                 const RecoveryPaths& paths);
-// The one of Untrace's two requests that a read of the participant calls for: the removal
-// of the whole sub-document when `TraceIsAll`, the pull otherwise. The other one would
-// match nothing; sending both cost every traced participant a statement for nothing.
-// Should the read be overtaken (another daemon's finish left or removed a trace of another
-// transaction on the same participant meanwhile), the request matches nothing and the
-// trace stays for the late-write check, whose own read chooses again.
-UpdateRequest UntraceAsRead(const Filter& participant, const Value& txn_id,
-                            const RecoveryPaths& paths, bool trace_is_all);
 // Whether the trace of `txn_id` is, or will be, all the daemon's sub-document of
 // `participant` (as read) holds: with `adding`, once a finish has pushed that trace on a
 // participant read without it; otherwise as read.
