@@ -482,6 +482,8 @@ void Daemon::RecordWatch(const txn_recovery::WatchSpec& w,
                  static_cast<double>(summary.overdue_taken));
   metrics_.Inc("txn_recoveryd_late_writes_undone_total", watch,
                static_cast<double>(summary.late_writes_undone));
+  metrics_.Inc("txn_recoveryd_pace_wait_seconds_total", watch,
+               std::chrono::duration<double>(summary.pace_waited).count());
   metrics_.Inc("txn_recoveryd_first_sightings_total", watch,
                static_cast<double>(summary.first_sightings));
   if (indexes_deferred_ && summary.without_time > 0) indexes_checked_ = false;
@@ -643,6 +645,7 @@ Daemon::SweepOutcome Daemon::SweepAll() {
         !PrepareIndexes(config_, store_.get(), false, &indexes_deferred_).IsUnavailable();
 
   txn_recovery::SweepOptions so = SweepOptionsFor(config_);
+  metrics_.Set("txn_recoveryd_pace_limit", {}, static_cast<double>(config_.sweep.pace));
   so.lease.owner = owner_;
   so.stop = &stop_;
   so.memory = sweep_memory_;

@@ -3,6 +3,8 @@
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
+#include <chrono>
+#include <memory>
 #include <sstream>
 #include <vector>
 
@@ -12,6 +14,7 @@
 #include "index_check.h"
 #include "logging.h"
 #include "txn_recovery/base/clock.h"
+#include "txn_recovery/base/duration.h"
 #include "txn_recovery/engine/sweeper.h"
 #include "txn_recovery/tools/retention.h"
 
@@ -368,6 +371,7 @@ nlohmann::json SummaryJson(const WatchRun& run) {
       {"first_sightings", s.first_sightings},
       {"finished_deleted", s.finished_deleted},
       {"finished_archived", s.finished_archived},
+      {"pace_waited_seconds", std::chrono::duration<double>(s.pace_waited).count()},
       {"actions", actions},
   };
   if (run.share) w["outside_share"] = s.outside_share;
@@ -413,6 +417,9 @@ void PrintSummary(const WatchRun& run, bool dry_run, std::ostream& out) {
   if (run.share)
     out << ", left to the other shares " << s.outside_share << " (share " << run.share->self << "/"
         << run.share->count << ")";
+  if (s.pace_waited.count() > 0)
+    out << ", held back by sweep.pace " << txn_recovery::FormatDuration(s.pace_waited)
+        << " (summed over workers)";
   out << "\n";
   for (const auto& [action, outcomes] : s.counts) {
     out << "  " << txn_recovery::ActionName(action) << ":";
@@ -452,6 +459,9 @@ txn_recovery::SweepOptions SweepOptionsFor(const Config& config) {
   so.bulk_size = config.sweep.bulk_size;
   so.lease.duration = config.sweep.lease_duration;
   so.max_failures = config.sweep.max_failures;
+  if (config.sweep.pace > 0)
+    so.pace = std::make_shared<txn_recovery::Pace>(txn_recovery::Clock::Real(),
+                                                   static_cast<double>(config.sweep.pace));
   return so;
 }
 

@@ -44,6 +44,9 @@ struct SweepConfig {
   std::int32_t batch_size = 0;  // documents per cursor batch (bounds memory)
   // Transactions a worker drives together, each phase one bulk write per collection.
   std::int32_t bulk_size = 0;
+  // Transactions per second driven at most, by the whole fleet (each member its part):
+  // txn_recovery::Pace. 0: unbounded.
+  std::int64_t pace = 0;
   std::chrono::milliseconds lease_duration{};
   int max_failures = 0;
   // How every watch's retention removes finished transactions (see retention.h): documents

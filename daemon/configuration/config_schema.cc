@@ -168,6 +168,16 @@ constexpr KeySpec kSchema[] = {
      .doc = "transactions a worker drives together, each step one bulk write per collection "
             "(at most batch_size)"},
     {.section = "sweep",
+     .key = "pace",
+     .type = K::kInteger,
+     .default_value = "500",
+     .min = 0,
+     .max = 1'000'000,
+     .flags = kEnv,
+     .field = InConfig<&Config::sweep, &SweepConfig::pace>,
+     .doc = "transactions per second the daemons of a fleet drive at most, divided among its "
+            "members, so that a backlog drains beside the application's writes (0: unbounded)"},
+    {.section = "sweep",
      .key = "lease",
      .type = K::kDuration,
      .default_value = R"("60s")",

@@ -292,6 +292,12 @@ void DescribeStandardMetrics(Metrics* m, const std::string& version, const std::
   m->Describe("txn_recoveryd_busy_total", T::kCounter,
               "Transactions left alone because another daemon held their lease, or the "
               "application moved them on after they were read.");
+  m->Describe("txn_recoveryd_pace_limit", T::kGauge,
+              "The bound on transactions driven per second by the whole fleet (sweep.pace; "
+              "each member drives its part), 0 when unbounded.");
+  m->Describe("txn_recoveryd_pace_wait_seconds_total", T::kCounter,
+              "Time the sweep's workers waited for the pace bound, summed over workers: a "
+              "backlog held back by sweep.pace rather than by the server.");
   m->Describe("txn_recoveryd_late_writes_undone_total", T::kCounter,
               "Writes found applied to a transaction after it was rolled back, and undone.");
   m->Describe("txn_recoveryd_first_sightings_total", T::kCounter,

@@ -152,7 +152,8 @@ class Sweeper::Pass {
         machine_(s->store_, s->clock_, watch.ns, &watch.profile, watch.lease_field,
                  s->options_.lease, server_now_),
         on_txn_(on_txn),
-        summary_(summary) {}
+        summary_(summary),
+        members_(s->options_.share ? s->options_.share->count : 1) {}
 
   // Streams the candidates to the workers (or, with one worker, processes them here).
   Status Stream() {
@@ -297,6 +298,7 @@ class Sweeper::Pass {
           ids_done_ = false;
         }
         share_ = next;
+        pass_->members_ = std::max<std::uint32_t>(1, next.count);
       }
       const std::size_t bulk =
           static_cast<std::size_t>(std::max<std::int32_t>(1, pass_->s_->options_.bulk_size));
@@ -396,6 +398,12 @@ class Sweeper::Pass {
     }
     StampFirstSightings(unseen);
     if (batch.empty()) return;
+    // The pace bound (pace.h) holds the bulk back, never a dry run, which writes nothing;
+    // stopped while waiting, the bulk is left to the next sweep, untouched.
+    if (const auto& pace = s_->options_.pace; pace && !s_->options_.dry_run) {
+      if (!pace->Take(static_cast<std::int64_t>(batch.size()), members_.load(), s_->options_.stop))
+        return;
+    }
     // A dry run is the same execution, rehearsed: it reads what a sweep reads and writes
     // nothing (StateMachine::RehearseBatch).
     std::vector<ExecuteResult> results = s_->options_.dry_run
@@ -578,6 +586,9 @@ class Sweeper::Pass {
   const std::function<void(const TxnReport&)>& on_txn_;
   WatchSummary* summary_;
   std::mutex report_mu_;  // serializes on_txn and the summary counters
+  // The members the candidates are divided among, as the share last said: each
+  // transaction costs the fleet's pace bound that many units (pace.h).
+  std::atomic<std::uint32_t> members_;
   // Overdue candidates taken and not reported yet, by _id (Value::ToString, as SeenIds
   // keys them): the position of the member whose share holds each. Under report_mu_.
   std::map<std::string, std::uint32_t> overdue_holders_;
@@ -585,6 +596,10 @@ class Sweeper::Pass {
 
 Sweeper::Sweeper(Store* store, Clock* clock, SweepOptions options)
     : store_(store), clock_(clock), options_(std::move(options)) {}
+
+namespace {
+constexpr std::chrono::milliseconds kNoWait{0};
+}  // namespace
 
 Status Sweeper::SweepWatch(const WatchSpec& watch,
                            const std::function<void(const TxnReport&)>& on_txn,
@@ -614,7 +629,9 @@ Status Sweeper::SweepWatch(const WatchSpec& watch,
   server_now_ = ServerNowFrom(clock_, server_start);
 
   Pass pass(this, watch, server_start, on_txn, summary);
+  const std::chrono::milliseconds waited = options_.pace ? options_.pace->waited() : kNoWait;
   Status status = pass.Stream();
+  if (options_.pace) summary->pace_waited = options_.pace->waited() - waited;
   if (status.ok() || status.IsAborted()) {
     if (Status s = count_quarantined(); !s.ok() && status.ok()) status = s;
   }

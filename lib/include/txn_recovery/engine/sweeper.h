@@ -19,6 +19,7 @@
 #include "txn_recovery/base/clock.h"
 #include "txn_recovery/engine/decision.h"
 #include "txn_recovery/engine/membership.h"
+#include "txn_recovery/engine/pace.h"
 #include "txn_recovery/engine/state_machine.h"
 #include "txn_recovery/engine/watch.h"
 #include "txn_recovery/shapes/profile.h"
@@ -107,6 +108,10 @@ struct SweepOptions {
   // Kept by the caller across sweeps (a `run` daemon); null (a one-shot sweep): nothing is
   // asked, and the finished transactions are taken to carry a time.
   std::shared_ptr<SweepMemory> memory;
+  // The bound on the transactions driven per second, taken before each bulk (pace.h);
+  // shared by every sweep of a daemon, and with a share, divided among its members. Null:
+  // unbounded.
+  std::shared_ptr<Pace> pace;
 };
 
 struct TxnReport {
@@ -145,6 +150,9 @@ struct WatchSummary {
   // Finished transactions removed by retention after the pass (SweepAndRetain, retention.h).
   std::int64_t finished_deleted = 0;
   std::int64_t finished_archived = 0;
+  // Time the workers waited for the pace bound (SweepOptions::pace), summed over workers:
+  // what held the backlog back.
+  std::chrono::milliseconds pace_waited{0};
   bool paused = false;  // the pause switch was on: nothing was read or written
   Status status;        // the watch-level error (database unreachable, ...), OK otherwise
 };
