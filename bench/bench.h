@@ -12,6 +12,8 @@
 //   run_fleet.cc     sweeps at once (--fleet)
 //   run_index_cost.cc  the application's writes with each index we may ask for; orphan scan
 //   run_daemons.cc   a fleet of `txn-recoveryd run` daemons (--fleet-run) and --takeover
+//   run_live.cc      the application's write latency while a backlog drains (--live-traffic)
+//   run_hot.cc       a backlog on hot accounts against distinct ones (--hot-accounts)
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -137,8 +139,9 @@ class BenchProfile {
                           std::int32_t batch) = 0;
 };
 
-// The profile named `name` ("transfer", "operations"), or null.
-std::unique_ptr<BenchProfile> MakeProfile(const std::string& name);
+// The profile named `name` ("transfer", "operations"), or null. `per_account`: how many
+// stuck transfers name each account (0: the usual mix, about eight).
+std::unique_ptr<BenchProfile> MakeProfile(const std::string& name, std::int64_t per_account = 0);
 // The transfer profile's transactions collection of `db` (TransferBench::Txns).
 Namespace TransferTxns(const std::string& db);
 
@@ -163,6 +166,21 @@ struct Options {
   std::int64_t index_cost_writes = 0;    // --index-cost: the application's writes per round
   std::int64_t index_cost_accounts = 10'000;  // --index-cost-accounts: the accounts written
   std::int64_t writes_n = -1;                 // -1: the first of `ns`; 0: none
+  // sweep.pace of the bench's daemons: 0 (unbounded), the server's own pace, unless a run
+  // sets its own (--live-traffic).
+  std::int64_t pace = 0;
+  // --live-traffic: the application's transfers per second while a backlog of
+  // --live-backlog drains, with no daemon and with each bound of --live-paces (0:
+  // unbounded; the default, 500, as shipped); the application alone for --live-alone s.
+  double live_rate = 0;
+  std::int64_t live_backlog = 100'000;
+  std::vector<std::int64_t> live_paces{0, 500};
+  double live_alone = 30;
+  int live_threads = 4;
+  // --hot-accounts: the recovery of --hot-n stuck transfers with each account named by
+  // this many of them (1: every account in one transfer, no two transfers share one).
+  std::vector<std::int64_t> hot_accounts;
+  std::int64_t hot_n = 20'000;
   std::vector<std::string> profiles{"transfer"};
   double baseline_budget = 600;
   int workers = 4, batch_size = 500, limit_threads = 4;
@@ -195,7 +213,8 @@ class ServerMeter {
 std::string TempPath(const std::string& suffix);
 
 // The daemon's configuration: everything but the URI, which it reads from its environment.
-std::string WriteConfig(const Options& o, const std::vector<std::string>& watches);
+std::string WriteConfig(const Options& o, const std::vector<std::string>& watches,
+                        const std::string& suffix = ".toml");
 
 // `k` sweeps started at once over the same stuck transactions, each of everything (several
 // hosts that do not divide the work) or each with its own `--share i/k`: the wall time
@@ -377,6 +396,12 @@ struct Session {
   void RunIndexCost();
   // run_daemons.cc: a fleet of `txn-recoveryd run` daemons (--fleet-run) and --takeover.
   void RunDaemons();
+  // run_live.cc: the application's write latency while a backlog drains (--live-traffic).
+  void RunLive();
+  // run_hot.cc: a backlog on hot accounts against the same on distinct ones (--hot-accounts).
+  void RunHot();
+  // The daemon's configuration file for `profiles` with sweep.pace `pace` (WriteConfig).
+  std::string ConfigWithPace(std::int64_t pace) const;
 };
 
 // The whole bench (session.cc); the exit code.

@@ -146,6 +146,21 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
   app.add_option("--index-cost-accounts", o.index_cost_accounts,
                  "The accounts of --index-cost (the orphan scan without indexes reads them all)")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{100'000'000}));
+  std::string live_paces = "0,500", hot_accounts;
+  app.add_option("--live-traffic", o.live_rate,
+                 "The application's transfers per second while a backlog drains, with no "
+                 "daemon and with each --live-paces (0: no such run)");
+  app.add_option("--live-backlog", o.live_backlog, "The stuck transfers of --live-traffic");
+  app.add_option("--live-paces", live_paces,
+                 "The sweep.pace bounds of --live-traffic, comma-separated (0: unbounded)");
+  app.add_option("--live-alone", o.live_alone,
+                 "Seconds the application runs alone in --live-traffic");
+  app.add_option("--live-threads", o.live_threads, "The application's threads in --live-traffic");
+  app.add_option("--hot-accounts", hot_accounts,
+                 "Recover --hot-n stuck transfers with each account named by K of them, for "
+                 "each K of this comma-separated list (the first is the reference)");
+  app.add_option("--hot-n", o.hot_n, "The stuck transfers of --hot-accounts");
+  app.add_option("--pace", o.pace, "sweep.pace of the bench's sweeps (0: unbounded)");
   app.add_option("--json", o.json_path, "Also write every figure to this JSON file");
   app.add_option("--daemon", o.daemon, "The txn-recoveryd binary");
   CLI11_PARSE(app, argc, argv);
@@ -153,6 +168,13 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
   o.idle = ParseList(idle);
   o.dry = ParseList(dry);
   o.fleet = ParseList(fleet);
+  o.live_paces = ParseList(live_paces);
+  o.hot_accounts = ParseList(hot_accounts);
+  for (std::int64_t k : o.hot_accounts)
+    if (k < 1) {
+      std::cerr << "--hot-accounts: each K is at least 1\n";
+      return 64;
+    }
   o.fleet_run = ParseList(fleet_run);
   o.takeover_stop.clear();
   for (std::int64_t v : ParseList(takeover_stop)) o.takeover_stop.push_back(static_cast<double>(v));

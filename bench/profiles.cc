@@ -85,8 +85,12 @@ ReadCount ReadEach(Store* store, const Namespace& ns, const Filter& filter, std:
 // the daemon reads them with a watch that names no key.
 class TransferBench final : public BenchProfile {
  public:
-  explicit TransferBench(std::string kind)
-      : kind_(std::move(kind)),
+  // `per_account`: how many of the stuck transfers name each account (a merchant's or a
+  // settlement account takes part in many); 0: the bench's usual mix, an account per four
+  // transfers (each account in about eight).
+  TransferBench(std::string kind, std::int64_t per_account)
+      : per_account_(per_account),
+        kind_(std::move(kind)),
         profile_(*Profile::Named(kind_)),
         operations_(kind_ == "operations") {
     state_ = profile_.state_field;
@@ -116,8 +120,11 @@ class TransferBench final : public BenchProfile {
     std::int64_t age_ms;
     bool rollback() const { return steps >= 2 && steps <= 4 && age_ms > 30 * kMinute; }
   };
-  static std::int64_t Accounts(std::int64_t n) { return std::max<std::int64_t>(100, n / 4); }
-  static Plan PlanOf(std::int64_t i, std::int64_t n) {
+  std::int64_t Accounts(std::int64_t n) const {
+    if (per_account_ > 0) return std::max<std::int64_t>(2, 2 * n / per_account_);
+    return std::max<std::int64_t>(100, n / 4);
+  }
+  Plan PlanOf(std::int64_t i, std::int64_t n) const {
     std::uint64_t h = Mix(static_cast<std::uint64_t>(i));
     const std::int64_t m = Accounts(n);
     Plan p;
@@ -132,6 +139,7 @@ class TransferBench final : public BenchProfile {
     return p;
   }
   static std::string Account(std::int64_t k) { return "A" + std::to_string(k); }
+  std::int64_t per_account_;
   const std::string& Written(TxnState st) const { return profile_.states.Written(st); }
   const std::vector<std::string>& Spellings(TxnState st) const {
     const StateAliases& a = profile_.states;
@@ -513,8 +521,9 @@ class TransferBench final : public BenchProfile {
 
 }  // namespace
 
-std::unique_ptr<BenchProfile> MakeProfile(const std::string& name) {
-  if (name == "transfer" || name == "operations") return std::make_unique<TransferBench>(name);
+std::unique_ptr<BenchProfile> MakeProfile(const std::string& name, std::int64_t per_account) {
+  if (name == "transfer" || name == "operations")
+    return std::make_unique<TransferBench>(name, per_account);
   // The tagged-insert profile plugs in here.
   return nullptr;
 }

@@ -191,7 +191,7 @@ class RunDaemon {
       std::ofstream f(config_);
       f << "[mongodb]\nsocket_timeout = \"10m\"\n"
         << "[sweep]\nworkers = " << o.workers << "\nbatch_size = " << o.batch_size
-        << "\nmanage_indexes = true\n";
+        << "\npace = " << o.pace << "\nmanage_indexes = true\n";
       if (!fs.lease.empty()) f << "lease = \"" << fs.lease << "\"\n";
       f << "[daemon]\ninterval = \"" << fs.interval << "\"\n[fleet]\nenabled = true\n";
       if (!fs.heartbeat.empty()) f << "heartbeat = \"" << fs.heartbeat << "\"\n";

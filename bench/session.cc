@@ -78,6 +78,14 @@ RunResult Session::limit(std::int64_t n, bool indexed) const {
   return sum;
 }
 
+std::string Session::ConfigWithPace(std::int64_t pace) const {
+  Options paced = o;
+  paced.pace = pace;
+  std::vector<std::string> watches;
+  for (const auto& p : profiles) watches.push_back(p->WatchToml(db_of(*p), ""));
+  return WriteConfig(paced, watches, "-pace" + std::to_string(pace) + ".toml");
+}
+
 int Main(const Options& o) {
   // The daemon's code run in this process (ExplainSweep) logs: to stderr, not into the tables.
   spdlog::set_default_logger(spdlog::stderr_color_mt("txn-recovery-bench"));
@@ -139,7 +147,8 @@ int Main(const Options& o) {
   // limit of --warm-up transactions first, not shown. The embedded server compiled its hot
   // paths during the first run measured, which made a sweep measured first 1.5 times as slow
   // as the same sweep repeated, while the limit, measured after it, ran warm.
-  if (!o.ns.empty() && o.warm_up > 0) {
+  const bool measures_recovery = !o.ns.empty() || o.live_rate > 0 || !o.hot_accounts.empty();
+  if (measures_recovery && o.warm_up > 0) {
     session.seed(o.warm_up, false);
     CreateIndexes(store.get(), config, uri);
     (void)SweepUntilClean(o, config, uri, server, store.get(), /*sum=*/true);
@@ -156,6 +165,8 @@ int Main(const Options& o) {
   if (!o.fleet.empty()) session.RunFleet();
   if (o.index_cost_writes > 0) session.RunIndexCost();
   if (!o.fleet_run.empty() || o.takeover) session.RunDaemons();
+  if (!o.hot_accounts.empty()) session.RunHot();
+  if (o.live_rate > 0) session.RunLive();
   std::printf("\nload average at the end: %s\n", LoadAverage().c_str());
   report.doc()["machine"]["load_average_end"] = LoadAverage();
   report.Save();

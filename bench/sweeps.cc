@@ -27,12 +27,13 @@ std::string TempPath(const std::string& suffix) {
 }
 
 // The daemon's configuration: everything but the URI, which it reads from its environment.
-std::string WriteConfig(const Options& o, const std::vector<std::string>& watches) {
-  std::string path = TempPath(".toml");
+std::string WriteConfig(const Options& o, const std::vector<std::string>& watches,
+                        const std::string& suffix) {
+  std::string path = TempPath(suffix);
   std::ofstream f(path);
   f << "[mongodb]\nsocket_timeout = \"10m\"\n"
     << "[sweep]\nworkers = " << o.workers << "\nbatch_size = " << o.batch_size
-    << "\nmanage_indexes = true\n[log]\nlevel = \"warn\"\n";
+    << "\npace = " << o.pace << "\nmanage_indexes = true\n[log]\nlevel = \"warn\"\n";
   for (const auto& w : watches) f << w;
   return path;
 }
