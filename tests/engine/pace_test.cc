@@ -151,6 +151,46 @@ TEST_P(PacedSweep, ABacklogDrainsWholeAtTheBound) {
   }
 }
 
+// Two members of a fleet share the bound: each drives its share at half of it.
+TEST_P(PacedSweep, AMemberOfATwoMemberFleetDrivesItsShareAtHalfTheBound) {
+  if (GetParam() != "memory") GTEST_SKIP() << "timing is exact on the test's own clock only";
+  const Snapshot before = bank_->Take();
+  constexpr int kTransfers = 300;
+  std::vector<Value> ids;
+  for (int i = 0; i < kTransfers; ++i)
+    ids.push_back(bank_->Transfer(Bank::Account(i % 8), Bank::Account((i + 3) % 8), 1, 2));
+  bank_->AgeAll(std::chrono::hours(1));
+  const Share mine{0, 2};
+  int owned = 0;
+  for (const Value& id : ids) owned += mine.Owns(id) ? 1 : 0;
+  ASSERT_GT(owned, 100);
+
+  SweepOptions o;
+  o.lease.owner = "member-0";
+  o.workers = 1;
+  o.batch_size = 50;
+  o.bulk_size = 50;
+  o.share = mine;
+  o.pace = std::make_shared<Pace>(backend_->clock(), 100);
+  Sweeper sweeper(backend_->store(), backend_->clock(), o);
+  const auto t0 = backend_->clock()->MonotonicNow();
+  WatchSummary summary;
+  Must(sweeper.SweepWatch(bank_->Watch(), nullptr, &summary));
+  const auto elapsed = backend_->clock()->MonotonicNow() - t0;
+  EXPECT_EQ(summary.resolved, owned);
+  // Its first bulk at once, the rest at 50 a second: half of the fleet's 100.
+  const auto at_half = milliseconds((owned - 50) * 1000 / 50);
+  EXPECT_GE(elapsed, at_half);
+  EXPECT_LT(elapsed, at_half + seconds(1)) << "slower than its half of the bound";
+  // The other member's share, by another sweep, leaves the bank whole.
+  SweepOptions other = o;
+  other.lease.owner = "member-1";
+  other.share = Share{1, 2};
+  Sweeper second(backend_->store(), backend_->clock(), other);
+  Must(second.SweepWatch(bank_->Watch(), nullptr, &summary));
+  for (const auto& v : bank_->Violations(before)) ADD_FAILURE() << v;
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, PacedSweep, ::testing::Values("memory", "mongo"),
                          [](const auto& info) { return info.param; });
 
