@@ -167,12 +167,6 @@ class StateMachine::Batch {
     // event and what else the line says ("to=applied"). Null: a write the model has not.
     const char* trace_event = nullptr;
     std::string trace_detail{};
-    // Sent when `request` matched nothing: the other form of a write whose form rests on a
-    // read that another transaction's write on the same document may have overtaken (the
-    // untrace: of requests::Untrace's two forms exactly one matches a present trace, and
-    // neither matches once it is gone, so this never acts twice). Its line in the trace is
-    // the write's: one abstract action, matched if either form matched.
-    std::optional<UpdateRequest> otherwise{};
   };
 
   // Releases, on every way out of the batch's run, the leases the batch still holds
@@ -206,10 +200,19 @@ class StateMachine::Batch {
   // ---- The writer: every write of the engine is sent here ---------------------------------
 
   // Which of the writes the server accepted (indices into the list given), and how many
-  // of those matched in all.
+  // of those matched in all; and what became of each, as far as its bulk's count says.
   struct Sent {
+    enum class Fate : std::uint8_t {
+      kNotSent,  // stopped by its lease's deadline
+      kFailed,   // its bulk failed as a whole: it may or may not have reached the server
+      kRefused,  // the server refused it
+      kMatched,
+      kMissed,
+      kUnknown,  // in a bulk where some matched and some did not: which is not said
+    };
     std::vector<std::size_t> accepted;
     std::int64_t matched = 0;
+    std::vector<Fate> fate;  // by index into the list given
     bool all_matched() const { return matched == static_cast<std::int64_t>(accepted.size()); }
   };
 
@@ -273,7 +276,9 @@ class StateMachine::Batch {
 
   // Reads the participants of `steps`, many at a time: one {key: {$in: [...]}} query per
   // collection and key. A read error fails the items concerned.
-  std::vector<Found> ReadParticipants(const std::vector<StepRef>& steps);
+  // A read that fails fails the items it was for, unless `best_effort` (a clean-up's
+  // read, of transactions already ended): then their documents are left unread (empty).
+  std::vector<Found> ReadParticipants(const std::vector<StepRef>& steps, bool best_effort = false);
 
   // Each document once, as last read: a scan may return a document twice when it is
   // updated meanwhile (DocumentDB does so readily), and two readings of one participant must
@@ -366,9 +371,12 @@ class StateMachine::Batch {
   // Removes the traces of the finishes of `items` (each terminal) from the participants a
   // finish left one on or a read found one on (Item::traced_at): for each, the one of
   // requests::Untrace's two forms that the read calls for (sending both would cost every
-  // traced participant a statement for nothing), with the other as Write::otherwise for a
-  // read overtaken by another transaction's trace on the same participant; one bulk per
-  // collection in the order of its documents. Several traces of this batch on one
+  // traced participant a statement for nothing), one bulk per collection in the order of
+  // its documents. Another transaction's trace added to or removed from the participant
+  // since that read (another worker's or daemon's finish on a busy account) makes the form
+  // miss: the participants of those that may have missed are read again and the form
+  // each now calls for is sent, twice at most; what is still left, the late-write check
+  // and the orphan scan remove. Several traces of this batch on one
   // participant (a busy account) were all read on the same document: each but the last is
   // pulled, and the last takes the sub-document with it where each read says the traces
   // are all it holds.

@@ -16,12 +16,12 @@ void StateMachine::Batch::Untrace(const std::vector<Item*>& list) {
 }
 
 void StateMachine::Batch::RemoveTraces(const std::vector<Item*>& items) {
-  struct Trace {
+  struct Left {  // a trace of a finish on a participant
     Item* it;
     const ParticipantStep* step;
     bool all;
   };
-  std::vector<Trace> traces;
+  std::vector<Left> traces;
   std::unordered_map<std::string, std::vector<std::size_t>> by_participant;
   for (Item* it : items)
     for (std::size_t k = 0; k < it->traced_at.size(); ++k) {
@@ -37,24 +37,75 @@ void StateMachine::Batch::RemoveTraces(const std::vector<Item*>& items) {
     for (std::size_t i : indices) traces[i].all = false;
     traces[indices.back()].all = all;
   }
-  std::vector<Write> writes;
-  for (const Trace& t : traces) {
-    auto [whole, part] = requests::Untrace(t.step->target, t.it->txn->id, paths_);
-    writes.push_back({t.it, t.step, t.step->ns, t.all ? std::move(whole) : std::move(part),
-                      /*best_effort=*/true,
-                      (t.all ? "remove the daemon's sub-document (the finish's trace) from "
-                             : "pull the finish's trace from ") +
-                          t.step->describe});
-    writes.back().trace_event = "untrace";
-    // Another transaction's trace on the same participant, added or removed since the read,
-    // makes the form read miss: the other one then matches.
-    writes.back().otherwise = t.all ? std::move(part) : std::move(whole);
-  }
-  if (conformance::On())
+  const bool tracing = conformance::On();
+  if (tracing)
     for (Item* it : items)
       for (std::size_t k = 0; k < it->txn->steps.size(); ++k)
         if (it->traced_at.empty() || !it->traced_at[k]) TraceUnsent(*it, "untrace", k);
-  (void)Send(writes);
+  const auto describe = [](const ParticipantStep& step, bool all) {
+    return (all ? "remove the daemon's sub-document (the finish's trace) from "
+                : "pull the finish's trace from ") +
+           step.describe;
+  };
+  std::vector<Write> writes;
+  for (const Left& t : traces) {
+    auto [whole, part] = requests::Untrace(t.step->target, t.it->txn->id, paths_);
+    writes.push_back({t.it, t.step, t.step->ns, t.all ? std::move(whole) : std::move(part),
+                      /*best_effort=*/true, describe(*t.step, t.all)});
+  }
+  // The trace's line is the whole clean-up's, written below: one step of the model,
+  // matched if any of its writes matched.
+  const Sent sent = Send(writes);
+  std::vector<bool> removed(traces.size(), false);
+  std::vector<std::size_t> again;
+  for (std::size_t i = 0; i < traces.size(); ++i) {
+    removed[i] = sent.fate[i] == Sent::Fate::kMatched;
+    if (sent.fate[i] == Sent::Fate::kMissed || sent.fate[i] == Sent::Fate::kUnknown)
+      again.push_back(i);
+  }
+  for (int round = 0; round < 2 && !again.empty() && !writer_.recording(); ++round) {
+    std::vector<StepRef> refs;
+    for (std::size_t i : again) refs.emplace_back(traces[i].it, traces[i].step);
+    const std::vector<Found> found = ReadParticipants(refs, /*best_effort=*/true);
+    std::vector<Write> retry;
+    std::vector<std::size_t> which;
+    for (std::size_t k = 0; k < again.size(); ++k) {
+      const Left& t = traces[again[k]];
+      if (found[k].size() != 1) continue;
+      const Value* finished = found[k].front().GetPath(paths_.Finished());
+      const Array* ids = finished != nullptr ? finished->as_array() : nullptr;
+      if (ids == nullptr || std::find(ids->begin(), ids->end(), t.it->txn->id) == ids->end())
+        continue;  // gone: the first write took it (the count did not say), or another did
+      const bool all =
+          requests::TraceIsAll(found[k].front(), t.it->txn->id, paths_, /*adding=*/false);
+      auto [whole, part] = requests::Untrace(t.step->target, t.it->txn->id, paths_);
+      retry.push_back({t.it, t.step, t.step->ns, all ? std::move(whole) : std::move(part),
+                       /*best_effort=*/true, describe(*t.step, all) + " (read again)"});
+      which.push_back(again[k]);
+    }
+    again.clear();
+    if (retry.empty()) break;
+    const Sent more = Send(retry);
+    for (std::size_t j = 0; j < which.size(); ++j) {
+      if (more.fate[j] == Sent::Fate::kMatched) removed[which[j]] = true;
+      if (more.fate[j] == Sent::Fate::kMissed || more.fate[j] == Sent::Fate::kUnknown)
+        again.push_back(which[j]);
+    }
+  }
+  if (tracing)
+    for (std::size_t i = 0; i < traces.size(); ++i) {
+      const std::size_t k = StepIndex(*traces[i].it, traces[i].step);
+      if (sent.fate[i] == Sent::Fate::kNotSent) {
+        TraceUnsent(*traces[i].it, "untrace", k);
+        continue;
+      }
+      // Each write is a bulk of its own while tracing: its count says whether it matched.
+      // A bulk failed as a whole may or may not have reached the server.
+      const std::string ok = sent.fate[i] == Sent::Fate::kFailed && !removed[i] ? "err"
+                             : removed[i]                                       ? "1"
+                                                                                : "0";
+      Trace(*traces[i].it, "untrace", "s=" + std::to_string(k) + " sent=1 ok=" + ok + " live=1");
+    }
 }
 
 void StateMachine::Batch::Finish(const std::vector<Item*>& list) {

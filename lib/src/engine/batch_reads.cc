@@ -8,7 +8,7 @@
 
 namespace txn_recovery {
 
-auto StateMachine::Batch::ReadParticipants(const std::vector<StepRef>& steps)
+auto StateMachine::Batch::ReadParticipants(const std::vector<StepRef>& steps, bool best_effort)
     -> std::vector<Found> {
   std::vector<Found> found(steps.size());
   std::map<std::pair<std::string, std::string>, std::vector<std::size_t>> groups;
@@ -36,7 +36,8 @@ auto StateMachine::Batch::ReadParticipants(const std::vector<StepRef>& steps)
       if (!s.ok()) break;
     }
     if (!s.ok()) {
-      for (std::size_t i : indices) Fail(steps[i].first, s);
+      if (!best_effort)
+        for (std::size_t i : indices) Fail(steps[i].first, s);
       continue;
     }
     if (group.second.empty()) {

@@ -12,6 +12,7 @@ namespace txn_recovery {
 
 auto StateMachine::Batch::Send(std::vector<Write>& writes) -> Sent {
   Sent sent;
+  sent.fate.assign(writes.size(), Sent::Fate::kNotSent);
   const bool tracing = conformance::On();
   std::vector<bool> live(tracing ? writes.size() : 0, true);
   // Whether write i is not sent: under a lease whose local deadline has passed (its item
@@ -34,12 +35,8 @@ auto StateMachine::Batch::Send(std::vector<Write>& writes) -> Sent {
   for (std::size_t i = 0; i < writes.size(); ++i) {
     Item* it = writes[i].item;
     if (stopped(i)) continue;
-    if (it->leased || writes[i].claims_lease) {
+    if (it->leased || writes[i].claims_lease)
       writes[i].request.filter = requests::Fenced(std::move(writes[i].request.filter), it->lease);
-      if (writes[i].otherwise)
-        writes[i].otherwise->filter =
-            requests::Fenced(std::move(writes[i].otherwise->filter), it->lease);
-    }
     by_ns[writes[i].ns.ToString()].push_back(i);
   }
   // With the conformance trace on, each write goes in a bulk of its own, so that its line
@@ -69,18 +66,15 @@ auto StateMachine::Batch::Send(std::vector<Write>& writes) -> Sent {
     if (tracing && stopped(indices.front())) continue;
     std::vector<LabelledRequest> bulk;
     bulk.reserve(indices.size());
-    for (std::size_t i : indices) {
-      // A write with another form keeps its own for a second try.
-      if (writes[i].otherwise)
-        bulk.push_back({writes[i].what, writes[i].request});
-      else
-        bulk.push_back({std::move(writes[i].what), std::move(writes[i].request)});
-    }
+    for (std::size_t i : indices)
+      bulk.push_back({std::move(writes[i].what), std::move(writes[i].request)});
     BulkResult r;
     if (Status s = writer_.Each(writes[indices.front()].ns, std::move(bulk), &r); !s.ok()) {
       if (tracing) TraceSent(writes, indices, live, {}, -1);
-      for (std::size_t i : indices)
+      for (std::size_t i : indices) {
+        sent.fate[i] = Sent::Fate::kFailed;
         if (!writes[i].best_effort) Fail(writes[i].item, s);
+      }
       continue;
     }
     std::set<std::size_t> refused;
@@ -88,49 +82,21 @@ auto StateMachine::Batch::Send(std::vector<Write>& writes) -> Sent {
       if (index >= indices.size()) continue;
       refused.insert(index);
     }
-    bool unsent_again = false;
-    // Fewer matched than were accepted: which missed is not said (unless the bulk is one
-    // write), so each write of the bulk that has another form sends it, and then the first
-    // again: a read overtaken twice (a trace of another transaction removed, then one
-    // added) still ends with the trace gone. A bulk with a write that can match nothing
-    // (the trace already removed by another daemon's late-write check) pays its writes'
-    // two more statements each: rare, and neither form can act twice.
-    const auto accepted = static_cast<std::int64_t>(indices.size() - refused.size());
-    for (int attempt = 1; attempt <= 2 && r.matched < accepted; ++attempt) {
-      std::vector<LabelledRequest> again;
-      bool stopped_again = false;
-      for (std::size_t k = 0; k < indices.size(); ++k) {
-        const Write& w = writes[indices[k]];
-        if (!w.otherwise || refused.count(k)) continue;
-        if (w.item->leased && !LeaseLive(*w.item)) {
-          stopped_again = true;
-          continue;
-        }
-        again.push_back({w.what + (attempt == 1 ? " (its other form: the first matched nothing)"
-                                                : " (again: neither form matched)"),
-                         attempt == 1 ? *w.otherwise : w.request});
-      }
-      // Traced alone, a write whose first form missed and whose other form the deadline
-      // stopped changed nothing: the model's "not sent".
-      unsent_again = tracing && stopped_again && r.matched == 0;
-      BulkResult r2;
-      if (again.empty() || !writer_.Each(writes[indices.front()].ns, std::move(again), &r2).ok())
-        break;
-      r.matched += r2.matched;
-    }
-    if (unsent_again) {
-      const Write& w = writes[indices.front()];
-      if (w.trace_event != nullptr)
-        TraceUnsent(*w.item, w.trace_event, w.step ? StepIndex(*w.item, w.step) : 0,
-                    w.trace_detail);
-    } else if (tracing) {
-      TraceSent(writes, indices, live, refused, r.matched);
-    }
+    if (tracing) TraceSent(writes, indices, live, refused, r.matched);
     for (auto& [index, why] : r.refused)
       if (index < indices.size() && !writes[indices[index]].best_effort)
         Fail(writes[indices[index]].item, std::move(why));
-    for (std::size_t k = 0; k < indices.size(); ++k)
-      if (!refused.count(k)) sent.accepted.push_back(indices[k]);
+    const auto accepted = static_cast<std::int64_t>(indices.size() - refused.size());
+    for (std::size_t k = 0; k < indices.size(); ++k) {
+      if (refused.count(k)) {
+        sent.fate[indices[k]] = Sent::Fate::kRefused;
+        continue;
+      }
+      sent.accepted.push_back(indices[k]);
+      sent.fate[indices[k]] = r.matched == accepted ? Sent::Fate::kMatched
+                              : r.matched == 0      ? Sent::Fate::kMissed
+                                                    : Sent::Fate::kUnknown;
+    }
     sent.matched += r.matched;
   }
   return sent;
