@@ -1,5 +1,6 @@
 // Process exit codes, following sysexits(3) where one fits, so that systemd units
-// (RestartPreventExitStatus=78) and scripts can tell a bad configuration from an outage.
+// (RestartPreventExitStatus=64 78: a usage or configuration error is not retried) and
+// scripts can tell a bad configuration from an outage.
 #pragma once
 
 #include "txn_recovery/base/status.h"

@@ -5,6 +5,7 @@
 #   scripts/testdb-start.sh [--port N] [--owner-pid PID] [--state-dir DIR]
 #   scripts/testdb-start.sh --build-only
 #   scripts/testdb-start.sh --engine documentdb [--port N] [--state-dir DIR] [--build-only]
+#                           [--replicated [--sync|--async]]
 #
 #   --engine E       embedded (the default: what this header describes) or documentdb
 #                    (PostgreSQL with the DocumentDB extensions and gateway, built from
@@ -15,6 +16,9 @@
 #                    (default: .cache/testdb/run at the repository root)
 #   --build-only     only make sure the launcher is built (fills the cache; needs Maven
 #                    Central the first time), then exit
+#   --replicated     (documentdb) two PostgreSQL nodes, a primary and a streaming standby,
+#                    for the failover round; --sync (the default) makes a commit wait for
+#                    the standby, --async does not (scripts/testdb-documentdb.sh says more)
 #
 # The launcher is built into .cache/testdb/ (dependencies copied by Maven into lib/, the
 # launcher compiled with javac into classes/). Once that cache matches testdb/pom.xml and the

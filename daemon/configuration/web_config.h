@@ -61,7 +61,7 @@ struct WebConfig {
 
 // Reads and checks the YAML file at `path`: known keys, types, values, that the TLS files
 // are named in pairs, that every hash is a bcrypt hash. Does not read the certificate, key
-// or CA files (LoadTlsContext does). InvalidArgument "PATH:LINE:COL: KEY: problem" (or
+// or CA files (TlsContext::Load, serving/http_tls.h, does). InvalidArgument "PATH:LINE:COL: KEY: problem" (or
 // "PATH: problem" when there is no position: an unreadable file); never throws.
 txn_recovery::Status ParseWebConfig(const std::string& path, WebConfig* out);
 
