@@ -159,6 +159,12 @@ class Sweeper::Pass {
   Status Stream() {
     FindOptions find_options;
     find_options.batch_size = s_->options_.batch_size;
+    // The pace bound (pace.h) holds back the reading of the candidates, a chunk at a time,
+    // never a dry run, which writes nothing: a candidate waits before it is read, not
+    // between its read and its claim, so that what the claim and the conformance trace's
+    // read rest on is as fresh as unpaced. Each server batch is then one chunk.
+    const std::shared_ptr<Pace> pace = s_->options_.dry_run ? nullptr : s_->options_.pace;
+    if (pace) find_options.batch_size = std::min(s_->options_.batch_size, s_->options_.bulk_size);
     if (s_->options_.share) find_options.projection = {"_id"};
     // Without a memory (a one-shot sweep) the probe is not sent: it is the walk the daemon
     // asks once; the finished transactions are taken to carry times, as most applications
@@ -193,13 +199,20 @@ class Sweeper::Pass {
     Status status = Status::Ok();
     Document doc;
     std::vector<Document> pending;
+    std::size_t paced = 0;  // candidates the pace has let through and not yet read
     while (true) {
       if (Stopping()) {
         status = Status::Aborted("sweep stopped before it was complete");
         break;
       }
+      if (pace && paced == 0) {
+        if (!pace->Take(static_cast<std::int64_t>(chunk), members_.load(), s_->options_.stop))
+          continue;  // stopped while waiting: Stopping() ends the loop
+        paced = chunk;
+      }
       bool has = false;
       if (status = cursor->Next(&doc, &has); !status.ok() || !has) break;
+      if (pace) --paced;
       summary_->examined++;
       if (workers > 1) {
         queue.Push(std::move(doc));
@@ -398,12 +411,6 @@ class Sweeper::Pass {
     }
     StampFirstSightings(unseen);
     if (batch.empty()) return;
-    // The pace bound (pace.h) holds the bulk back, never a dry run, which writes nothing;
-    // stopped while waiting, the bulk is left to the next sweep, untouched.
-    if (const auto& pace = s_->options_.pace; pace && !s_->options_.dry_run) {
-      if (!pace->Take(static_cast<std::int64_t>(batch.size()), members_.load(), s_->options_.stop))
-        return;
-    }
     // A dry run is the same execution, rehearsed: it reads what a sweep reads and writes
     // nothing (StateMachine::RehearseBatch).
     std::vector<ExecuteResult> results = s_->options_.dry_run

@@ -1,9 +1,10 @@
 // Pace: a bound on how many transactions per second a daemon drives, so that a backlog
 // drained after an outage leaves the server to the application's own writes (the cleanup
 // rate limits of other background workers on a shared database: MongoDB's flow control,
-// TiKV's GC rate limit). The sweeper takes from it before each bulk it drives
-// (SweepOptions::pace); what is waited is counted for the metrics, so that an operator sees
-// why a backlog drains slowly.
+// TiKV's GC rate limit). The sweeper takes from it before it reads each chunk of
+// candidates (SweepOptions::pace), so that a transaction waits before it is read and not
+// between its read and its claim; what is waited is counted for the metrics, so that an
+// operator sees why a backlog drains slowly.
 //
 // A fleet shares one bound: each member's bulk of n transactions costs n times the number of
 // members its share is one of (Share::count), so that k members each drive 1/k of it

@@ -108,7 +108,8 @@ struct SweepOptions {
   // Kept by the caller across sweeps (a `run` daemon); null (a one-shot sweep): nothing is
   // asked, and the finished transactions are taken to carry a time.
   std::shared_ptr<SweepMemory> memory;
-  // The bound on the transactions driven per second, taken before each bulk (pace.h);
+  // The bound on the transactions driven per second, taken before each chunk of
+  // candidates is read (pace.h);
   // shared by every sweep of a daemon, and with a share, divided among its members. Null:
   // unbounded.
   std::shared_ptr<Pace> pace;
