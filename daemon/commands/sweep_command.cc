@@ -418,8 +418,7 @@ void PrintSummary(const WatchRun& run, bool dry_run, std::ostream& out) {
     out << ", left to the other shares " << s.outside_share << " (share " << run.share->self << "/"
         << run.share->count << ")";
   if (s.pace_waited.count() > 0)
-    out << ", held back by sweep.pace " << txn_recovery::FormatDuration(s.pace_waited)
-        << " (summed over workers)";
+    out << ", held back by sweep.pace " << txn_recovery::FormatDuration(s.pace_waited);
   out << "\n";
   for (const auto& [action, outcomes] : s.counts) {
     out << "  " << txn_recovery::ActionName(action) << ":";

@@ -296,7 +296,7 @@ void DescribeStandardMetrics(Metrics* m, const std::string& version, const std::
               "The bound on transactions driven per second by the whole fleet (sweep.pace; "
               "each member drives its part), 0 when unbounded.");
   m->Describe("txn_recoveryd_pace_wait_seconds_total", T::kCounter,
-              "Time the sweep's workers waited for the pace bound, summed over workers: a "
+              "Time the sweep waited for the pace bound before reading its candidates: a "
               "backlog held back by sweep.pace rather than by the server.");
   m->Describe("txn_recoveryd_late_writes_undone_total", T::kCounter,
               "Writes found applied to a transaction after it was rolled back, and undone.");

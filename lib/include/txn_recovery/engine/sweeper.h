@@ -151,8 +151,8 @@ struct WatchSummary {
   // Finished transactions removed by retention after the pass (SweepAndRetain, retention.h).
   std::int64_t finished_deleted = 0;
   std::int64_t finished_archived = 0;
-  // Time the workers waited for the pace bound (SweepOptions::pace), summed over workers:
-  // what held the backlog back.
+  // Time the sweep waited for the pace bound (SweepOptions::pace) before reading its
+  // candidates: what held the backlog back.
   std::chrono::milliseconds pace_waited{0};
   bool paused = false;  // the pause switch was on: nothing was read or written
   Status status;        // the watch-level error (database unreachable, ...), OK otherwise
