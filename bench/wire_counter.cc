@@ -58,6 +58,11 @@ std::map<std::string, WireCounter::Timing> WireCounter::TakeTimings() {
   return std::exchange(timings_, {});
 }
 
+std::map<std::string, WireCounter::Timing> WireCounter::TakeTimingsByCollection() {
+  std::lock_guard lock(mu_);
+  return std::exchange(by_collection_, {});
+}
+
 std::any WireCounter::Noted(std::string_view request) {
   auto msg = testing::ParseOpMsg(request);
   if (!msg) return {};
@@ -65,6 +70,10 @@ std::any WireCounter::Noted(std::string_view request) {
   Request r;
   r.command = first && !first->empty() ? first->front().key : "?";
   r.statements = Statements(*msg, &r.collection);
+  r.target = r.command;
+  if (auto name =
+          testing::StringField(msg->body, r.command == "getMore" ? "collection" : r.command))
+    r.target += " " + *name;
   r.sent = std::chrono::steady_clock::now();
   if (r.statements > 0) {
     std::lock_guard lock(mu_);
@@ -91,9 +100,10 @@ void WireCounter::Answered(std::string_view reply, std::any* note) {
   {
     std::lock_guard lock(mu_);
     if (request->statements > 0) counts_[request->collection].matched += matched;
-    Timing& t = timings_[request->command];
-    ++t.count;
-    t.seconds += seconds;
+    for (Timing* t : {&timings_[request->command], &by_collection_[request->target]}) {
+      ++t->count;
+      t->seconds += seconds;
+    }
   }
   // Only the first reply is the command's: later ones of a stream (moreToCome) are not
   // counted or timed again.
