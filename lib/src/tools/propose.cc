@@ -457,15 +457,23 @@ bool Separates(const Context& c, const std::string& path) {
   return std::any_of(seen.begin(), seen.end(), [](const auto& e) { return e.second.first; });
 }
 
+constexpr const char* kNoStateField =
+    "no field holds one of a few repeated strings in nearly every document (a state)";
+
+// Whether `path` may be the state field: a string of few repeated values in nearly every
+// document (a reference aside, which the caller excludes).
+bool MayBeState(const Context& c, const std::string& path, const PathStats& s) {
+  // A state repeats: some value is held by two documents at least.
+  return path != "_id" && !s.many_values && !s.values.empty() && s.strings * 10 >= c.n * 9 &&
+         static_cast<std::int64_t>(s.values.size()) < s.strings;
+}
+
 // The state field: a string of few repeated values in nearly every document, not a
 // reference. False when the collection holds no transactions or the field is undecided.
 bool ChooseStateField(Context* c) {
   std::vector<std::string> candidates;
   for (const auto& [path, s] : c->stats)
-    // A state repeats: some value is held by two documents at least.
-    if (path != "_id" && !c->IsRef(path) && !s.many_values && !s.values.empty() &&
-        s.strings * 10 >= c->n * 9 && static_cast<std::int64_t>(s.values.size()) < s.strings)
-      candidates.push_back(path);
+    if (MayBeState(*c, path, s) && !c->IsRef(path)) candidates.push_back(path);
   if (candidates.size() > 1) {
     std::vector<std::string> separating;
     for (const auto& k : candidates)
@@ -477,8 +485,7 @@ bool ChooseStateField(Context* c) {
   if (candidates.empty() || !structured) {
     out.verdict = Verdict::kNotTransactions;
     out.why = candidates.empty()
-                  ? "no field holds one of a few repeated strings in nearly every document (a "
-                    "state)"
+                  ? std::string(kNoStateField)
                   : "'" + candidates.front() +
                         "' could be a state, but no field names documents of another "
                         "collection, no field lists operations, and no document of another "
@@ -859,6 +866,17 @@ Status Inferrer::Run(const std::string& collection, const std::vector<const Docu
   c.n = std::ssize(docs);
   c.stats = Statistics(docs, o_.lease_field);
   c.follow.assign(docs.begin(), docs.begin() + std::min<std::int64_t>(c.n, o_.follow));
+  // Without a field that may be a state, the collection holds no transactions whatever its
+  // references: said before they are followed, which reads other collections by fields they
+  // may have no index on (the participants of a million transactions scanned the
+  // transactions collection once per key-like field of theirs, then once per field that
+  // might tag them).
+  if (std::none_of(c.stats.begin(), c.stats.end(),
+                   [&c](const auto& e) { return MayBeState(c, e.first, e.second); })) {
+    r->out.verdict = Verdict::kNotTransactions;
+    r->out.why = kNoStateField;
+    return Status::Ok();
+  }
   if (Status s = Structure(&c); !s.ok()) return s;
   if (Status s = Markers(&c); !s.ok()) return s;
   if (!ChooseStateField(&c)) return Status::Ok();
