@@ -14,6 +14,20 @@ std::int64_t WireCounter::Statements(const std::string& message, std::string* co
   return msg ? Statements(*msg, collection) : 0;
 }
 
+std::string WireCounter::Target(const std::string& message) {
+  std::optional<testing::OpMsg> msg = testing::ParseOpMsg(message);
+  return msg ? Target(*msg) : "?";
+}
+
+std::string WireCounter::Target(const testing::OpMsg& msg) {
+  auto first = testing::ReadElements(msg.body);
+  if (!first || first->empty()) return "?";
+  std::string target(first->front().key);
+  if (auto name = testing::StringField(msg.body, target == "getMore" ? "collection" : target))
+    target += " " + *name;
+  return target;
+}
+
 std::int64_t WireCounter::Statements(const testing::OpMsg& msg, std::string* collection) {
   auto elements = testing::ReadElements(msg.body);
   if (!elements || elements->empty()) return 0;
@@ -70,10 +84,7 @@ std::any WireCounter::Noted(std::string_view request) {
   Request r;
   r.command = first && !first->empty() ? first->front().key : "?";
   r.statements = Statements(*msg, &r.collection);
-  r.target = r.command;
-  if (auto name =
-          testing::StringField(msg->body, r.command == "getMore" ? "collection" : r.command))
-    r.target += " " + *name;
+  r.target = Target(*msg);
   r.sent = std::chrono::steady_clock::now();
   if (r.statements > 0) {
     std::lock_guard lock(mu_);

@@ -59,6 +59,9 @@ class WireCounter {
   // For tests: the statements of one OP_MSG request (its whole message), and the
   // collection it names; 0 when it is not an update or findAndModify.
   static std::int64_t Statements(const std::string& message, std::string* collection);
+  // For tests: what TakeTimingsByCollection files one OP_MSG request under ("find
+  // transactions", "getMore transactions", "ping"); "?" for no command.
+  static std::string Target(const std::string& message);
 
  private:
   struct Request {
@@ -68,6 +71,7 @@ class WireCounter {
     std::chrono::steady_clock::time_point sent;
   };
   static std::int64_t Statements(const testing::OpMsg& msg, std::string* collection);
+  static std::string Target(const testing::OpMsg& msg);
   std::any Noted(std::string_view request);
   void Answered(std::string_view reply, std::any* note);
 
