@@ -14,6 +14,7 @@
 //   run_daemons.cc   a fleet of `txn-recoveryd run` daemons (--fleet-run) and --takeover
 //   run_live.cc      the application's write latency while a backlog drains (--live-traffic)
 //   run_hot.cc       a backlog on hot accounts against distinct ones (--hot-accounts)
+//   run_propose.cc   the first hour: `propose` over N finished transactions, `rehearse`
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -181,6 +182,13 @@ struct Options {
   // this many of them (1: every account in one transfer, no two transfers share one).
   std::vector<std::int64_t> hot_accounts;
   std::int64_t hot_n = 20'000;
+  // --propose: finished transactions under `propose` (and `rehearse` of the watch beside
+  // them); its measured runs after an unshown first, its --sample (0: the daemon's default),
+  // the rehearsals, and where the first proposal's text is kept.
+  std::vector<std::int64_t> propose;
+  int propose_runs = 3, rehearse_runs = 3;
+  std::int64_t propose_sample = 0;
+  std::string propose_out;
   std::vector<std::string> profiles{"transfer"};
   double baseline_budget = 600;
   int workers = 4, batch_size = 500, limit_threads = 4;
@@ -402,6 +410,8 @@ struct Session {
   void RunHot();
   // The daemon's configuration file for `profiles` with sweep.pace `pace` (WriteConfig).
   std::string ConfigWithPace(std::int64_t pace) const;
+  // run_propose.cc: `propose` over --propose finished transactions, `rehearse` of the watch.
+  void RunFirstHour();
 };
 
 // The whole bench (session.cc); the exit code.

@@ -27,6 +27,8 @@
 //   takeover  three run daemons, one SIGKILLed once a third of the backlog is resolved: how
 //             long its share waits for the others; then one SIGSTOPped past the fleet's
 //             expiry and continued: whether any transaction was resolved by two of them.
+//   propose   `txn-recoveryd propose` over N finished transactions, and `rehearse` of the
+//             watch beside them: the first hour's commands (issue 43's times).
 // The server's CPU time is read from /proc for the processes named by the test server's
 // state directory (--server-state-dir); the bench and the server share the machine.
 //
@@ -161,6 +163,20 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
                  "each K of this comma-separated list (the first is the reference)");
   app.add_option("--hot-n", o.hot_n, "The stuck transfers of --hot-accounts");
   app.add_option("--pace", o.pace, "sweep.pace of the bench's sweeps (0: unbounded)");
+  std::string propose;
+  app.add_option("--propose", propose,
+                 "Finished transactions (comma-separated Ns) under `txn-recoveryd propose`, "
+                 "then `rehearse` of the watch beside them (empty: none)");
+  app.add_option("--propose-runs", o.propose_runs,
+                 "Measured propose runs per N, after a first one shown apart (the median shown)")
+      ->check(CLI::Range(1, 100));
+  app.add_option("--propose-sample", o.propose_sample,
+                 "propose --sample (0: the daemon's default, 1,000)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--propose-out", o.propose_out, "Keep the first proposal's text in this file");
+  app.add_option("--rehearse-runs", o.rehearse_runs,
+                 "Rehearsals of the watch per N after the proposals (the median shown; 0: none)")
+      ->check(CLI::Range(0, 100));
   app.add_option("--json", o.json_path, "Also write every figure to this JSON file");
   app.add_option("--daemon", o.daemon, "The txn-recoveryd binary");
   CLI11_PARSE(app, argc, argv);
@@ -176,6 +192,7 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
       return 64;
     }
   o.fleet_run = ParseList(fleet_run);
+  o.propose = ParseList(propose);
   o.takeover_stop.clear();
   for (std::int64_t v : ParseList(takeover_stop)) o.takeover_stop.push_back(static_cast<double>(v));
   o.profiles.clear();

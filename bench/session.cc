@@ -167,6 +167,7 @@ int Main(const Options& o) {
   if (!o.fleet_run.empty() || o.takeover) session.RunDaemons();
   if (!o.hot_accounts.empty()) session.RunHot();
   if (o.live_rate > 0) session.RunLive();
+  session.RunFirstHour();
   std::printf("\nload average at the end: %s\n", LoadAverage().c_str());
   report.doc()["machine"]["load_average_end"] = LoadAverage();
   report.Save();

@@ -14,6 +14,20 @@ std::int64_t WireCounter::Statements(const std::string& message, std::string* co
   return msg ? Statements(*msg, collection) : 0;
 }
 
+std::string WireCounter::Target(const std::string& message) {
+  std::optional<testing::OpMsg> msg = testing::ParseOpMsg(message);
+  return msg ? Target(*msg) : "?";
+}
+
+std::string WireCounter::Target(const testing::OpMsg& msg) {
+  auto first = testing::ReadElements(msg.body);
+  if (!first || first->empty()) return "?";
+  std::string target(first->front().key);
+  if (auto name = testing::StringField(msg.body, target == "getMore" ? "collection" : target))
+    target += " " + *name;
+  return target;
+}
+
 std::int64_t WireCounter::Statements(const testing::OpMsg& msg, std::string* collection) {
   auto elements = testing::ReadElements(msg.body);
   if (!elements || elements->empty()) return 0;
@@ -58,6 +72,11 @@ std::map<std::string, WireCounter::Timing> WireCounter::TakeTimings() {
   return std::exchange(timings_, {});
 }
 
+std::map<std::string, WireCounter::Timing> WireCounter::TakeTimingsByCollection() {
+  std::lock_guard lock(mu_);
+  return std::exchange(by_collection_, {});
+}
+
 std::any WireCounter::Noted(std::string_view request) {
   auto msg = testing::ParseOpMsg(request);
   if (!msg) return {};
@@ -65,6 +84,7 @@ std::any WireCounter::Noted(std::string_view request) {
   Request r;
   r.command = first && !first->empty() ? first->front().key : "?";
   r.statements = Statements(*msg, &r.collection);
+  r.target = Target(*msg);
   r.sent = std::chrono::steady_clock::now();
   if (r.statements > 0) {
     std::lock_guard lock(mu_);
@@ -91,9 +111,10 @@ void WireCounter::Answered(std::string_view reply, std::any* note) {
   {
     std::lock_guard lock(mu_);
     if (request->statements > 0) counts_[request->collection].matched += matched;
-    Timing& t = timings_[request->command];
-    ++t.count;
-    t.seconds += seconds;
+    for (Timing* t : {&timings_[request->command], &by_collection_[request->target]}) {
+      ++t->count;
+      t->seconds += seconds;
+    }
   }
   // Only the first reply is the command's: later ones of a stream (moreToCome) are not
   // counted or timed again.

@@ -52,25 +52,34 @@ class WireCounter {
     double seconds = 0;
   };
   std::map<std::string, Timing> TakeTimings();
+  // The same, by command and the collection it names ("aggregate transactions"; a getMore
+  // by its `collection`); and resets them.
+  std::map<std::string, Timing> TakeTimingsByCollection();
 
   // For tests: the statements of one OP_MSG request (its whole message), and the
   // collection it names; 0 when it is not an update or findAndModify.
   static std::int64_t Statements(const std::string& message, std::string* collection);
+  // For tests: what TakeTimingsByCollection files one OP_MSG request under ("find
+  // transactions", "getMore transactions", "ping"); "?" for no command.
+  static std::string Target(const std::string& message);
 
  private:
   struct Request {
     std::string command, collection;
+    std::string target;           // the command and the collection it names, for the timings
     std::int64_t statements = 0;  // > 0: an update or findAndModify
     std::chrono::steady_clock::time_point sent;
   };
   static std::int64_t Statements(const testing::OpMsg& msg, std::string* collection);
+  static std::string Target(const testing::OpMsg& msg);
   std::any Noted(std::string_view request);
   void Answered(std::string_view reply, std::any* note);
 
   std::string uri_;
-  std::mutex mu_;  // guards counts_, timings_
+  std::mutex mu_;  // guards counts_, timings_, by_collection_
   std::map<std::string, Counts> counts_;
   std::map<std::string, Timing> timings_;
+  std::map<std::string, Timing> by_collection_;
   // Last, so destroyed first: its thread is joined before the counts its hooks write go.
   std::unique_ptr<testing::WireForwarder> forwarder_;
 };

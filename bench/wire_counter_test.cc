@@ -66,5 +66,22 @@ TEST(WireCounter, AFindAndModifyIsOneStatementAndAFindNone) {
   EXPECT_EQ(WireCounter::Statements("not a message", &collection), 0);
 }
 
+TEST(WireCounter, ACommandIsTimedUnderTheCollectionItNames) {
+  EXPECT_EQ(WireCounter::Target(OpMsg(
+                BsonWriter().String("find", "transactions").String("$db", "bank").Finish(), {})),
+            "find transactions");
+  EXPECT_EQ(WireCounter::Target(OpMsg(BsonWriter()
+                                          .Int64("getMore", 42)
+                                          .String("collection", "accounts")
+                                          .String("$db", "bank")
+                                          .Finish(),
+                                      {})),
+            "getMore accounts");
+  EXPECT_EQ(
+      WireCounter::Target(OpMsg(BsonWriter().Int32("ping", 1).String("$db", "admin").Finish(), {})),
+      "ping");
+  EXPECT_EQ(WireCounter::Target("not a message"), "?");
+}
+
 }  // namespace
 }  // namespace txn_recovery::bench

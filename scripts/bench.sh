@@ -4,7 +4,8 @@
 # sweep vs the applications' own step-by-step recovery loop vs the server's bulk-write limit,
 # on the same data, the writes per recovered transaction, idle sweeps over terminal
 # transactions and dry-run sweeps; on request, sweeps at once (--fleet), a fleet of
-# `txn-recoveryd run` daemons (--fleet-run) and a member's take-over (--takeover):
+# `txn-recoveryd run` daemons (--fleet-run), a member's take-over (--takeover), and the
+# first hour's `propose` over N finished transactions and `rehearse` (--propose N):
 # docs/benchmarks.md.
 #
 # Usage: scripts/bench.sh [txn-recovery-bench options]

@@ -129,12 +129,13 @@ Status Lookup(Store* store, const Namespace& ns, const std::string& key,
   }
 }
 
+// How many of a collection's sampled documents tell its key fields and its tags.
+constexpr std::size_t kFew = 50;
+
 // The fields of a collection that may name its documents: _id, and the top-level fields of
-// a few of its documents whose values are key-like and all different.
-Status KeyCandidates(Store* store, const Namespace& ns, std::vector<std::string>* keys,
-                     std::vector<Document>* sample) {
+// a few of its documents (`sample`) whose values are key-like and all different.
+void KeyCandidates(const std::vector<Document>* sample, std::vector<std::string>* keys) {
   keys->assign(1, "_id");
-  if (Status s = store->Sample(ns, 50, sample); !s.ok()) return s;
   std::map<std::string, std::set<std::string>> seen;
   std::map<std::string, std::int64_t> count;
   // A key other than _id is a name (a string or an ObjectId): a number of a participant is
@@ -148,7 +149,6 @@ Status KeyCandidates(Store* store, const Namespace& ns, std::vector<std::string>
   const auto n = static_cast<std::int64_t>(sample->size());
   for (const auto& [k, values] : seen)
     if (count[k] * 10 >= n * 9 && std::ssize(values) == count[k] && n > 1) keys->push_back(k);
-  return Status::Ok();
 }
 
 // What the data shows of one value of the state field.
@@ -226,7 +226,14 @@ class Inferrer {
 
   Status Run(const std::string& collection, const std::vector<const Document*>& docs, Inferred* r);
 
+  // The sample of `collection` ($sample of the options' size), read once: the one read
+  // ahead of its turn when another collection's references needed it, else a new one. Its
+  // first documents are kept for the references of the collections after it.
+  Status TakeSample(const std::string& collection, std::vector<Document>* docs);
+
  private:
+  // The first documents of `collection`'s sample, reading the sample if it was not yet.
+  Status Few(const std::string& collection, const std::vector<Document>** few);
   Status FindReferences(const std::string& collection, const std::vector<const Document*>& follow,
                         const std::map<std::string, PathStats>& stats,
                         std::vector<Reference>* refs);
@@ -240,8 +247,34 @@ class Inferrer {
   std::string db_;
   const ProposeOptions& o_;
   std::vector<std::string> others_;
-  std::map<std::string, std::pair<std::vector<std::string>, std::vector<Document>>> keys_cache_;
+  std::map<std::string, std::vector<std::string>> keys_cache_;
+  // One $sample per collection: on servers that answer it by reading the whole collection
+  // (the embedded test server sorts it at random), each one more is a pass over it.
+  std::map<std::string, std::vector<Document>> ahead_, few_;
 };
+
+Status Inferrer::TakeSample(const std::string& collection, std::vector<Document>* docs) {
+  if (auto it = ahead_.find(collection); it != ahead_.end()) {
+    *docs = std::move(it->second);
+    ahead_.erase(it);
+  } else if (Status s = store_->Sample({db_, collection}, o_.sample_size, docs); !s.ok()) {
+    return s;
+  }
+  if (!few_.count(collection))
+    few_[collection].assign(
+        docs->begin(), docs->begin() + static_cast<std::ptrdiff_t>(std::min(kFew, docs->size())));
+  return Status::Ok();
+}
+
+Status Inferrer::Few(const std::string& collection, const std::vector<Document>** few) {
+  if (!few_.count(collection)) {
+    std::vector<Document> docs;
+    if (Status s = TakeSample(collection, &docs); !s.ok()) return s;
+    ahead_[collection] = std::move(docs);
+  }
+  *few = &few_[collection];
+  return Status::Ok();
+}
 
 Status Inferrer::FindReferences(const std::string& collection,
                                 const std::vector<const Document*>& follow,
@@ -262,11 +295,12 @@ Status Inferrer::FindReferences(const std::string& collection,
       auto cached = keys_cache_.find(other);
       if (cached == keys_cache_.end()) {
         std::vector<std::string> keys;
-        std::vector<Document> sample;
-        if (Status st = KeyCandidates(store_, {db_, other}, &keys, &sample); !st.ok()) return st;
-        cached = keys_cache_.emplace(other, std::make_pair(keys, std::move(sample))).first;
+        const std::vector<Document>* few = nullptr;
+        if (Status st = Few(other, &few); !st.ok()) return st;
+        KeyCandidates(few, &keys);
+        cached = keys_cache_.emplace(other, std::move(keys)).first;
       }
-      for (const std::string& key : cached->second.first) {
+      for (const std::string& key : cached->second) {
         Reference r{path, other, key, static_cast<std::int64_t>(values.size()), 0, {}};
         if (Status st = Lookup(store_, {db_, other}, key, values, &r.docs); !st.ok()) return st;
         r.found = static_cast<std::int64_t>(r.docs.size());
@@ -290,14 +324,15 @@ Status Inferrer::FindTags(const std::string& collection, const std::vector<const
   for (const Document* d : follow)
     if (const Value* id = d->Get("_id")) ids.push_back(*id);
   if (ids.empty()) return Status::Ok();
+  // A tag names its transaction by an ObjectId or a string: numbers equal to numeric _ids
+  // are too common by chance (a price, a quantity) to tell a tag.
+  if (ids.front().is_number()) return Status::Ok();
   for (const std::string& other : others_) {
     if (other == collection) continue;
-    std::vector<Document> sample;
-    if (Status s = store_->Sample({db_, other}, 50, &sample); !s.ok()) return s;
+    const std::vector<Document>* few = nullptr;
+    if (Status s = Few(other, &few); !s.ok()) return s;
+    const std::vector<Document>& sample = *few;
     std::set<std::string> fields;
-    // A tag names its transaction by an ObjectId or a string: numbers equal to numeric _ids
-    // are too common by chance (a price, a quantity) to tell a tag.
-    if (ids.front().is_number()) break;
     for (const Document& d : sample)
       for (const auto& [k, v] : d)
         if (k != "_id" && IsKeyLike(v) && v.storage().index() == ids.front().storage().index())
@@ -457,15 +492,23 @@ bool Separates(const Context& c, const std::string& path) {
   return std::any_of(seen.begin(), seen.end(), [](const auto& e) { return e.second.first; });
 }
 
+constexpr const char* kNoStateField =
+    "no field holds one of a few repeated strings in nearly every document (a state)";
+
+// Whether `path` may be the state field: a string of few repeated values in nearly every
+// document (a reference aside, which the caller excludes).
+bool MayBeState(const Context& c, const std::string& path, const PathStats& s) {
+  // A state repeats: some value is held by two documents at least.
+  return path != "_id" && !s.many_values && !s.values.empty() && s.strings * 10 >= c.n * 9 &&
+         static_cast<std::int64_t>(s.values.size()) < s.strings;
+}
+
 // The state field: a string of few repeated values in nearly every document, not a
 // reference. False when the collection holds no transactions or the field is undecided.
 bool ChooseStateField(Context* c) {
   std::vector<std::string> candidates;
   for (const auto& [path, s] : c->stats)
-    // A state repeats: some value is held by two documents at least.
-    if (path != "_id" && !c->IsRef(path) && !s.many_values && !s.values.empty() &&
-        s.strings * 10 >= c->n * 9 && static_cast<std::int64_t>(s.values.size()) < s.strings)
-      candidates.push_back(path);
+    if (MayBeState(*c, path, s) && !c->IsRef(path)) candidates.push_back(path);
   if (candidates.size() > 1) {
     std::vector<std::string> separating;
     for (const auto& k : candidates)
@@ -477,8 +520,7 @@ bool ChooseStateField(Context* c) {
   if (candidates.empty() || !structured) {
     out.verdict = Verdict::kNotTransactions;
     out.why = candidates.empty()
-                  ? "no field holds one of a few repeated strings in nearly every document (a "
-                    "state)"
+                  ? std::string(kNoStateField)
                   : "'" + candidates.front() +
                         "' could be a state, but no field names documents of another "
                         "collection, no field lists operations, and no document of another "
@@ -859,6 +901,17 @@ Status Inferrer::Run(const std::string& collection, const std::vector<const Docu
   c.n = std::ssize(docs);
   c.stats = Statistics(docs, o_.lease_field);
   c.follow.assign(docs.begin(), docs.begin() + std::min<std::int64_t>(c.n, o_.follow));
+  // Without a field that may be a state, the collection holds no transactions whatever its
+  // references: said before they are followed, which reads other collections by fields they
+  // may have no index on (the participants of a million transactions scanned the
+  // transactions collection once per key-like field of theirs, then once per field that
+  // might tag them).
+  if (std::none_of(c.stats.begin(), c.stats.end(),
+                   [&c](const auto& e) { return MayBeState(c, e.first, e.second); })) {
+    r->out.verdict = Verdict::kNotTransactions;
+    r->out.why = kNoStateField;
+    return Status::Ok();
+  }
   if (Status s = Structure(&c); !s.ok()) return s;
   if (Status s = Markers(&c); !s.ok()) return s;
   if (!ChooseStateField(&c)) return Status::Ok();
@@ -961,7 +1014,7 @@ Status Propose(Store* store, const std::string& database, const ProposeOptions& 
       continue;
     }
     std::vector<Document> docs;
-    if (Status s = store->Sample({database, name}, options.sample_size, &docs); !s.ok()) return s;
+    if (Status s = inferrer.TakeSample(name, &docs); !s.ok()) return s;
     c.sampled = static_cast<std::int64_t>(docs.size());
     if (docs.empty()) {
       c.verdict = Verdict::kEmpty;
