@@ -49,7 +49,8 @@ class Application {
  public:
   Application(MongoStore* store, std::string db, double rate, int threads)
       : store_(store), db_(std::move(db)), rate_(rate), threads_(threads) {}
-  ~Application() { Stop(); }
+  // Joins its threads; an error of theirs is Stop's to report.
+  ~Application() { Join(); }
   Application(const Application&) = delete;
   Application& operator=(const Application&) = delete;
 
@@ -91,10 +92,7 @@ class Application {
   }
   std::int64_t late() const { return late_.load(); }
   void Stop() {
-    stop_ = true;
-    for (std::thread& t : pool_)
-      if (t.joinable()) t.join();
-    pool_.clear();
+    Join();
     if (!error_.empty()) throw std::runtime_error("the application: " + error_);
   }
   // Every transfer done, no marker left, the total unchanged.
@@ -118,6 +116,12 @@ class Application {
   }
 
  private:
+  void Join() noexcept {
+    stop_ = true;
+    for (std::thread& t : pool_)
+      if (t.joinable()) t.join();
+    pool_.clear();
+  }
   static std::string Account(std::int64_t k) {
     std::string name = std::to_string(k);
     name.insert(name.begin(), 'L');  // GCC 12's -Wrestrict misreads "L" + std::to_string(k)
@@ -198,7 +202,10 @@ class Application {
         },
         "the insert");
     move("initial", "pending");
-    for (const auto& [account, by] : {std::pair{src, -amount}, std::pair{dst, amount}})
+    for (const std::pair<Value, std::int32_t>& leg :
+         {std::pair{src, -amount}, std::pair{dst, amount}}) {
+      const Value& account = leg.first;
+      const std::int32_t by = leg.second;
       Timed(
           ms,
           [&] {
@@ -207,6 +214,7 @@ class Application {
                 Update().Inc("balance", by).Push("pendingTransactions", id), &r);
           },
           "a debit or credit");
+    }
     move("pending", "applied");
     for (const Value& account : {src, dst})
       Timed(

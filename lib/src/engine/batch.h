@@ -224,6 +224,10 @@ class StateMachine::Batch {
   // was a large share of the daemon's allocations): afterwards read only its item, step,
   // namespace and best_effort.
   Sent Send(std::vector<Write>& writes);
+  // Records in `sent` a bulk's outcome: each of `indices` accepted unless `refused` (by
+  // index in `indices`), and its fate as the bulk's count `matched` says.
+  static void Tally(const std::vector<std::size_t>& indices, const std::set<std::size_t>& refused,
+                    std::int64_t matched, Sent* sent);
   // The conformance trace's line for each write of a bulk sent (Send): `refused` by index
   // in `indices`, `matched` the bulk's count (-1: the bulk failed as a whole).
   void TraceSent(const std::vector<Write>& writes, const std::vector<std::size_t>& indices,
@@ -381,6 +385,18 @@ class StateMachine::Batch {
   // pulled, and the last takes the sub-document with it where each read says the traces
   // are all it holds.
   void RemoveTraces(const std::vector<Item*>& items);
+  // A trace of a finish on a participant, to remove: whether the read says it is all the
+  // daemon's sub-document there holds.
+  struct LeftTrace {
+    Item* it;
+    const ParticipantStep* step;
+    bool all;
+  };
+  // Reads again the participants of `again` (indices into `traces` whose removal may have
+  // missed) and sends each trace still there the form its read calls for, twice at most;
+  // marks in `removed` those a write took.
+  void RemoveAgain(const std::vector<LeftTrace>& traces, std::vector<std::size_t> again,
+                   std::vector<bool>* removed);
 
   // Undoes each applied step (marker present), then deletes the tagged sets' documents.
   // An undo that does not take effect ends the transaction: marking it cancelled with a

@@ -9,6 +9,15 @@
 #include "txn_recovery/engine/conformance_trace.h"
 
 namespace txn_recovery {
+namespace {
+
+std::string UntraceLabel(const ParticipantStep& step, bool all) {
+  return (all ? "remove the daemon's sub-document (the finish's trace) from "
+              : "pull the finish's trace from ") +
+         step.describe;
+}
+
+}  // namespace
 
 void StateMachine::Batch::Untrace(const std::vector<Item*>& list) {
   RemoveTraces(list);
@@ -16,12 +25,7 @@ void StateMachine::Batch::Untrace(const std::vector<Item*>& list) {
 }
 
 void StateMachine::Batch::RemoveTraces(const std::vector<Item*>& items) {
-  struct Left {  // a trace of a finish on a participant
-    Item* it;
-    const ParticipantStep* step;
-    bool all;
-  };
-  std::vector<Left> traces;
+  std::vector<LeftTrace> traces;
   std::unordered_map<std::string, std::vector<std::size_t>> by_participant;
   for (Item* it : items)
     for (std::size_t k = 0; k < it->traced_at.size(); ++k) {
@@ -42,16 +46,11 @@ void StateMachine::Batch::RemoveTraces(const std::vector<Item*>& items) {
     for (Item* it : items)
       for (std::size_t k = 0; k < it->txn->steps.size(); ++k)
         if (it->traced_at.empty() || !it->traced_at[k]) TraceUnsent(*it, "untrace", k);
-  const auto describe = [](const ParticipantStep& step, bool all) {
-    return (all ? "remove the daemon's sub-document (the finish's trace) from "
-                : "pull the finish's trace from ") +
-           step.describe;
-  };
   std::vector<Write> writes;
-  for (const Left& t : traces) {
+  for (const LeftTrace& t : traces) {
     auto [whole, part] = requests::Untrace(t.step->target, t.it->txn->id, paths_);
     writes.push_back({t.it, t.step, t.step->ns, t.all ? std::move(whole) : std::move(part),
-                      /*best_effort=*/true, describe(*t.step, t.all)});
+                      /*best_effort=*/true, UntraceLabel(*t.step, t.all)});
   }
   // The trace's line is the whole clean-up's, written below: one step of the model,
   // matched if any of its writes matched.
@@ -63,35 +62,7 @@ void StateMachine::Batch::RemoveTraces(const std::vector<Item*>& items) {
     if (sent.fate[i] == Sent::Fate::kMissed || sent.fate[i] == Sent::Fate::kUnknown)
       again.push_back(i);
   }
-  for (int round = 0; round < 2 && !again.empty() && !writer_.recording(); ++round) {
-    std::vector<StepRef> refs;
-    for (std::size_t i : again) refs.emplace_back(traces[i].it, traces[i].step);
-    const std::vector<Found> found = ReadParticipants(refs, /*best_effort=*/true);
-    std::vector<Write> retry;
-    std::vector<std::size_t> which;
-    for (std::size_t k = 0; k < again.size(); ++k) {
-      const Left& t = traces[again[k]];
-      if (found[k].size() != 1) continue;
-      const Value* finished = found[k].front().GetPath(paths_.Finished());
-      const Array* ids = finished != nullptr ? finished->as_array() : nullptr;
-      if (ids == nullptr || std::find(ids->begin(), ids->end(), t.it->txn->id) == ids->end())
-        continue;  // gone: the first write took it (the count did not say), or another did
-      const bool all =
-          requests::TraceIsAll(found[k].front(), t.it->txn->id, paths_, /*adding=*/false);
-      auto [whole, part] = requests::Untrace(t.step->target, t.it->txn->id, paths_);
-      retry.push_back({t.it, t.step, t.step->ns, all ? std::move(whole) : std::move(part),
-                       /*best_effort=*/true, describe(*t.step, all) + " (read again)"});
-      which.push_back(again[k]);
-    }
-    again.clear();
-    if (retry.empty()) break;
-    const Sent more = Send(retry);
-    for (std::size_t j = 0; j < which.size(); ++j) {
-      if (more.fate[j] == Sent::Fate::kMatched) removed[which[j]] = true;
-      if (more.fate[j] == Sent::Fate::kMissed || more.fate[j] == Sent::Fate::kUnknown)
-        again.push_back(which[j]);
-    }
-  }
+  RemoveAgain(traces, std::move(again), &removed);
   if (tracing)
     for (std::size_t i = 0; i < traces.size(); ++i) {
       const std::size_t k = StepIndex(*traces[i].it, traces[i].step);
@@ -106,6 +77,39 @@ void StateMachine::Batch::RemoveTraces(const std::vector<Item*>& items) {
                                                                                 : "0";
       Trace(*traces[i].it, "untrace", "s=" + std::to_string(k) + " sent=1 ok=" + ok + " live=1");
     }
+}
+
+void StateMachine::Batch::RemoveAgain(const std::vector<LeftTrace>& traces,
+                                      std::vector<std::size_t> again, std::vector<bool>* removed) {
+  for (int round = 0; round < 2 && !again.empty() && !writer_.recording(); ++round) {
+    std::vector<StepRef> refs;
+    for (std::size_t i : again) refs.emplace_back(traces[i].it, traces[i].step);
+    const std::vector<Found> found = ReadParticipants(refs, /*best_effort=*/true);
+    std::vector<Write> retry;
+    std::vector<std::size_t> which;
+    for (std::size_t k = 0; k < again.size(); ++k) {
+      const LeftTrace& t = traces[again[k]];
+      if (found[k].size() != 1) continue;
+      const Value* finished = found[k].front().GetPath(paths_.Finished());
+      const Array* ids = finished != nullptr ? finished->as_array() : nullptr;
+      if (ids == nullptr || std::find(ids->begin(), ids->end(), t.it->txn->id) == ids->end())
+        continue;  // gone: the first write took it (the count did not say), or another did
+      const bool all =
+          requests::TraceIsAll(found[k].front(), t.it->txn->id, paths_, /*adding=*/false);
+      auto [whole, part] = requests::Untrace(t.step->target, t.it->txn->id, paths_);
+      retry.push_back({t.it, t.step, t.step->ns, all ? std::move(whole) : std::move(part),
+                       /*best_effort=*/true, UntraceLabel(*t.step, all) + " (read again)"});
+      which.push_back(again[k]);
+    }
+    again.clear();
+    if (retry.empty()) break;
+    const Sent more = Send(retry);
+    for (std::size_t j = 0; j < which.size(); ++j) {
+      if (more.fate[j] == Sent::Fate::kMatched) (*removed)[which[j]] = true;
+      if (more.fate[j] == Sent::Fate::kMissed || more.fate[j] == Sent::Fate::kUnknown)
+        again.push_back(which[j]);
+    }
+  }
 }
 
 void StateMachine::Batch::Finish(const std::vector<Item*>& list) {

@@ -86,20 +86,26 @@ auto StateMachine::Batch::Send(std::vector<Write>& writes) -> Sent {
     for (auto& [index, why] : r.refused)
       if (index < indices.size() && !writes[indices[index]].best_effort)
         Fail(writes[indices[index]].item, std::move(why));
-    const auto accepted = static_cast<std::int64_t>(indices.size() - refused.size());
-    for (std::size_t k = 0; k < indices.size(); ++k) {
-      if (refused.count(k)) {
-        sent.fate[indices[k]] = Sent::Fate::kRefused;
-        continue;
-      }
-      sent.accepted.push_back(indices[k]);
-      sent.fate[indices[k]] = r.matched == accepted ? Sent::Fate::kMatched
-                              : r.matched == 0      ? Sent::Fate::kMissed
-                                                    : Sent::Fate::kUnknown;
-    }
-    sent.matched += r.matched;
+    Tally(indices, refused, r.matched, &sent);
   }
   return sent;
+}
+
+void StateMachine::Batch::Tally(const std::vector<std::size_t>& indices,
+                                const std::set<std::size_t>& refused, std::int64_t matched,
+                                Sent* sent) {
+  const auto accepted = static_cast<std::int64_t>(indices.size() - refused.size());
+  for (std::size_t k = 0; k < indices.size(); ++k) {
+    if (refused.count(k)) {
+      sent->fate[indices[k]] = Sent::Fate::kRefused;
+      continue;
+    }
+    sent->accepted.push_back(indices[k]);
+    sent->fate[indices[k]] = matched == accepted ? Sent::Fate::kMatched
+                             : matched == 0      ? Sent::Fate::kMissed
+                                                 : Sent::Fate::kUnknown;
+  }
+  sent->matched += matched;
 }
 
 void StateMachine::Batch::TraceSent(const std::vector<Write>& writes,
