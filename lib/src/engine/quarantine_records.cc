@@ -193,6 +193,15 @@ Status ForEachQuarantineRecord(
   });
 }
 
+Status ForgetQuarantineRecords(Store* store, const Namespace& txn_ns) {
+  WriteResult r;
+  if (Status s = store->DeleteMany(QuarantineRecordsOf(txn_ns),
+                                   Filter().Eq("_id.transactions", txn_ns.collection), &r);
+      !s.ok())
+    return s;
+  return store->DeleteMany(QuarantineRecordsOf(txn_ns), Filter().Eq("_id", RecordedId(txn_ns)), &r);
+}
+
 Status RecordEarlierQuarantines(Store* store, const WatchSpec& watch, std::int64_t* recorded) {
   *recorded = 0;
   const Namespace ns = QuarantineRecordsOf(watch.ns);

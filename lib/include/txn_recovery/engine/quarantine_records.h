@@ -70,4 +70,8 @@ Status ForEachQuarantineRecord(
 // `*recorded`: the records this call created (0 when done before).
 Status RecordEarlierQuarantines(Store* store, const WatchSpec& watch, std::int64_t* recorded);
 
+// Deletes every record of `txn_ns`, and its note of the upgrade: for a transactions
+// collection that is gone (rehearse's scratch collections), whose records no repair reads.
+Status ForgetQuarantineRecords(Store* store, const Namespace& txn_ns);
+
 }  // namespace txn_recovery
