@@ -80,7 +80,13 @@
  *   direct cancel of a roll back without the state and time as read); by hand only:
  *   BUG_DONE_DIRECT_UNREAD, BUG_CANCEL_DIRECT_MARKED, BUG_CANCEL_LEASE_IGNORED,
  *   BUG_DIRECT_UNFENCED,
- *   BUG_PARTICIPANTS_FIRST (model/README.md, finding 12).
+ *   BUG_PARTICIPANTS_FIRST (model/README.md, finding 12),
+ *   QUAR_RECORD (instead of the transfer: the quarantine's two writes, its record in the
+ *   daemon's own collection and its mark on the transaction, with the repair, releases,
+ *   crashes and the clock; properties count and repaired; model/README.md, "The
+ *   quarantine records"), with it the seeded bugs BUG_QUAR_MARK_FIRST (p: the mark
+ *   before the record) and BUG_QUAR_DELETE_UNREAD (q: the repair's delete without
+ *   "markBy as read").
  *
  * Liveness (HUNG only; model/README.md, "Liveness"): a bounded property asserted by the
  * clock, under a fairness assumption that only HUNG makes: between two ticks the healthy
