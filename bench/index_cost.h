@@ -28,7 +28,8 @@ struct IndexCostRow {
   std::int64_t writes = 0;
   double seconds = 0;                // the median round's wall time
   std::optional<double> server_cpu;  // the median round's server CPU seconds
-  double overhead = 0;               // seconds / the "none" row's seconds - 1
+  double overhead =
+      0;  // seconds / the baseline row's seconds - 1 (transactions: the manual's index)
   // One orphan scan of the accounts after the writes (the median round's): nothing is left
   // to find, so this is what the daemon pays per orphan_scan_interval.
   std::optional<double> orphan_scan_seconds;  // the accounts' rows only

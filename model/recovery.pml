@@ -80,7 +80,13 @@
  *   direct cancel of a roll back without the state and time as read); by hand only:
  *   BUG_DONE_DIRECT_UNREAD, BUG_CANCEL_DIRECT_MARKED, BUG_CANCEL_LEASE_IGNORED,
  *   BUG_DIRECT_UNFENCED,
- *   BUG_PARTICIPANTS_FIRST (model/README.md, finding 12).
+ *   BUG_PARTICIPANTS_FIRST (model/README.md, finding 12),
+ *   QUAR_RECORD (instead of the transfer: the quarantine's two writes, its record in the
+ *   daemon's own collection and its mark on the transaction, with the repair, releases,
+ *   crashes and the clock; properties count and repaired; model/README.md, "The
+ *   quarantine records"), with it the seeded bugs BUG_QUAR_MARK_FIRST (p: the mark
+ *   before the record) and BUG_QUAR_DELETE_UNREAD (q: the repair's delete without
+ *   "markBy as read").
  *
  * Liveness (HUNG only; model/README.md, "Liveness"): a bounded property asserted by the
  * clock, under a fairness assumption that only HUNG makes: between two ticks the healthy
@@ -1797,8 +1803,173 @@ proctype checker() {
 #undef fin
 
 
+#ifdef QUAR_RECORD
+/* ---------------------------------------------------------------- the quarantine records */
+/* docs/proof.md, "The quarantine records"; model/README.md, "The quarantine records". A
+ * quarantine is two writes to two collections, which no server makes atomic: the mark on
+ * the transaction (quar[t], recovery.quarantine: what the claim's filter reads, so that no
+ * daemon drives the transaction) and the record in the daemon's own collection (rec[t]:
+ * what inspect, the metric and the alert count). Counted from the records, a mark without
+ * a record is a quarantined transaction nobody is told of; a record without a mark is
+ * counted once too often, until the repair removes it. The record comes first, and the
+ * mark is fenced by a deadline the record carries (markBy, raised, never lowered): the
+ * repair removes a record only once its deadline has passed on the server's clock and the
+ * transaction was read unmarked after that, and only as it read it (the same markBy). A late mark is then refused by its own fence.
+ *
+ * The record touches no write to the application's documents (the claim reads the mark,
+ * which is as it was): this part runs alone, on its own database of NTX transactions, with
+ * ND daemons that quarantine, repair, stall and crash anywhere, an operator's releases and
+ * the server's clock. Checked: in every state, a marked transaction has its record
+ * (property count); once every actor has stopped and the clock has run past every deadline,
+ * one repair leaves exactly the marked transactions recorded (property repaired).
+ * -DBUG_QUAR_MARK_FIRST (seeded): the mark written before the record.
+ * -DBUG_QUAR_DELETE_UNREAD (seeded): the repair's delete without "markBy as read". */
+#define QH 2            /* the deadline: server now + QH ticks when a quarantine starts */
+bool rec[NTX];          /* the record {_id: {transactions, txn}} exists */
+byte rdl[NTX];          /* its markBy - server now + 1, saturating at 0: 0 = passed */
+byte rsv[NTX];          /* bit r: repairer r read the markBy the record still holds. A markBy
+                         * only grows (a new one is later than any that passed), so a
+                         * delete "as read" matches only while no insert or raise came */
+byte qdl[ND];           /* daemon d's quarantine in flight: its deadline - now + 1, or 0 */
+byte qstop;             /* actors stopped for good */
+
+/* The repair of txn t's record, the sweep's and release's one implementation: find it
+ * with its deadline passed (the filter, on the server's clock), read the transaction after
+ * that, and delete it as read when the transaction carried no mark. */
+inline quar_repair(t, who) {
+  if
+  :: atomic {
+      rec[t] && rdl[t] == 0 -> rsv[t] = rsv[t] | (1 << who);
+      printf("MSC: repairer %d: finds txn %d's record, its deadline passed\n", who, t)
+    };
+    if
+    :: quar[t] -> skip                                  /* a quarantine: the record stays */
+    :: else ->
+      atomic {
+#ifdef BUG_QUAR_DELETE_UNREAD
+        if :: rec[t] && rdl[t] == 0 -> rec[t] = 0 :: else -> skip fi;
+#else
+        if :: rec[t] && rdl[t] == 0 && (rsv[t] & (1 << who)) -> rec[t] = 0 :: else -> skip fi;
+#endif
+        printf("MSC: repairer %d: reads txn %d unmarked; record deleted: %d\n", who, t, !rec[t])
+      }
+    fi
+  :: else -> skip                                       /* none, or its deadline ahead */
+  fi
+}
+
+inline quar_mark(t) {
+  atomic {
+    if :: qdl[me] > 0 -> quar[t] = 1 :: else -> skip fi; /* fenced: server now < deadline */
+    printf("MSC: daemon %d: marks txn %d (fence live: %d)\n", me, t, qdl[me] > 0)
+  }
+}
+
+proctype qdaemon(byte me) {
+  byte t;
+top:
+  qdl[me] = 0; t = 0;
+  do
+  :: /* quarantine a transaction (it does not fit its profile, or failed too often) */
+    if :: t = 0 :: NTX > 1 -> t = NTX - 1 fi;
+    qdl[me] = QH + 1;
+#ifdef BUG_QUAR_MARK_FIRST
+    quar_mark(t);
+#endif
+    /* the record, insert-if-absent: {_id, markBy: deadline, reason, by, at, format} */
+    atomic {
+      if :: !rec[t] -> rec[t] = 1; rdl[t] = qdl[me]; rsv[t] = 0 :: else -> skip fi;
+      printf("MSC: daemon %d: inserts txn %d's record if absent (deadline in %d)\n", me, t, qdl[me])
+    };
+    if :: goto top :: skip fi;                          /* a crash */
+    /* raised to the deadline where it held an earlier one (never lowered) */
+    atomic {
+      if :: rec[t] && rdl[t] < qdl[me] -> rdl[t] = qdl[me]; rsv[t] = 0
+      :: else -> skip fi;
+      printf("MSC: daemon %d: raises txn %d's record's deadline\n", me, t)
+    };
+    if :: goto top :: skip fi;
+    /* read back: the record there with a deadline no earlier than ours, or no mark */
+    if :: rec[t] && rdl[t] >= qdl[me] -> skip :: else -> goto top fi;
+    if :: goto top :: skip fi;
+#ifndef BUG_QUAR_MARK_FIRST
+    quar_mark(t);
+#endif
+    qdl[me] = 0
+  :: /* a sweep's repair of one record */
+    if :: t = 0 :: NTX > 1 -> t = NTX - 1 fi;
+    quar_repair(t, me)
+  :: atomic { qstop++; break }
+  od
+}
+
+/* The operator's release: the mark removed, then the record by the repair's rule. */
+proctype qoperator() {
+  byte t;
+  do
+  :: if :: t = 0 :: NTX > 1 -> t = NTX - 1 fi;
+    atomic { quar[t] -> quar[t] = 0; printf("MSC: operator: releases txn %d\n", t) };
+    if :: skip :: goto stop fi;                         /* a release that stopped there */
+    quar_repair(t, ND)
+  :: break
+  od;
+stop:
+  qstop++
+}
+
+proctype qclock() {
+  byte i;
+  do
+  :: atomic {
+       i = 0;
+       do
+       :: i < NTX -> if :: rdl[i] > 0 -> rdl[i]-- :: else -> skip fi; i++
+       :: else -> break
+       od;
+       i = 0;
+       do
+       :: i < ND -> if :: qdl[i] > 0 -> qdl[i]-- :: else -> skip fi; i++
+       :: else -> break
+       od
+     }
+  :: qstop == ND + 1 -> break
+  od
+}
+
+/* count: in every state, a marked transaction has its record. */
+proctype qcount() {
+  atomic { assert(!quar[0] || rec[0]); assert(!quar[NTX - 1] || rec[NTX - 1]) }
+}
+
+/* repaired: everyone stopped, every deadline passed, one repair of each record. */
+proctype qrepaired() {
+  byte t;
+  qstop == ND + 1;
+  atomic {
+    do
+    :: t < NTX -> rdl[t] = 0; t++
+    :: else -> break
+    od
+  };
+  t = 0;
+  do
+  :: t < NTX ->
+    if :: rec[t] -> quar_repair(t, ND + 1) :: else -> skip fi;
+    assert(!quar[t] || rec[t]);
+    assert(!rec[t] || quar[t]);
+    t++
+  :: else -> break
+  od
+}
+#endif
+
 init {
   atomic {
+#ifdef QUAR_RECORD
+    run qdaemon(0);
+    if :: ND > 1 -> run qdaemon(ND - 1) :: else -> skip fi;
+    run qoperator(); run qclock(); run qcount(); run qrepaired()
+#else
 #ifdef TRACE_CHECK
     c_code { conf_load(); };
 #endif
@@ -1830,6 +2001,7 @@ init {
     run checker()
 #else
     run trace_done()
+#endif
 #endif
   }
 }

@@ -33,7 +33,8 @@ done
 # write landed after its lease deadline), exclusive (fleet: a daemon's write landed after
 # another daemon began an action on the same transaction), liveness (fleet with a hung
 # member: a transaction overdue was not terminal KLIVE ticks later, with the healthy
-# member sweeping every tick).
+# member sweeping every tick), count (a transaction marked quarantined without its record
+# in the daemon's collection), repaired (a record left without its mark after the repair).
 configs=(
   "manual-transfer-before-fixes|violation:money|-DBEFORE_TAKEOVER -DBEFORE_TRACE -DBEFORE_FOLD"
   "manual-transfer|clean|"
@@ -104,6 +105,9 @@ configs=(
   "seeded-m-done-any-unmarked|violation:money|-DBUG_DONE_ANY_UNMARKED"
   "seeded-n-done-lease-ignored|violation:money|-DBUG_DONE_LEASE_IGNORED"
   "seeded-o-cancel-direct-unread|violation:one-way|-DBUG_CANCEL_DIRECT_UNREAD"
+  "quarantine-records|clean|-DQUAR_RECORD"
+  "seeded-p-quarantine-mark-first|violation:count|-DQUAR_RECORD -DBUG_QUAR_MARK_FIRST"
+  "seeded-q-quarantine-delete-unread|violation:count|-DQUAR_RECORD -DBUG_QUAR_DELETE_UNREAD"
 )
 
 if ((list)); then
@@ -120,6 +124,8 @@ mkdir -p "$work"
 property_of() {
   local text="$1"
   case "$text" in
+    *'||rec['*) echo count ;;
+    *'!(rec['*) echo repaired ;;
     *'drv[t]'*) echo exclusive ;;
     *'stk['*) echo liveness ;;
     *'drem[me]>0'*) echo deadline ;;

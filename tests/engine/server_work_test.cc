@@ -13,6 +13,8 @@
 // participants, unless the watch asks for their indexes (orphan_scan_indexes, on in the
 // first shape). That scan reads the participants whole, which grows with the application's
 // accounts, never with the history of transactions.
+// And the daemon's own quarantine records may be read whole: one per transaction waiting
+// for an operator, never more with the history.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -23,6 +25,7 @@
 #include "support/test_env.h"
 #include "support/watch_config.h"
 #include "txn_recovery/base/recovery_record.h"
+#include "txn_recovery/engine/quarantine_records.h"
 #include "txn_recovery/engine/sweeper.h"
 #include "txn_recovery/stores/mongo_store.h"
 #include "txn_recovery/stores/query_log.h"
@@ -51,6 +54,12 @@ constexpr std::int64_t kRangeSlack = 150;
 constexpr double kGrowthFactor = 1.5;
 constexpr std::int64_t kGrowthSlackKeys = 20;
 constexpr std::int64_t kGrowthSlackBlocks = 2;
+
+// A read of the daemon's own quarantine records may read them whole: there is one per
+// transaction waiting for an operator, whatever the history (quarantine_records.h).
+bool QuarantineRecordsRead(const ReadQuery& q, const WatchSpec& watch) {
+  return q.ns == QuarantineRecordsOf(watch.ns);
+}
 
 struct Shape {
   const char* id;  // the test's name
@@ -287,7 +296,7 @@ TEST_P(IdleServerWork, TenTimesTheHistoryCostsAnIdleSweepNoMore) {
     for (const MarkerLocation& loc : watch_.profile.MarkerLocations(watch_.ns))
       if (!loc.scalar && loc.ns == large.reads[i].ns && !watch_.orphan_scan_indexes)
         unindexed_orphan_scan = true;
-    if (!unindexed_orphan_scan) {
+    if (!unindexed_orphan_scan && !QuarantineRecordsRead(large.reads[i], watch_)) {
       EXPECT_FALSE(now.collection_scan) << "a collection scan";
     }
     EXPECT_LE(now.keys_examined, allowed(was.keys_examined, kGrowthSlackKeys))
@@ -316,13 +325,18 @@ TEST_P(IdleServerWork, TheDaemonAsksWhatItLearnsOfTheCollectionOnce) {
   BuildIndexes();
   const Account first = IdleRound();
   const Account next = IdleRound();
+  // Once per watch, the look for an earlier build's quarantines without a record: whether it
+  // was made, then its scan (quarantine_records.h); later sweeps read only the first.
+  constexpr std::size_t kEarlierQuarantines = 1;
   if (watch_.profile.missing_time != MissingTime::kFirstSeen) {
-    EXPECT_EQ(first.reads.size(), next.reads.size()) << "nothing to learn in this shape";
+    EXPECT_EQ(first.reads.size(), next.reads.size() + kEarlierQuarantines)
+        << "nothing else to learn in this shape";
     return;
   }
   // The probe, once; where the finished carry no time, the question whether any finished at
   // all, once too.
-  EXPECT_EQ(first.reads.size(), next.reads.size() + (shape_.writes_times ? 1 : 2))
+  EXPECT_EQ(first.reads.size(),
+            next.reads.size() + kEarlierQuarantines + (shape_.writes_times ? 1 : 2))
       << "the probes, once";
   EXPECT_TRUE(memory_->FinishedCarryTimes(watch_.ns).has_value());
   EXPECT_EQ(*memory_->FinishedCarryTimes(watch_.ns), shape_.writes_times);
@@ -398,6 +412,11 @@ TEST(IdleServerWorkWithStuckTransfers, TheSweepReadsTheStuckAndTheirParticipants
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
 
+  // Once per watch, the first sweep looks for what an earlier build quarantined without a
+  // record (a scan of the transactions, once: quarantine_records.h); done before the sweep
+  // measured, as it is before every later sweep of a daemon.
+  std::int64_t recorded = 0;
+  Must(RecordEarlierQuarantines(mongo, watch, &recorded));
   QueryLog log(mongo);
   Sweeper sweeper(&log, backend->clock(), SweepOptions{});
   WatchSummary summary;
@@ -410,7 +429,7 @@ TEST(IdleServerWorkWithStuckTransfers, TheSweepReadsTheStuckAndTheirParticipants
   for (const ReadQuery& q : log.reads()) {
     Must(mongo->Explain(q, &plan));
     SCOPED_TRACE(q.ToString() + "\n  plan: " + plan.summary);
-    EXPECT_FALSE(plan.collection_scan);
+    EXPECT_TRUE(!plan.collection_scan || QuarantineRecordsRead(q, watch));
     EXPECT_LE(plan.keys_examined, 2 * kStuck + kRangeSlack);
     EXPECT_LE(plan.docs_examined, 2 * kStuck + kRangeSlack);
   }

@@ -9,6 +9,8 @@
 #include "support/crash_at_every_write.h"
 #include "support/fault_store.h"
 #include "support/test_env.h"
+#include "txn_recovery/engine/one_transaction.h"
+#include "txn_recovery/engine/quarantine_records.h"
 #include "txn_recovery/engine/sweeper.h"
 #include "txn_recovery/stores/memory_store.h"
 #include "txn_recovery/tools/inspect.h"
@@ -89,6 +91,21 @@ INSTANTIATE_TEST_SUITE_P(EveryDaemonWrite, DaemonKilled,
                                                               "mongo_daemon_clock"),
                                             ::testing::ValuesIn(kDaemonKilledCases)),
                          KilledCaseName{"app"});
+
+// A quarantine is two writes to two collections (its record in the daemon's own, then the
+// mark on the transaction): killed at each of them, the successor leaves the transaction
+// marked, recorded and counted once (model/recovery.pml, -DQUAR_RECORD).
+class QuarantineKilled : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(QuarantineKilled, AtEveryWriteTheSuccessorLeavesItMarkedRecordedAndCountedOnce) {
+  CrashAtEveryWrite(GetParam(), [](TestBackend* backend) {
+    Bank bank(backend->store(), backend->database());
+    return std::make_unique<QuarantinedTransfer>(backend, bank, bank.Watch());
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryDaemonWrite, QuarantineKilled,
+                         ::testing::Values("memory", "mongo", "mongo_daemon_clock"));
 
 // ---- Single scenarios -----------------------------------------------------------------
 
@@ -325,6 +342,152 @@ TEST_P(TransferRecovery, WhatWaitsInQuarantineIsStillCountedWhileTheWatchIsPause
   EXPECT_EQ(s.quarantined_total, 1);
 }
 
+// What is quarantined is counted and listed from the daemon's records (one per quarantined
+// transaction and watch), not by an index on the application's transactions; release
+// removes the mark and the record.
+TEST_P(TransferRecovery, AQuarantineIsCountedFromItsRecordAndReleaseRemovesBoth) {
+  bank_->Open(2);
+  const Value id("no-time");
+  Must(backend_->store()->InsertMany(bank_->txns(), {Document{{"_id", id},
+                                                              {"source", "A0"},
+                                                              {"destination", "A1"},
+                                                              {"value", 5},
+                                                              {"state", "pending"}}}));
+  const WatchSpec watch = bank_->Watch();
+
+  WatchSummary s = Sweep();
+
+  EXPECT_EQ(s.quarantined, 1);
+  EXPECT_EQ(s.quarantined_total, 1);
+  ASSERT_TRUE(HasQuarantineRecord(backend_->store(), watch, id));
+  auto record =
+      FindById(backend_->store(), QuarantineRecordsOf(watch.ns), QuarantineRecordId(watch.ns, id));
+  ASSERT_TRUE(record);
+  ASSERT_TRUE(record->Get("reason") && record->Get("reason")->is_string());
+  EXPECT_NE(record->Get("reason")->as_string()->find("'lastModified' is missing"),
+            std::string::npos);
+  EXPECT_EQ(*record->Get("by"), Value("daemon-1"));
+  EXPECT_TRUE(record->Get("at") && record->Get("at")->is_datetime());
+  EXPECT_EQ(*record->Get("format"), Value(RecoveryRecord::kFormat));
+  StuckReport r;
+  Must(Inspect(backend_->store(), watch, &r));
+  EXPECT_EQ(r.quarantined, 1);
+  std::vector<QuarantinedTxn> listed;
+  Must(ListQuarantined(backend_->store(), watch,
+                       [&](const QuarantinedTxn& q) { listed.push_back(q); }));
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].id, id);
+  EXPECT_EQ(listed[0].state, Value("pending"));
+  EXPECT_NE(listed[0].record.reason.find("'lastModified' is missing"), std::string::npos);
+
+  // A minute later (the record's deadline passed), the operator releases it: both go.
+  ExpireQuarantineRecords(backend_->store(), watch.ns);
+  bool released = false;
+  Must(ReleaseQuarantine(backend_->store(), watch, id, &released));
+  EXPECT_TRUE(released);
+  EXPECT_EQ(bank_->Txn(id)->GetPath("recovery.quarantine"), nullptr);
+  EXPECT_FALSE(HasQuarantineRecord(backend_->store(), watch, id));
+  Must(Inspect(backend_->store(), watch, &r));
+  EXPECT_EQ(r.quarantined, 0);
+}
+
+// Released before its record's deadline, a quarantine may still be between its two writes
+// for all the release can tell: the record stays (counted once too often, never once too
+// few) and the first sweep after the deadline removes it.
+TEST_P(TransferRecovery, ARecordLeftByAReleaseBeforeItsDeadlineGoesAtTheFirstSweepAfterIt) {
+  bank_->Open(2);
+  const Value id("no-time");
+  Must(backend_->store()->InsertMany(bank_->txns(), {Document{{"_id", id},
+                                                              {"source", "A0"},
+                                                              {"destination", "A1"},
+                                                              {"value", 5},
+                                                              {"state", "pending"}}}));
+  const WatchSpec watch = bank_->Watch();
+  ASSERT_EQ(Sweep().quarantined_total, 1);
+  bool released = false;
+  Must(ReleaseQuarantine(backend_->store(), watch, id, &released));
+  EXPECT_TRUE(released);
+  EXPECT_TRUE(HasQuarantineRecord(backend_->store(), watch, id)) << "its deadline is ahead";
+  // The operator mends the transaction by hand (here: removes it), so that no sweep
+  // quarantines it again.
+  WriteResult w;
+  Must(backend_->store()->DeleteMany(bank_->txns(), Filter().Eq("_id", id), &w));
+
+  EXPECT_EQ(Sweep().quarantined_total, 1) << "the deadline is still ahead";
+  ExpireQuarantineRecords(backend_->store(), watch.ns);
+  EXPECT_EQ(Sweep().quarantined_total, 0);
+  EXPECT_FALSE(HasQuarantineRecord(backend_->store(), watch, id));
+}
+
+// A daemon killed between the record and the mark leaves a record without a mark. Once its
+// deadline has passed the next sweep removes it, unless that sweep quarantines the
+// transaction again (then it is a record of a quarantine like any other).
+TEST_P(TransferRecovery, ARecordWithoutItsMarkGoesAtTheNextSweepAfterItsDeadline) {
+  bank_->Open(2);
+  const Value id("no-time");
+  Must(backend_->store()->InsertMany(bank_->txns(), {Document{{"_id", id},
+                                                              {"source", "A0"},
+                                                              {"destination", "A1"},
+                                                              {"value", 5},
+                                                              {"state", "pending"}}}));
+  const WatchSpec watch = bank_->Watch();
+  FaultStore dying(backend_->store());
+  dying.CrashAfterWrites(2);  // the record inserted and dated, not the mark
+  SweepOnce(&dying, backend_->clock(), watch, "daemon-killed");
+  ASSERT_TRUE(HasQuarantineRecord(backend_->store(), watch, id));
+  ASSERT_EQ(bank_->Txn(id)->GetPath("recovery.quarantine"), nullptr);
+  // The application finishes the transaction meanwhile: it no longer needs an operator.
+  WriteResult w;
+  Must(backend_->store()->UpdateOne(bank_->txns(), Filter().Eq("_id", id),
+                                    Update().Set("state", "done").CurrentDate("lastModified"), &w));
+
+  EXPECT_EQ(Sweep().quarantined_total, 1) << "its deadline is ahead: it may be a quarantine";
+  ExpireQuarantineRecords(backend_->store(), watch.ns);
+  EXPECT_EQ(Sweep().quarantined_total, 0);
+  EXPECT_FALSE(HasQuarantineRecord(backend_->store(), watch, id));
+}
+
+// Upgrading from a build that marked quarantined transactions without a record: the first
+// sweep finds them (once) and records them, so that the count, inspect and the alert see
+// them; release then removes both as for any other.
+TEST_P(TransferRecovery, QuarantinesOfAnEarlierBuildAreRecordedByTheFirstSweep) {
+  bank_->Open(2);
+  const Value id("old");
+  Must(backend_->store()->InsertMany(
+      bank_->txns(),
+      {Document{
+          {"_id", id},
+          {"source", "A0"},
+          {"destination", "A1"},
+          {"value", 5},
+          {"state", "pending"},
+          {"recovery", Document{{"quarantine", Document{{"reason", "set aside by an earlier build"},
+                                                        {"by", "old-daemon"}}},
+                                {"format", 1}}}}}));
+  const WatchSpec watch = bank_->Watch();
+  bank_->Age(id, kStuck);
+  StuckReport r;
+  Must(Inspect(backend_->store(), watch, &r));
+  EXPECT_EQ(r.quarantined, 0) << "not recorded yet: inspect reads only";
+
+  WatchSummary s = Sweep();
+
+  EXPECT_EQ(s.quarantined, 0) << "not quarantined by this sweep";
+  EXPECT_EQ(s.quarantined_total, 1);
+  auto record =
+      FindById(backend_->store(), QuarantineRecordsOf(watch.ns), QuarantineRecordId(watch.ns, id));
+  ASSERT_TRUE(record);
+  EXPECT_EQ(*record->Get("reason"), Value("set aside by an earlier build"));
+  EXPECT_EQ(*record->Get("by"), Value("old-daemon"));
+  EXPECT_EQ(Sweep().quarantined_total, 1) << "kept while the mark is there";
+  EXPECT_EQ(bank_->State(id), "pending") << "left alone";
+
+  bool released = false;
+  Must(ReleaseQuarantine(backend_->store(), watch, id, &released));
+  EXPECT_TRUE(released);
+  EXPECT_FALSE(HasQuarantineRecord(backend_->store(), watch, id));
+}
+
 TEST_P(TransferRecovery, InspectCountsStuckTransactionsPerStateAndTheOldest) {
   bank_->Open(6);
   Value a = bank_->Transfer("A0", "A1", 1, 3);
@@ -496,8 +659,9 @@ TEST_P(TransferRecovery, TracesOfABusyAccountAreRemovedInTheSameSweepOneRequestE
   const Snapshot after = bank_->Take();
   for (const auto& [account, doc] : after.accounts)
     EXPECT_EQ(doc.Get("recovery"), nullptr) << account << ": " << Value(doc).ToString();
-  // 3 claims, 6 pulls, 3 moves to done, 6 clean-ups (one per trace; two each before).
-  EXPECT_EQ(counting.writes(), 3 + 6 + 3 + 6);
+  // 3 claims, 6 pulls, 3 moves to done, 6 clean-ups (one per trace; two each before), and
+  // the first sweep's note that it looked for an earlier build's quarantines.
+  EXPECT_EQ(counting.writes(), 3 + 6 + 3 + 6 + 1);
   ExpectInvariants(before);
 }
 

@@ -5,6 +5,7 @@
 #include "support/bank_test.h"
 #include "support/fault_store.h"
 #include "txn_recovery/engine/conformance_trace.h"
+#include "txn_recovery/engine/quarantine_records.h"
 
 namespace txn_recovery::testing {
 
@@ -40,14 +41,29 @@ void CrashAtEveryWrite(const std::string& backend_kind, const KilledDaemonSetUp&
     dying.CrashAfterWrites(crash_after);
     SweepOnce(&dying, backend->clock(), scenario->watch(), "daemon-killed");
 
-    // Time passes: the dead daemon's lease expires and the transaction looks stuck again.
+    // Time passes: the dead daemon's lease expires and the transaction looks stuck again;
+    // the deadline of a quarantine record it wrote passes too.
     ExpireLeases(backend->store(), scenario->watch().ns, scenario->watch().lease_field);
+    ExpireQuarantineRecords(backend->store(), scenario->watch().ns);
     backend->Advance(std::chrono::minutes(2));
     scenario->Age();
     SweepOnce(backend->store(), backend->clock(), scenario->watch(), "daemon-successor");
 
     scenario->ExpectRecovered();
+    ExpectQuarantineRecordsMatchMarks(backend->store(), scenario->watch());
   }
+}
+
+void ExpectQuarantineRecordsMatchMarks(Store* store, const WatchSpec& watch) {
+  const std::string mark = RecoveryPaths(watch.lease_field).Quarantine();
+  std::int64_t marked = 0;
+  for (const Document& t : AllDocs(store, watch.ns)) {
+    if (t.GetPath(mark) == nullptr) continue;
+    ++marked;
+    EXPECT_TRUE(HasQuarantineRecord(store, watch, *t.Get("_id")))
+        << "marked without its record: " << t.Get("_id")->ToString();
+  }
+  EXPECT_EQ(QuarantineRecords(store, watch), marked) << "records without their mark";
 }
 
 StuckTransfer::StuckTransfer(TestBackend* backend, Bank bank, WatchSpec watch, const KilledCase& c)
@@ -70,6 +86,28 @@ StuckTransfer::StuckTransfer(TestBackend* backend, Bank bank, WatchSpec watch, c
 
 void StuckTransfer::ExpectRecovered() {
   ExpectTransferEnded(bank_, id_, c_.expected, before_);
+}
+
+QuarantinedTransfer::QuarantinedTransfer(TestBackend* backend, Bank bank, WatchSpec watch)
+    : KilledDaemonScenario(std::move(watch), KilledCase{}),
+      backend_(backend),
+      bank_(std::move(bank)) {
+  bank_.Open(2);
+  id_ = Value("no-time");
+  Must(backend->store()->InsertMany(bank_.txns(), {Document{{"_id", id_},
+                                                            {"source", "A0"},
+                                                            {"destination", "A1"},
+                                                            {"value", 5},
+                                                            {"state", "pending"}}}));
+}
+
+void QuarantinedTransfer::ExpectRecovered() {
+  auto t = bank_.Txn(id_);
+  ASSERT_TRUE(t);
+  EXPECT_NE(t->GetPath(RecoveryPaths(watch_.lease_field).Quarantine()), nullptr) << "marked";
+  EXPECT_TRUE(HasQuarantineRecord(backend_->store(), watch_, id_)) << "recorded";
+  EXPECT_EQ(QuarantineRecords(backend_->store(), watch_), 1) << "counted once";
+  EXPECT_EQ(bank_.Balance("A0"), 1000);
 }
 
 }  // namespace txn_recovery::testing

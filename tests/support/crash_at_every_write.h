@@ -41,6 +41,11 @@ class KilledDaemonScenario {
 // running test and `what`. Nothing when the trace is off.
 void TraceWorld(const std::string& what);
 
+// Every marked transaction of `watch` has its quarantine record, and every record its marked
+// transaction: what a sweep's repair leaves once every record's deadline has passed
+// (quarantine_records.h). Checked after every successor.
+void ExpectQuarantineRecordsMatchMarks(Store* store, const WatchSpec& watch);
+
 // Sets the scenario up on a fresh backend.
 using KilledDaemonSetUp = std::function<std::unique_ptr<KilledDaemonScenario>(TestBackend*)>;
 
@@ -62,6 +67,21 @@ class StuckTransfer final : public KilledDaemonScenario {
  private:
   Bank bank_;
   Snapshot before_;
+  Value id_;
+};
+
+// A transfer that does not fit its profile (its time field missing): the clean sweep
+// quarantines it, two writes to two collections (its record, then its mark). Recovered:
+// marked, with its record, counted once, whichever write the kill fell at.
+class QuarantinedTransfer final : public KilledDaemonScenario {
+ public:
+  QuarantinedTransfer(TestBackend* backend, Bank bank, WatchSpec watch);
+  void Age() override {}
+  void ExpectRecovered() override;
+
+ private:
+  TestBackend* backend_;
+  Bank bank_;
   Value id_;
 };
 

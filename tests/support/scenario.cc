@@ -6,6 +6,7 @@
 #include <random>
 #include <stdexcept>
 
+#include "txn_recovery/engine/quarantine_records.h"
 #include "txn_recovery/tools/retention.h"
 
 namespace txn_recovery::testing {
@@ -86,6 +87,23 @@ void ExpireLeases(Store* store, const Namespace& ns, const std::string& lease_fi
   WriteResult r;
   Must(store->UpdateMany(ns, Filter().Exists(lease_field + ".lease"),
                          Update().Set(lease_field + ".lease.expires", DateTime{0}), &r));
+}
+
+void ExpireQuarantineRecords(Store* store, const Namespace& txn_ns) {
+  WriteResult r;
+  Must(store->UpdateMany(QuarantineRecordsOf(txn_ns), Filter().Exists("markBy"),
+                         Update().Set("markBy", DateTime{0}), &r));
+}
+
+std::int64_t QuarantineRecords(Store* store, const WatchSpec& watch) {
+  std::int64_t n = -1;
+  Must(CountQuarantineRecords(store, watch, &n));
+  return n;
+}
+
+bool HasQuarantineRecord(Store* store, const WatchSpec& watch, const Value& id) {
+  return FindById(store, QuarantineRecordsOf(watch.ns), QuarantineRecordId(watch.ns, id))
+      .has_value();
 }
 
 WatchSummary SweepOnce(Store* store, Clock* clock, const WatchSpec& watch, const std::string& owner,

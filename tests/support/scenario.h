@@ -83,6 +83,14 @@ void AgeDocument(Store* store, const Namespace& ns, const Value& id, const std::
 // Expires every lease in `ns` (time passing beyond a crashed daemon's lease).
 void ExpireLeases(Store* store, const Namespace& ns, const std::string& lease_field = "recovery");
 
+// Moves the deadline of every quarantine record of `txn_ns`'s database to the epoch (time
+// passing beyond it: a real server's clock cannot be moved). quarantine_records.h.
+void ExpireQuarantineRecords(Store* store, const Namespace& txn_ns);
+// The quarantine records of `watch`, as inspect and the gauge count them.
+std::int64_t QuarantineRecords(Store* store, const WatchSpec& watch);
+// Whether transaction `id` of `watch` has its quarantine record.
+bool HasQuarantineRecord(Store* store, const WatchSpec& watch, const Value& id);
+
 // Runs one sweep of `watch` and returns its summary; reports are appended to *reports.
 WatchSummary SweepOnce(Store* store, Clock* clock, const WatchSpec& watch, const std::string& owner,
                        std::vector<TxnReport>* reports = nullptr, int workers = 1,

@@ -2,6 +2,7 @@
 
 #include "engine/requests.h"
 #include "engine/writer.h"
+#include "txn_recovery/engine/quarantine_records.h"
 
 namespace txn_recovery {
 namespace {
@@ -117,7 +118,10 @@ Status ReleaseQuarantine(Store* store, const WatchSpec& watch, const Value& id, 
       !s.ok())
     return s;
   *released = r.matched == 1;
-  return Status::Ok();
+  // Then the record, by the repair's rule: it stays while a quarantine of the transaction
+  // may be between its two writes (its deadline ahead), and the next sweep removes it.
+  bool removed = false;
+  return RepairQuarantineRecord(store, watch, id, &removed);
 }
 
 }  // namespace txn_recovery

@@ -9,6 +9,7 @@
 #include <random>
 #include <utility>
 
+#include "engine/quarantine_write.h"
 #include "engine/requests.h"
 #include "engine/writer.h"
 
@@ -100,9 +101,21 @@ Status StateMachine::Quarantine(const Value& id, std::string_view reason) {
 Status StateMachine::QuarantineThrough(Writer* writer, const Value& id, std::string_view reason) {
   const Document record{{"reason", std::string(reason)}, {"by", lease_.owner}};
   const std::string what = "quarantine: " + std::string(reason);
+  // The record in the daemon's own collection first, then the mark, which lands only
+  // before the record's markBy: a repair deletes a record without a mark only once that
+  // has passed, so that the count from the records never misses a mark
+  // (quarantine_records.h; model/recovery.pml, -DQUAR_RECORD).
+  const DateTime mark_by{server_now_().millis + lease_.duration.count()};
+  if (Status s = WriteQuarantineRecord(store_, writer, txn_ns_, id, record, mark_by); !s.ok())
+    return s;
+  auto fenced = [&](UpdateRequest request) {
+    request.filter.ServerNowBefore(mark_by);
+    return request;
+  };
   WriteResult r;
-  Status s = writer->One(txn_ns_, {what, requests::Quarantine(id, record, paths_)}, &r);
-  if (s.ok() || s.IsUnavailable()) return s;
+  Status s = writer->One(txn_ns_, {what, fenced(requests::Quarantine(id, record, paths_))}, &r);
+  if (s.ok()) return Marked(*writer, r);
+  if (s.IsUnavailable()) return s;
   // The server refuses a path below a field that is not a document: our sub-document holds
   // something else (written by someone else). Replace it, keeping what it held for the
   // operator, or the document would fail every sweep without ever being set aside.
@@ -110,11 +123,20 @@ Status StateMachine::QuarantineThrough(Writer* writer, const Value& id, std::str
   if (Status f = store_->FindOne(txn_ns_, Filter().Eq("_id", id), &doc); !f.ok()) return f;
   const Value* held = doc ? doc->GetPath(paths_.field()) : nullptr;
   if (held == nullptr || held->as_document() != nullptr) return s;
-  if (Status w = writer->One(txn_ns_,
-                             {what, requests::QuarantineReplacing(id, *held, record, paths_)}, &r);
+  if (Status w = writer->One(
+          txn_ns_, {what, fenced(requests::QuarantineReplacing(id, *held, record, paths_))}, &r);
       !w.ok())
     return w;
+  if (Status m = Marked(*writer, r); !m.ok()) return m;
   return writer->One(txn_ns_, {"record when", requests::QuarantinedNow(id, paths_)}, &r);
+}
+
+Status StateMachine::Marked(const Writer& writer, const WriteResult& mark) {
+  if (writer.recording() || mark.matched > 0) return Status::Ok();
+  // The transaction is gone, or the mark reached the server after its record's markBy (a
+  // stall): not quarantined; its record goes at the next sweep's repair, and the next
+  // sweep that finds the transaction unfit quarantines it again.
+  return Status::Conflict("not quarantined: the mark matched nothing before its deadline");
 }
 
 }  // namespace txn_recovery

@@ -13,6 +13,7 @@
 #include "engine/seen_ids.h"
 #include "txn_recovery/base/duration.h"
 #include "txn_recovery/engine/candidates.h"
+#include "txn_recovery/engine/quarantine_records.h"
 
 namespace txn_recovery {
 namespace {
@@ -618,13 +619,18 @@ Status Sweeper::SweepWatch(const WatchSpec& watch,
     summary->status = s;
     return s;
   };
-  // What carries a quarantine reason, counted after every sweep, a paused one included:
-  // it waits for an operator whether or not the watch is paused, and the gauge (and the
-  // alert on it) must not drop to zero while it does.
+  // What is quarantined, counted from the daemon's records after every sweep, a paused one
+  // included: it waits for an operator whether or not the watch is paused, and the gauge
+  // (and the alert on it) must not drop to zero while it does. Before counting, the records
+  // of an earlier build's quarantines are made (once per watch) and the records left
+  // without a mark are removed (quarantine_records.h); a dry run writes neither.
   auto count_quarantined = [&] {
-    Filter quarantined;
-    quarantined.Exists(RecoveryPaths(watch.lease_field).Quarantine());
-    return store_->Count(watch.ns, quarantined, &summary->quarantined_total);
+    if (!options_.dry_run) {
+      std::int64_t n = 0;
+      if (Status s = RecordEarlierQuarantines(store_, watch, &n); !s.ok()) return s;
+      if (Status s = RepairQuarantineRecords(store_, watch, &n); !s.ok()) return s;
+    }
+    return CountQuarantineRecords(store_, watch, &summary->quarantined_total);
   };
   if (Status s = IsPaused(store_, watch, &summary->paused); !s.ok()) return finish(s);
   if (summary->paused) return finish(count_quarantined());

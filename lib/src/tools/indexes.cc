@@ -31,8 +31,10 @@ std::vector<RequiredIndex> RequiredIndexes(const WatchSpec& watch) {
                    "the same for transactions without a time field (ages from the first "
                    "sighting), once there is one",
                    /*only_with_timeless=*/true});
-  out.push_back({watch.ns, IndexSpec{{{paths.Quarantine(), 1}}, "", true},
-                 "counting and listing quarantined transactions (only those are in it)"});
+  // No index on the quarantine's mark: what is quarantined is counted and listed from the
+  // daemon's own records (quarantine_records.h), so that the application's writes do not
+  // maintain one more index (docs/benchmarks.md, "What the daemon's indexes cost the
+  // application"). The partial index earlier builds made is left to the operator.
   // A tagged-insert's tag is how its documents are found (finished, deleted, counted), so
   // it is always required. A marker array is only read by with the participant's key, which
   // its own index serves; the marker and the trace a finish leaves (only the participants

@@ -1,6 +1,7 @@
 #include "txn_recovery/tools/inspect.h"
 
 #include "txn_recovery/engine/candidates.h"
+#include "txn_recovery/engine/quarantine_records.h"
 
 namespace txn_recovery {
 namespace {
@@ -111,7 +112,7 @@ Status Inspect(Store* store, const WatchSpec& watch, StuckReport* report) {
     unseen.In(p.state_field, p.states.NonTerminalSpellings());
     if (Status s = store->Count(watch.ns, unseen, &report->not_yet_seen); !s.ok()) return s;
   }
-  return store->Count(watch.ns, Filter().Exists(paths.Quarantine()), &report->quarantined);
+  return CountQuarantineRecords(store, watch, &report->quarantined);
 }
 
 Status Probe(Store* store, const WatchSpec& watch, std::int64_t limit, std::size_t keep,
@@ -180,20 +181,22 @@ std::string AgeSources(const WatchSpec& watch) {
 
 Status ListQuarantined(Store* store, const WatchSpec& watch,
                        const std::function<void(const QuarantinedTxn&)>& each) {
-  const RecoveryPaths paths(watch.lease_field);
-  std::unique_ptr<Cursor> cursor;
-  if (Status s = store->Find(watch.ns, Filter().Exists(paths.Quarantine()), {}, &cursor); !s.ok())
-    return s;
-  Document d;
-  for (bool has = true;;) {
-    if (Status s = cursor->Next(&d, &has); !s.ok()) return s;
-    if (!has) return Status::Ok();
-    QuarantinedTxn q;
-    if (const Value* id = d.Get("_id")) q.id = *id;
-    if (const Value* st = d.GetPath(watch.profile.state_field)) q.state = *st;
-    if (auto record = RecoveryRecord::ReadQuarantine(d, paths)) q.record = std::move(*record);
-    each(q);
-  }
+  // From the daemon's records (quarantine_records.h), each with its transaction's state as
+  // it is now (absent when the transaction is gone).
+  Status read;
+  Status s = ForEachQuarantineRecord(
+      store, watch, [&](const Value& id, const RecoveryRecord::QuarantineRecord& record) {
+        if (!read.ok()) return;
+        QuarantinedTxn q;
+        q.id = id;
+        q.record = record;
+        std::optional<Document> txn;
+        read = store->FindOne(watch.ns, Filter().Eq("_id", id), &txn);
+        if (const Value* st = txn ? txn->GetPath(watch.profile.state_field) : nullptr)
+          q.state = *st;
+        if (read.ok()) each(q);
+      });
+  return s.ok() ? read : s;
 }
 
 }  // namespace txn_recovery

@@ -6,6 +6,7 @@
 #include <random>
 #include <set>
 
+#include "txn_recovery/engine/quarantine_records.h"
 #include "txn_recovery/tools/retention.h"
 
 namespace txn_recovery {
@@ -472,6 +473,9 @@ Status Rehearse(Store* store, Clock* clock, const WatchSpec& watch, const Rehear
   // Whatever happened: the scratch collections go.
   for (const std::string& c : collections)
     if (!store->DropCollection({w.ns.database, c}).ok()) report->left_behind.push_back(c);
+  // And the quarantine records its sweeps wrote of them, in the daemon's own collection.
+  if (!ForgetQuarantineRecords(store, w.ns).ok())
+    report->left_behind.push_back(std::string(kQuarantineCollection));
   report->millis = std::chrono::duration_cast<std::chrono::milliseconds>(
                        std::chrono::steady_clock::now() - started)
                        .count();

@@ -132,12 +132,17 @@ class StateMachine {
   Status RecordFailure(const Value& id, std::string_view error, std::int64_t* failures);
 
   // Records the reason on the document (RecoveryPaths::Quarantine), so the sweep skips it
-  // until an operator clears the field.
+  // until an operator clears the field, after writing its record in the daemon's own
+  // collection, which inspect, the gauge and the alert count (quarantine_records.h: the
+  // record first, the mark fenced by the record's deadline). Not ok, and the transaction
+  // not marked, when the record could not be written or the mark came too late.
   Status Quarantine(const Value& id, std::string_view reason);
 
  private:
   class Batch;
   Status QuarantineThrough(Writer* writer, const Value& id, std::string_view reason);
+  // Whether `mark`, the quarantine's write of the mark, marked the transaction.
+  static Status Marked(const Writer& writer, const WriteResult& mark);
   Store* store_;
   Clock* clock_;
   Namespace txn_ns_;

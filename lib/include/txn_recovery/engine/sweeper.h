@@ -136,7 +136,7 @@ struct WatchSummary {
   // counts[action][outcome]
   std::map<Action, std::map<Outcome, std::int64_t>> counts;
   std::int64_t quarantined = 0;        // set aside by this sweep
-  std::int64_t quarantined_total = 0;  // carrying a quarantine reason after the sweep
+  std::int64_t quarantined_total = 0;  // quarantine records after the sweep (quarantine_records.h)
   std::int64_t late_writes_undone = 0;
   // Transactions without a time whose first sighting this sweep stamped (missing_time =
   // "first_seen"; in a dry run: would have stamped). Their age starts now.

@@ -34,7 +34,8 @@ struct ProposeOptions {
   std::int64_t follow = 200;
   std::string lease_field = "recovery";  // the daemon's own sub-document: not the application's
   // The daemon's own collections (control, fleet members): never proposed.
-  std::vector<std::string> own_collections = {"txn_recoveryd_control", "txn_recoveryd_members"};
+  std::vector<std::string> own_collections = {"txn_recoveryd_control", "txn_recoveryd_members",
+                                              "txn_recoveryd_quarantine"};
 };
 
 struct CollectionProposal {
