@@ -172,10 +172,10 @@ struct Options {
   std::int64_t pace = 0;
   // --live-traffic: the application's transfers per second while a backlog of
   // --live-backlog drains, with no daemon and with each bound of --live-paces (0:
-  // unbounded; the default, 500, as shipped); the application alone for --live-alone s.
+  // unbounded; the default, 100, as shipped); the application alone for --live-alone s.
   double live_rate = 0;
   std::int64_t live_backlog = 100'000;
-  std::vector<std::int64_t> live_paces{0, 500};
+  std::vector<std::int64_t> live_paces{0, 100};
   double live_alone = 30;
   int live_threads = 4;
   // --hot-accounts: the recovery of --hot-n stuck transfers with each account named by

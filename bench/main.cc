@@ -148,7 +148,7 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
   app.add_option("--index-cost-accounts", o.index_cost_accounts,
                  "The accounts of --index-cost (the orphan scan without indexes reads them all)")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{100'000'000}));
-  std::string live_paces = "0,500", hot_accounts;
+  std::string live_paces = "0,100", hot_accounts;
   app.add_option("--live-traffic", o.live_rate,
                  "The application's transfers per second while a backlog drains, with no "
                  "daemon and with each --live-paces (0: no such run)");

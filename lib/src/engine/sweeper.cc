@@ -16,6 +16,11 @@
 #include "txn_recovery/engine/quarantine_records.h"
 
 namespace txn_recovery {
+
+namespace {
+// A paced sweep's bulks: at least this many a second (Pass::Stream).
+constexpr double kBurstsPerSecond = 20;
+}  // namespace
 namespace {
 
 // A bounded queue between the cursor reader and the workers: the documents held stay
@@ -184,8 +189,16 @@ class Sweeper::Pass {
     const int workers = std::max(1, s_->options_.workers);
     const std::size_t capacity =
         static_cast<std::size_t>(std::max<std::int32_t>(1, s_->options_.batch_size));
-    const std::size_t chunk = std::clamp<std::size_t>(
+    std::size_t chunk = std::clamp<std::size_t>(
         static_cast<std::size_t>(std::max<std::int32_t>(1, s_->options_.bulk_size)), 1, capacity);
+    // Paced, a bulk is at most a twentieth of a second's worth of this member's part of the
+    // bound: the same pace in short bursts, so that the application's writes that meet one
+    // wait less (docs/benchmarks.md, "Live traffic while a backlog drains").
+    if (pace && pace->rate() > 0) {
+      const double per_second = pace->rate() / std::max<std::uint32_t>(1, members_.load());
+      chunk = std::clamp<std::size_t>(static_cast<std::size_t>(per_second / kBurstsPerSecond), 1,
+                                      chunk);
+    }
     WorkQueue queue(capacity);
     std::vector<std::thread> threads;
     if (workers > 1) {
