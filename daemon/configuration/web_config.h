@@ -61,8 +61,8 @@ struct WebConfig {
 
 // Reads and checks the YAML file at `path`: known keys, types, values, that the TLS files
 // are named in pairs, that every hash is a bcrypt hash. Does not read the certificate, key
-// or CA files (TlsContext::Load, serving/http_tls.h, does). InvalidArgument "PATH:LINE:COL: KEY: problem" (or
-// "PATH: problem" when there is no position: an unreadable file); never throws.
+// or CA files (TlsContext::Load, serving/http_tls.h, does). InvalidArgument "PATH:LINE:COL: KEY:
+// problem" (or "PATH: problem" when there is no position: an unreadable file); never throws.
 txn_recovery::Status ParseWebConfig(const std::string& path, WebConfig* out);
 
 // Whether `hash` is a bcrypt hash crypt(3) verifies: $2a$, $2b$ or $2y$, a cost from 04
