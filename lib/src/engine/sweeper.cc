@@ -170,7 +170,20 @@ class Sweeper::Pass {
     // between its read and its claim, so that what the claim and the conformance trace's
     // read rest on is as fresh as unpaced. Each server batch is then one chunk.
     const std::shared_ptr<Pace> pace = s_->options_.dry_run ? nullptr : s_->options_.pace;
-    if (pace) find_options.batch_size = std::min(s_->options_.batch_size, s_->options_.bulk_size);
+    const int workers = std::max(1, s_->options_.workers);
+    const std::size_t capacity =
+        static_cast<std::size_t>(std::max<std::int32_t>(1, s_->options_.batch_size));
+    std::size_t chunk = std::clamp<std::size_t>(
+        static_cast<std::size_t>(std::max<std::int32_t>(1, s_->options_.bulk_size)), 1, capacity);
+    // Paced, a bulk is at most a twentieth of a second's worth of this member's part of the
+    // bound: the same pace in short bursts, so that the application's writes that meet one
+    // wait less (docs/benchmarks.md, "Live traffic while a backlog drains").
+    if (pace && pace->rate() > 0) {
+      const double per_second = pace->rate() / std::max<std::uint32_t>(1, members_.load());
+      chunk = std::clamp<std::size_t>(static_cast<std::size_t>(per_second / kBurstsPerSecond), 1,
+                                      chunk);
+    }
+    if (pace) find_options.batch_size = static_cast<std::int32_t>(chunk);
     if (s_->options_.share) find_options.projection = {"_id"};
     // Without a memory (a one-shot sweep) the probe is not sent: it is the walk the daemon
     // asks once; the finished transactions are taken to carry times, as most applications
@@ -186,19 +199,6 @@ class Sweeper::Pass {
     };
     std::unique_ptr<Cursor> cursor =
         s_->options_.share ? std::make_unique<ShareCursor>(this, candidates) : candidates();
-    const int workers = std::max(1, s_->options_.workers);
-    const std::size_t capacity =
-        static_cast<std::size_t>(std::max<std::int32_t>(1, s_->options_.batch_size));
-    std::size_t chunk = std::clamp<std::size_t>(
-        static_cast<std::size_t>(std::max<std::int32_t>(1, s_->options_.bulk_size)), 1, capacity);
-    // Paced, a bulk is at most a twentieth of a second's worth of this member's part of the
-    // bound: the same pace in short bursts, so that the application's writes that meet one
-    // wait less (docs/benchmarks.md, "Live traffic while a backlog drains").
-    if (pace && pace->rate() > 0) {
-      const double per_second = pace->rate() / std::max<std::uint32_t>(1, members_.load());
-      chunk = std::clamp<std::size_t>(static_cast<std::size_t>(per_second / kBurstsPerSecond), 1,
-                                      chunk);
-    }
     WorkQueue queue(capacity);
     std::vector<std::thread> threads;
     if (workers > 1) {
