@@ -8,8 +8,8 @@
 #include <type_traits>
 #include <variant>
 
+#include "engine/lease.h"
 #include "engine/requests.h"
-#include "engine/writer.h"
 
 namespace txn_recovery {
 namespace {
@@ -183,7 +183,7 @@ Share ShareOf(const std::vector<MemberRecord>& live, const std::string& self_id,
 }
 
 Status Heartbeat(Store* store, const Namespace& ns, const MemberRecord& self) {
-  Writer writer(store);
+  LeaseFreeWriter writer(store, LeaseFree::kMembership);
   const LabelledRequest beat{"heartbeat of " + self.id, requests::MemberHeartbeat(self)};
   // Create once, then update; the record may be removed between the two by a member that
   // found it expired (a fresh record carries the epoch), so the pair is tried again.
@@ -235,8 +235,9 @@ Status ExpiredMembers(Store* store, const Namespace& ns, std::chrono::millisecon
 Status RemoveExpired(Store* store, const Namespace& ns, std::chrono::milliseconds expiry,
                      DateTime server_now, std::int64_t* removed) {
   WriteResult r;
-  Status s = Writer(store).Many(ns, "remove expired members",
-                                requests::ExpiredMembers(Cutoff(server_now, expiry)), nullptr, &r);
+  Status s = LeaseFreeWriter(store, LeaseFree::kMembership)
+                 .Many(ns, "remove expired members",
+                       requests::ExpiredMembers(Cutoff(server_now, expiry)), nullptr, &r);
   if (removed) *removed = r.modified;
   return s;
 }
@@ -247,7 +248,7 @@ Status ClaimOrphanScan(Store* store, const Namespace& ns, const std::string& col
   *claimed = false;
   DateTime now;
   if (Status s = store->ServerTime(&now); !s.ok()) return s;
-  Writer writer(store);
+  LeaseFreeWriter writer(store, LeaseFree::kMembership);
   const LabelledRequest claim{"claim the orphan scan of " + collection,
                               requests::OrphanScanClaim(collection, self_id, Cutoff(now, period))};
   // Claim, else create the record (a concurrent creator's duplicate key is harmless) and
@@ -269,7 +270,8 @@ Status ClaimOrphanScan(Store* store, const Namespace& ns, const std::string& col
 
 Status Leave(Store* store, const Namespace& ns, const std::string& self_id) {
   WriteResult r;
-  return Writer(store).Many(ns, "leave the fleet", requests::Member(self_id), nullptr, &r);
+  return LeaseFreeWriter(store, LeaseFree::kMembership)
+      .Many(ns, "leave the fleet", requests::Member(self_id), nullptr, &r);
 }
 
 }  // namespace txn_recovery

@@ -1,6 +1,6 @@
 #include "txn_recovery/tools/retention.h"
 
-#include "engine/writer.h"
+#include "engine/lease.h"
 
 #include <algorithm>
 #include <set>
@@ -88,7 +88,8 @@ Status RemoveFinished(Store* store, Clock* clock, const RetentionTarget& target,
       for (auto& doc : docs)
         if (!present.count(doc.Get("_id")->ToString())) to_insert.push_back(std::move(doc));
       if (!to_insert.empty()) {
-        Status s = Writer(store).Insert(archive_ns, "archive", to_insert);
+        Status s =
+            LeaseFreeWriter(store, LeaseFree::kRetention).Insert(archive_ns, "archive", to_insert);
         if (!s.ok()) {
           // Another instance may have archived some of them meanwhile: fine if every one is
           // there now; otherwise nothing is deleted and the error is reported.
@@ -103,7 +104,9 @@ Status RemoveFinished(Store* store, Clock* clock, const RetentionTarget& target,
     Filter remove = eligible;
     remove.In("_id", ids);
     WriteResult wr;
-    if (Status s = Writer(store).Many(target.transactions, "delete", remove, nullptr, &wr); !s.ok())
+    if (Status s = LeaseFreeWriter(store, LeaseFree::kRetention)
+                       .Many(target.transactions, "delete", remove, nullptr, &wr);
+        !s.ok())
       return s;
     (archive ? result->archived : result->deleted) += wr.modified;
     if (static_cast<std::int64_t>(ids.size()) < batch) return Status::Ok();

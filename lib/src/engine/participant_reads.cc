@@ -1,15 +1,12 @@
-// Reading a batch's participants many at a time, and its writes back where a bulk's count
-// does not say which of them matched.
-// Part of StateMachine::Batch (engine/batch.h).
-#include "engine/batch.h"
+#include "engine/participant_reads.h"
 
 #include <unordered_map>
 #include <unordered_set>
 
 namespace txn_recovery {
 
-auto StateMachine::Batch::ReadParticipants(const std::vector<StepRef>& steps, bool best_effort)
-    -> std::vector<Found> {
+std::vector<Found> ParticipantReads::Participants(const std::vector<StepRef>& steps,
+                                                  bool best_effort) {
   std::vector<Found> found(steps.size());
   std::map<std::pair<std::string, std::string>, std::vector<std::size_t>> groups;
   for (std::size_t i = 0; i < steps.size(); ++i) {
@@ -60,10 +57,9 @@ auto StateMachine::Batch::ReadParticipants(const std::vector<StepRef>& steps, bo
   return found;
 }
 
-Status StateMachine::Batch::ReadAll(const Namespace& ns, const Filter& f,
-                                    std::vector<Document>* out) {
+Status ParticipantReads::ReadAll(const Namespace& ns, const Filter& f, std::vector<Document>* out) {
   std::unique_ptr<Cursor> c;
-  if (Status s = m_->store_->Find(ns, f, FindOptions{}, &c); !s.ok()) return s;
+  if (Status s = store_->Find(ns, f, FindOptions{}, &c); !s.ok()) return s;
   std::unordered_multimap<std::string, std::size_t> by_id;  // of what *out holds
   for (std::size_t k = 0; k < out->size(); ++k)
     if (const Value* id = (*out)[k].Get("_id")) by_id.emplace(LookupKey(*id), k);
@@ -87,65 +83,37 @@ Status StateMachine::Batch::ReadAll(const Namespace& ns, const Filter& f,
   }
 }
 
-void StateMachine::Batch::CheckAll(const std::vector<StepRef>& steps,
-                                   const std::vector<Found>& found) {
+void ParticipantReads::CheckAll(const std::vector<StepRef>& steps,
+                                const std::vector<Found>& found) {
   for (std::size_t i = 0; i < steps.size(); ++i)
     for (const Document& d : found[i])
       if (Status s = CheckMarkerField(*steps[i].second, d); !s.ok()) Fail(steps[i].first, s);
 }
 
-void StateMachine::Batch::MarkTraced(Item* it, const ParticipantStep* step, bool all_it_holds) {
-  const std::vector<ParticipantStep>& all = it->txn->steps;
-  if (it->traced_at.empty()) {
-    it->traced_at.assign(all.size(), false);
-    it->trace_all_at.assign(all.size(), false);
-  }
-  const auto k = static_cast<std::size_t>(step - all.data());
-  it->traced_at[k] = true;
-  it->trace_all_at[k] = all_it_holds;
-}
-
-void StateMachine::Batch::DecideFinish(Item* it, const ParticipantStep* step, const Document& doc,
-                                       bool applying) {
-  const std::vector<ParticipantStep>& all = it->txn->steps;
-  if (it->finish_as.empty()) it->finish_as.assign(all.size(), FinishAs::kNothing);
-  const bool trace = HasTrace(doc, it->txn->id);
-  if (trace) MarkTraced(it, step, requests::TraceIsAll(doc, it->txn->id, paths_, false));
-  const auto k = static_cast<std::size_t>(step - all.data());
-  if (applying || HasMarker(doc, *step, it->txn->id)) {
-    it->finish_as[k] = trace ? FinishAs::kUndoDuplicate : FinishAs::kPull;
-    // A pull leaves the trace: whether it will then be all the sub-document holds.
-    if (!trace) {
-      if (it->pull_leaves_all.empty()) it->pull_leaves_all.assign(all.size(), false);
-      it->pull_leaves_all[k] = requests::TraceIsAll(doc, it->txn->id, paths_, true);
-    }
-  }
-}
-
-auto StateMachine::Batch::ReadBack(const std::vector<Write>& writes, const Sent& sent,
-                                   std::vector<StepRef>* refs) -> std::vector<Found> {
+std::vector<Found> ParticipantReads::Back(const std::vector<Write>& writes, const Sent& sent,
+                                          std::vector<StepRef>* refs) {
   for (std::size_t i : sent.accepted) refs->emplace_back(writes[i].item, writes[i].step);
-  return ReadParticipants(*refs);
+  return Participants(*refs);
 }
 
-bool StateMachine::Batch::EndedBySelf(const std::map<std::string, Document>& docs,
-                                      const Item& it) const {
+bool ParticipantReads::EndedBySelf(const std::map<std::string, Document>& docs,
+                                   const Item& it) const {
   auto d = docs.find(it.txn->id.ToString());
   if (d == docs.end()) return false;
   const Value* by = d->second.GetPath(paths_.ResolvedBy());
-  const Value* st = d->second.GetPath(profile().state_field);
-  if (by == nullptr || !(*by == Value(it.lease.owner)) || st == nullptr || !st->is_string())
+  const Value* st = d->second.GetPath(profile_.state_field);
+  if (by == nullptr || !(*by == Value(it.offered.owner)) || st == nullptr || !st->is_string())
     return false;
-  const std::optional<TxnState> state = profile().states.Parse(*st->as_string());
+  const std::optional<TxnState> state = profile_.states.Parse(*st->as_string());
   return state && IsTerminal(*state);
 }
 
-bool StateMachine::Batch::ReadBackTransactions(const std::vector<Write>& writes, const Sent& sent,
-                                               std::map<std::string, Document>* docs) {
+bool ParticipantReads::Transactions(const std::vector<Write>& writes, const Sent& sent,
+                                    std::map<std::string, Document>* docs) {
   std::vector<Value> ids;
   for (std::size_t i : sent.accepted) ids.push_back(writes[i].item->txn->id);
   std::vector<Document> read;
-  if (Status s = ReadAll(m_->txn_ns_, Filter().In("_id", std::move(ids)), &read); !s.ok()) {
+  if (Status s = ReadAll(txn_ns_, Filter().In("_id", std::move(ids)), &read); !s.ok()) {
     for (std::size_t i : sent.accepted) Fail(writes[i].item, s);
     return false;
   }
@@ -154,20 +122,20 @@ bool StateMachine::Batch::ReadBackTransactions(const std::vector<Write>& writes,
   return true;
 }
 
-bool StateMachine::Batch::Moved(const std::map<std::string, Document>& docs, const Item& it,
-                                const Value& state, bool terminal) const {
+bool ParticipantReads::Moved(const std::map<std::string, Document>& docs, const Item& it,
+                             const Value& state, bool terminal) const {
   auto d = docs.find(it.txn->id.ToString());
   if (d == docs.end()) return false;
-  const Value* st = d->second.GetPath(profile().state_field);
+  const Value* st = d->second.GetPath(profile_.state_field);
   if (st == nullptr || !(*st == state)) return false;
   if (terminal) {
     const Value* by = d->second.GetPath(paths_.ResolvedBy());
     const Value* claim = d->second.GetPath(paths_.ResolvedClaim());
-    return by && *by == Value(it.lease.owner) && claim && *claim == Value(it.lease.claim);
+    return by && *by == Value(it.offered.owner) && claim && *claim == Value(it.offered.claim);
   }
   const Value* owner = d->second.GetPath(paths_.LeaseOwner());
   const Value* claim = d->second.GetPath(paths_.LeaseClaim());
-  return owner && *owner == Value(it.lease.owner) && claim && *claim == Value(it.lease.claim);
+  return owner && *owner == Value(it.offered.owner) && claim && *claim == Value(it.offered.claim);
 }
 
 }  // namespace txn_recovery
