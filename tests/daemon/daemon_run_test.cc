@@ -20,6 +20,7 @@
 
 #include "support/bank.h"
 #include "support/daemon_process.h"
+#include "support/server_probe.h"
 #include "support/test_env.h"
 #include "support/wire_proxy.h"
 #include "txn_recovery/engine/membership.h"
@@ -236,7 +237,7 @@ TEST_F(DaemonRun, UnderSystemdItNotifiesReadyStatusWatchdogReloadAndStopping) {
   std::unique_ptr<MongoStore> cleanup;
   MongoOptions mo;
   mo.uri = uri_;
-  if (MongoStore::Open(mo, &cleanup).ok()) (void)cleanup->DropDatabase(second);
+  if (MongoStore::Open(mo, &cleanup).ok()) (void)DropDatabase(cleanup.get(), second);
 }
 
 TEST_F(DaemonRun, RetentionArchivesOldFinishedTransactionsAndTheMetricCountsThem) {

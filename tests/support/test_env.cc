@@ -6,6 +6,7 @@
 #include <fstream>
 #include <random>
 
+#include "support/server_probe.h"
 #include "txn_recovery/stores/memory_store.h"
 #include "txn_recovery/stores/mongo_store.h"
 
@@ -84,7 +85,7 @@ class MongoBackend final : public TestBackend {
       error_ = "test server " + RedactUri(uri.uri_or_reason) + " unreachable: " + s.ToString();
   }
   ~MongoBackend() override {
-    if (store_ && error_.empty()) (void)store_->DropDatabase(database_);
+    if (store_ && error_.empty()) (void)DropDatabase(store_.get(), database_);
   }
   Store* store() override { return store_.get(); }
   Clock* clock() override { return Clock::Real(); }

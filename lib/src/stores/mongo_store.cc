@@ -561,27 +561,6 @@ bool RefusesHint(const bson_error_t& error) {
          message.find("index") != std::string_view::npos;
 }
 
-// The limit a find is sent with. A read without one is sent with a limit no read reaches:
-// DocumentDB answers a find without a limit or a sort from a cursor it resumes by heap
-// position, and each getMore runs the query again and skips to that position, so a read of
-// N documents in batches of B reads its index range N/B times (N²/B: a sweep of
-// 300,000 stuck transactions spent 129.7 s of the server's time in getMore, 42.7 ms each). A
-// find with a limit it holds as a PostgreSQL cursor instead, run once, each getMore
-// reading on from where the last stopped. Other servers run a limit as a count.
-// docs/compatibility.md, "a cursor's next batch".
-std::int64_t LimitSent(const FindOptions& options) {
-  return options.limit > 0 ? options.limit : std::numeric_limits<std::int32_t>::max();
-}
-
-// {hint: {<key>: <dir>, ...}} when the read names an index.
-void AppendHint(bson_t* out, const std::vector<std::pair<std::string, int>>& hint) {
-  if (hint.empty()) return;
-  bson_t keys;
-  bson_append_document_begin(out, "hint", -1, &keys);
-  for (const auto& [path, dir] : hint) bson_append_int32(&keys, path.c_str(), -1, dir);
-  bson_append_document_end(out, &keys);
-}
-
 }  // namespace
 
 Status MongoStore::Find(const Namespace& ns, const Filter& filter, const FindOptions& options,
@@ -589,22 +568,7 @@ Status MongoStore::Find(const Namespace& ns, const Filter& filter, const FindOpt
   auto query = mongo::NewBson();
   if (Status s = impl_->Query(filter, query.get()); !s.ok()) return s;
   auto opts = mongo::NewBson();
-  if (options.sort_ascending_by) {
-    bson_t sort;
-    bson_append_document_begin(opts.get(), "sort", -1, &sort);
-    bson_append_int32(&sort, options.sort_ascending_by->c_str(), -1, 1);
-    bson_append_document_end(opts.get(), &sort);
-  }
-  bson_append_int64(opts.get(), "limit", -1, LimitSent(options));
-  if (options.batch_size > 0) bson_append_int32(opts.get(), "batchSize", -1, options.batch_size);
-  if (!options.projection.empty()) {
-    bson_t projection;
-    bson_append_document_begin(opts.get(), "projection", -1, &projection);
-    for (const std::string& path : options.projection)
-      bson_append_int32(&projection, path.c_str(), -1, 1);
-    bson_append_document_end(opts.get(), &projection);
-  }
-  AppendHint(opts.get(), options.hint);
+  mongo::AppendFindOptions(options, opts.get());
   PooledClient client;
   if (Status s = impl_->Client(&client); !s.ok()) return s;
   CollectionPtr coll = GetCollection(client, ns);
@@ -1062,144 +1026,6 @@ Status MongoStore::CreateIndexes(const Namespace& ns, const std::vector<IndexSpe
   }
 }
 
-namespace {
-
-// Reads an explain reply, whatever its shape: mongod puts executionStats at the top for a
-// find and under stages[0].$cursor for an aggregation, and its stages count "keysExamined";
-// DocumentDB's gateway reports 0 keys in its totals and the real count in each index scan
-// stage's "totalKeysExamined". So: the totals of every "executionStats" document, the keys
-// of every index scan stage, whichever is larger; every stage's name and index anywhere.
-// DocumentDB's stages also carry PostgreSQL's buffer counts, each stage's including those of
-// the stages below it (EXPLAIN's BUFFERS): the largest of one stage is the read's.
-struct ExplainReading {
-  std::int64_t total_keys = 0;
-  std::int64_t stage_keys = 0;
-};
-
-// The pages one explain document (a stage) says it touched, or -1 if it says nothing.
-std::int64_t BlocksOf(const bson_t* doc) {
-  std::int64_t blocks = -1;
-  bson_iter_t it;
-  for (const char* key : {"numBlocksFromCache", "numBlocksFromDisk"})
-    if (bson_iter_init_find(&it, doc, key) && BSON_ITER_HOLDS_NUMBER(&it))
-      blocks = std::max<std::int64_t>(blocks, 0) + bson_iter_as_int64(&it);
-  return blocks;
-}
-
-void ReadExplain(const bson_t* doc, QueryPlan* plan, ExplainReading* reading, bool in_stats,
-                 bool in_planner = false) {
-  bson_iter_t it;
-  std::string stage;
-  // queryPlanner repeats the stages executionStats shows: read them once, as executed.
-  if (!in_planner && bson_iter_init_find(&it, doc, "stage") && BSON_ITER_HOLDS_UTF8(&it)) {
-    stage = bson_iter_utf8(&it, nullptr);
-    if (stage == "COLLSCAN") plan->collection_scan = true;
-    plan->blocks = std::max(plan->blocks, BlocksOf(doc));
-    plan->summary += (plan->summary.empty() ? "" : " ") + stage;
-    if (const std::int64_t blocks = BlocksOf(doc); blocks >= 0) {
-      plan->summary += "[" + std::to_string(blocks) + "]";
-      if (stage == "IXSCAN") plan->scan_blocks.push_back(blocks);
-    }
-  }
-  if (!bson_iter_init(&it, doc)) return;
-  while (bson_iter_next(&it)) {
-    const std::string_view key = bson_iter_key(&it);
-    if (BSON_ITER_HOLDS_NUMBER(&it)) {
-      const std::int64_t n = bson_iter_as_int64(&it);
-      if (in_stats && key == "totalKeysExamined") reading->total_keys += n;
-      if (in_stats && key == "totalDocsExamined") plan->docs_examined += n;
-      if (in_stats && key == "nReturned") plan->returned += n;
-      if (stage == "IXSCAN" && key == "totalKeysExamined") reading->stage_keys += n;
-    }
-    if (!in_planner && BSON_ITER_HOLDS_UTF8(&it) && key == "indexName") {
-      const std::string name = bson_iter_utf8(&it, nullptr);
-      plan->summary += "(" + name + ")";
-      if (std::find(plan->indexes.begin(), plan->indexes.end(), name) == plan->indexes.end())
-        plan->indexes.push_back(name);
-    }
-    if (BSON_ITER_HOLDS_DOCUMENT(&it) || BSON_ITER_HOLDS_ARRAY(&it)) {
-      std::uint32_t len = 0;
-      const std::uint8_t* data = nullptr;
-      if (BSON_ITER_HOLDS_DOCUMENT(&it))
-        bson_iter_document(&it, &len, &data);
-      else
-        bson_iter_array(&it, &len, &data);
-      bson_t child;
-      // Only the statistics' own totals count: queryPlanner's plans carry none of the
-      // execution, and the stages below the totals repeat them.
-      if (data != nullptr && bson_init_static(&child, data, len))
-        ReadExplain(&child, plan, reading, key == "executionStats",
-                    in_planner || key == "queryPlanner");
-    }
-  }
-}
-
-}  // namespace
-
-Status MongoStore::Explain(const ReadQuery& query, QueryPlan* plan) {
-  *plan = QueryPlan{};
-  auto filter = mongo::NewBson();
-  if (Status s = impl_->Query(query.filter, filter.get()); !s.ok()) return s;
-  auto cmd = mongo::NewBson();
-  bson_t inner, pipeline, stage, group, sum;
-  const char* coll = query.ns.collection.c_str();
-  bson_append_document_begin(cmd.get(), "explain", -1, &inner);
-  if (query.kind == ReadQuery::Kind::kCount) {
-    // What mongoc_collection_count_documents sends.
-    bson_append_utf8(&inner, "aggregate", -1, coll, -1);
-    bson_append_array_begin(&inner, "pipeline", -1, &pipeline);
-    bson_append_document_begin(&pipeline, "0", -1, &stage);
-    bson_append_document(&stage, "$match", -1, filter.get());
-    bson_append_document_end(&pipeline, &stage);
-    bson_append_document_begin(&pipeline, "1", -1, &stage);
-    bson_append_document_begin(&stage, "$group", -1, &group);
-    bson_append_int32(&group, "_id", -1, 1);
-    bson_append_document_begin(&group, "n", -1, &sum);
-    bson_append_int32(&sum, "$sum", -1, 1);
-    bson_append_document_end(&group, &sum);
-    bson_append_document_end(&stage, &group);
-    bson_append_document_end(&pipeline, &stage);
-    bson_append_array_end(&inner, &pipeline);
-    bson_t cursor;
-    bson_append_document_begin(&inner, "cursor", -1, &cursor);
-    bson_append_document_end(&inner, &cursor);
-  } else {
-    bson_append_utf8(&inner, "find", -1, coll, -1);
-    bson_append_document(&inner, "filter", -1, filter.get());
-    if (query.options.sort_ascending_by) {
-      bson_t sort;
-      bson_append_document_begin(&inner, "sort", -1, &sort);
-      bson_append_int32(&sort, query.options.sort_ascending_by->c_str(), -1, 1);
-      bson_append_document_end(&inner, &sort);
-    }
-    bson_append_int64(&inner, "limit", -1, LimitSent(query.options));
-    if (!query.options.projection.empty()) {
-      bson_t projection;
-      bson_append_document_begin(&inner, "projection", -1, &projection);
-      for (const std::string& path : query.options.projection)
-        bson_append_int32(&projection, path.c_str(), -1, 1);
-      bson_append_document_end(&inner, &projection);
-    }
-    AppendHint(&inner, query.options.hint);
-  }
-  bson_append_document_end(cmd.get(), &inner);
-  bson_append_utf8(cmd.get(), "verbosity", -1, "executionStats", -1);
-  PooledClient client;
-  if (Status s = impl_->Client(&client); !s.ok()) return s;
-  Reply reply;
-  bson_error_t error;
-  if (!mongoc_client_command_simple(client.get(), query.ns.database.c_str(), cmd.get(), nullptr,
-                                    reply.get(), &error))
-    return mongo::StatusFromBsonError(error, "explain of " + query.ToString());
-  ExplainReading reading;
-  ReadExplain(reply.get(), plan, &reading, false);
-  plan->keys_examined = std::max(reading.total_keys, reading.stage_keys);
-  plan->summary += " keys=" + std::to_string(plan->keys_examined) +
-                   " docs=" + std::to_string(plan->docs_examined);
-  if (plan->blocks >= 0) plan->summary += " blocks=" + std::to_string(plan->blocks);
-  return Status::Ok();
-}
-
 bool MongoStore::GetWireStats(WireStats* stats) const {
   stats->round_trips = impl_->round_trips.load(std::memory_order_relaxed);
   stats->documents_returned = impl_->documents_returned.load(std::memory_order_relaxed);
@@ -1287,16 +1113,6 @@ Status MongoStore::RunReadCommand(const std::string& database, const Document& c
                                                out.get(), &error);
   if (!ok) return mongo::StatusFromBsonError(error, "command on " + database);
   *reply = mongo::FromBson(out.get());
-  return Status::Ok();
-}
-
-Status MongoStore::DropDatabase(const std::string& database) {
-  PooledClient client;
-  if (Status s = impl_->Client(&client); !s.ok()) return s;
-  mongo::DatabasePtr db(mongoc_client_get_database(client.get(), database.c_str()));
-  bson_error_t error;
-  if (!mongoc_database_drop_with_opts(db.get(), nullptr, &error))
-    return mongo::StatusFromBsonError(error, "dropDatabase " + database);
   return Status::Ok();
 }
 
