@@ -30,6 +30,7 @@
 
 #include "bench.h"
 #include "config.h"
+#include "support/exposition.h"
 #include "support/subprocess.h"
 #include "txn_recovery/engine/membership.h"
 
@@ -146,24 +147,6 @@ std::string HttpGet(int port, const std::string& path) {
              : "";
 }
 
-// The Prometheus text a daemon serves, each family summed over its labels
-// (txn_recoveryd_busy_total over the watches, _resolved_total over watches and actions).
-std::map<std::string, double> SumFamilies(const std::string& text) {
-  std::map<std::string, double> sums;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (line.empty() || line[0] == '#') continue;
-    const std::size_t name_end = line.find_first_of("{ ");
-    const std::size_t value_at = line.rfind(' ');
-    if (name_end == std::string::npos || value_at == std::string::npos) continue;
-    char* end = nullptr;
-    const double v = std::strtod(line.c_str() + value_at + 1, &end);
-    if (end == line.c_str() + value_at + 1) continue;
-    sums[line.substr(0, name_end)] += v;
-  }
-  return sums;
-}
-
 // The keys of one fleet run's daemons (printed with its table, and in the JSON report).
 struct FleetSettings {
   std::string interval = "1s", heartbeat, expiry, lease;  // empty: the daemon's default
@@ -239,7 +222,7 @@ class RunDaemon {
   }
   const std::string& owner() const { return owner_; }
   // Its counters, each family summed over its labels; empty when it did not answer.
-  std::map<std::string, double> Metrics() const { return SumFamilies(HttpGet(port_, "/metrics")); }
+  std::map<std::string, double> Metrics() const { return FamilySums(HttpGet(port_, "/metrics")); }
   // Its CPU time so far (user + system), from /proc; nullopt once it has exited.
   std::optional<double> Cpu() const { return ProcessTreeCpu({proc_->pid()}).Seconds(); }
 
