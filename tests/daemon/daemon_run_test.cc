@@ -20,6 +20,7 @@
 
 #include "support/bank.h"
 #include "support/daemon_process.h"
+#include "support/database_suites.h"
 #include "support/exposition.h"
 #include "support/server_probe.h"
 #include "support/test_env.h"
@@ -113,6 +114,8 @@ TEST(ExpositionCheck, AcceptsTheFormatAndCatchesWhatBreaksIt) {
   EXPECT_FALSE(ExpositionProblems("# TYPE a gauge\na 1").empty()) << "no final newline";
   EXPECT_FALSE(ExpositionProblems("# TYPE a gauge\na one\n").empty()) << "not a number";
 }
+
+TXN_RECOVERY_DATABASE_SUITE(DaemonRun);
 
 class DaemonRun : public ::testing::Test {
  protected:

@@ -16,6 +16,7 @@
 
 #include "support/bank.h"
 #include "support/daemon_process.h"
+#include "support/database_suites.h"
 #include "support/exposition.h"
 #include "support/test_env.h"
 #include "sweep_textfile.h"
@@ -110,6 +111,8 @@ TEST(SweepTextfile, ADirectoryThatCannotBeWrittenIsAnErrorThatNamesIt) {
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message().find("/nonexistent/textfiles"), std::string::npos) << s.message();
 }
+
+TXN_RECOVERY_DATABASE_SUITE(SweepTextfileCli);
 
 TEST(SweepTextfileCli, TheSweepWritesItsFiguresAfterItsWork) {
   auto backend = TestBackend::Create("mongo");

@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "support/bank.h"
+#include "support/database_suites.h"
 #include "support/scenario.h"
 #include "support/server_probe.h"
 #include "support/test_env.h"
@@ -129,6 +130,8 @@ steps = [
 new = ["new"]
 )"},
 };
+
+TXN_RECOVERY_DATABASE_SUITE(IdleServerWork);
 
 class IdleServerWork : public ::testing::TestWithParam<int> {
  protected:
@@ -370,6 +373,8 @@ std::string ShapeName(const ::testing::TestParamInfo<int>& info) {
 
 INSTANTIATE_TEST_SUITE_P(EveryShape, IdleServerWork,
                          ::testing::Range(0, static_cast<int>(std::size(kShapes))), ShapeName);
+
+TXN_RECOVERY_DATABASE_SUITE(IdleServerWorkWithStuckTransfers);
 
 // Stuck transfers among the history: the sweep reads them and their participants, and
 // nothing of the finished history.
