@@ -32,6 +32,7 @@
 #include "config.h"
 #include "support/exposition.h"
 #include "support/subprocess.h"
+#include "txn_recovery/base/recovery_record.h"
 #include "txn_recovery/engine/membership.h"
 
 namespace txn_recovery::bench {
@@ -608,12 +609,13 @@ class Takeover {
   // The unfinished transactions of the victim's share, those it leases apart.
   Left LeftOf(const std::vector<std::vector<MemberRecord>>& sweepers,
               const std::string& victim) const {
+    const RecoveryPaths paths("recovery");  // the lease_field the bench's watches leave as it is
     Left left;
     for (std::size_t i = 0; i < s_.profiles.size(); ++i) {
       DateTime now = ServerNow(s_.store.get());
       FindOptions fo;
       fo.batch_size = s_.o.read_batch;
-      fo.projection = {"recovery.lease"};
+      fo.projection = {paths.Lease()};
       std::unique_ptr<Cursor> c;
       const Namespace txns = s_.profiles[i]->Transactions(s_.db_of(*s_.profiles[i]));
       Check(s_.store->Find(txns, s_.profiles[i]->Unfinished(), fo, &c), "find unfinished");
@@ -624,8 +626,8 @@ class Takeover {
         const Value* id = d.Get("_id");
         const MemberRecord* holder = id ? HolderOf(sweepers[i], *id) : nullptr;
         if (!holder || holder->id != victim) continue;
-        const Value* owner = d.GetPath("recovery.lease.owner");
-        const Value* expires = d.GetPath("recovery.lease.expires");
+        const Value* owner = d.GetPath(paths.LeaseOwner());
+        const Value* expires = d.GetPath(paths.LeaseExpires());
         const bool leased = owner && owner->is_string() && *owner->as_string() == victim &&
                             expires && expires->is_datetime() &&
                             expires->as_datetime()->millis > now.millis;
