@@ -171,7 +171,7 @@ int Main(const Options& o) {
   std::printf("\nload average at the end: %s\n", LoadAverage().c_str());
   report.doc()["machine"]["load_average_end"] = LoadAverage();
   report.Save();
-  for (const auto& p : profiles) (void)store->DropDatabase(session.db_of(*p));
+  for (const auto& p : profiles) (void)DropDatabase(store.get(), session.db_of(*p));
   std::remove(config.c_str());
   return 0;
 }

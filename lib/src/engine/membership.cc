@@ -106,18 +106,20 @@ void HashValue(const Value& v, Fnv1a* h) {
 }
 
 bool ParseMember(const Document& doc, MemberRecord* out) {
-  const Value* id = doc.Get("_id");
-  const Value* heartbeat = doc.Get("heartbeat");
+  const Value* id = doc.Get(requests::member_record::kId);
+  const Value* heartbeat = doc.Get(requests::member_record::kHeartbeat);
   if (id == nullptr || !id->is_string() || heartbeat == nullptr || !heartbeat->is_datetime())
     return false;
   out->id = *id->as_string();
   out->heartbeat = *heartbeat->as_datetime();
-  if (const Value* v = doc.Get("host"); v && v->is_string()) out->host = *v->as_string();
-  if (const Value* v = doc.Get("version"); v && v->is_string()) out->version = *v->as_string();
-  if (const Value* v = doc.Get("format");
+  if (const Value* v = doc.Get(requests::member_record::kHost); v && v->is_string())
+    out->host = *v->as_string();
+  if (const Value* v = doc.Get(requests::member_record::kVersion); v && v->is_string())
+    out->version = *v->as_string();
+  if (const Value* v = doc.Get(requests::member_record::kFormat);
       v && v->is_number() && *v->as_double() >= 1 && *v->as_double() < 1e9)
     out->format = static_cast<std::int64_t>(*v->as_double());
-  if (const Value* v = doc.Get("watches"); v && v->is_array())
+  if (const Value* v = doc.Get(requests::member_record::kWatches); v && v->is_array())
     for (const Value& w : *v->as_array())
       if (w.is_string()) out->watches.push_back(*w.as_string());
   return true;
@@ -224,7 +226,7 @@ Status ReadMembers(Store* store, const Namespace& ns, const Filter& f,
 
 Status LiveMembers(Store* store, const Namespace& ns, std::chrono::milliseconds expiry,
                    DateTime server_now, std::vector<MemberRecord>* live) {
-  return ReadMembers(store, ns, Filter().Gte("heartbeat", Cutoff(server_now, expiry)), live);
+  return ReadMembers(store, ns, requests::LiveMembers(Cutoff(server_now, expiry)), live);
 }
 
 Status ExpiredMembers(Store* store, const Namespace& ns, std::chrono::milliseconds expiry,

@@ -4,8 +4,8 @@
 // the history the collection keeps (docs/state-machine.md, "What a sweep reads"). Round
 // trips and documents returned stay flat while a server scans a whole index, so the proof
 // is the server's own account: QueryLog records every read a Store is sent (the filters
-// exactly as built, not retyped), and MongoStore::Explain asks the server how it would
-// run each one. Tests and the benchmark use them; the daemon does not.
+// exactly as built, not retyped), and Explain (server_probe.h) asks the server how it would
+// run each one. Tests and the benchmark use them; the library does not have them.
 #pragma once
 
 #include <cstdint>

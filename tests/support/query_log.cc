@@ -1,4 +1,4 @@
-#include "txn_recovery/stores/query_log.h"
+#include "support/query_log.h"
 
 namespace txn_recovery {
 
