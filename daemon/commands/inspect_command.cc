@@ -1,12 +1,12 @@
-#include "inspect_command.h"
+#include "daemon/commands/inspect_command.h"
 
 #include <nlohmann/json.hpp>
 
-#include "exit_codes.h"
-#include "fleet_view.h"
-#include "ids.h"
-#include "index_check.h"
-#include "revision.h"
+#include "daemon/base/exit_codes.h"
+#include "daemon/base/ids.h"
+#include "daemon/base/revision.h"
+#include "daemon/commands/fleet_view.h"
+#include "daemon/commands/index_check.h"
 #include "txn_recovery/base/clock.h"
 #include "txn_recovery/engine/membership.h"
 #include "txn_recovery/engine/state_machine.h"

@@ -1,11 +1,11 @@
-#include "rehearse_command.h"
+#include "daemon/commands/rehearse_command.h"
 
 #include <nlohmann/json.hpp>
 
 #include <set>
 
-#include "exit_codes.h"
-#include "sweep_command.h"
+#include "daemon/base/exit_codes.h"
+#include "daemon/commands/sweep_command.h"
 #include "txn_recovery/base/clock.h"
 #include "txn_recovery/tools/rehearse.h"
 

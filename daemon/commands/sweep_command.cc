@@ -1,4 +1,4 @@
-#include "sweep_command.h"
+#include "daemon/commands/sweep_command.h"
 
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
@@ -8,11 +8,11 @@
 #include <sstream>
 #include <vector>
 
-#include "exit_codes.h"
-#include "fleet_view.h"
-#include "ids.h"
-#include "index_check.h"
-#include "logging.h"
+#include "daemon/base/exit_codes.h"
+#include "daemon/base/ids.h"
+#include "daemon/commands/fleet_view.h"
+#include "daemon/commands/index_check.h"
+#include "daemon/logging/logging.h"
 #include "txn_recovery/base/clock.h"
 #include "txn_recovery/base/duration.h"
 #include "txn_recovery/engine/sweeper.h"

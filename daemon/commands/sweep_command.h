@@ -5,8 +5,8 @@
 #include <ostream>
 #include <string>
 
-#include "config.h"
-#include "sweep_textfile.h"
+#include "daemon/commands/sweep_textfile.h"
+#include "daemon/configuration/config.h"
 #include "txn_recovery/engine/membership.h"
 #include "txn_recovery/engine/sweeper.h"
 #include "txn_recovery/stores/store.h"

@@ -1,4 +1,4 @@
-#include "http_server.h"
+#include "daemon/serving/http_server.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -27,7 +27,7 @@
 #include <utility>
 #include <vector>
 
-#include "web_config.h"
+#include "daemon/serving/web_config.h"
 
 namespace txn_recoveryd {
 

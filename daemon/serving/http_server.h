@@ -55,8 +55,8 @@
 #include <utility>
 #include <vector>
 
-#include "basic_auth.h"
-#include "http_tls.h"
+#include "daemon/serving/basic_auth.h"
+#include "daemon/serving/http_tls.h"
 #include "txn_recovery/base/status.h"
 
 namespace txn_recoveryd {

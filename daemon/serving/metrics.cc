@@ -1,4 +1,4 @@
-#include "metrics.h"
+#include "daemon/serving/metrics.h"
 
 #include <algorithm>
 #include <charconv>

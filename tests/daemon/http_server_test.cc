@@ -18,7 +18,7 @@
 
 #include <httplib.h>
 
-#include "http_server.h"
+#include "daemon/serving/http_server.h"
 
 namespace txn_recoveryd {
 namespace {

@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-#include "http_server.h"
+#include "daemon/serving/http_server.h"
 #include "support/subprocess.h"
 
 namespace txn_recoveryd {

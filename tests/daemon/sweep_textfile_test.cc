@@ -14,10 +14,10 @@
 #include <string>
 #include <vector>
 
+#include "daemon/commands/sweep_textfile.h"
 #include "support/bank.h"
 #include "support/daemon_process.h"
 #include "support/test_env.h"
-#include "sweep_textfile.h"
 
 namespace txn_recovery::testing {
 namespace {

@@ -1,4 +1,4 @@
-#include "cli.h"
+#include "daemon/cli.h"
 
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
@@ -14,15 +14,15 @@
 #include <iostream>
 #include <thread>
 
-#include "config.h"
-#include "config_schema.h"
-#include "exit_codes.h"
-#include "inspect_command.h"
-#include "logging.h"
-#include "rehearse_command.h"
-#include "revision.h"
-#include "suggest.h"
-#include "transaction_commands.h"
+#include "daemon/base/exit_codes.h"
+#include "daemon/base/revision.h"
+#include "daemon/base/suggest.h"
+#include "daemon/commands/inspect_command.h"
+#include "daemon/commands/rehearse_command.h"
+#include "daemon/commands/transaction_commands.h"
+#include "daemon/configuration/config.h"
+#include "daemon/configuration/config_schema.h"
+#include "daemon/logging/logging.h"
 #include "txn_recovery/stores/mongo_store.h"
 
 namespace txn_recoveryd {

@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "config.h"
+#include "daemon/configuration/config.h"
 
 namespace txn_recoveryd {
 

@@ -1,4 +1,4 @@
-#include "scheduler.h"
+#include "daemon/run/scheduler.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -20,17 +20,17 @@
 #include <set>
 #include <thread>
 
-#include "config_schema.h"
-#include "exit_codes.h"
-#include "http_server.h"
-#include "index_check.h"
-#include "logging.h"
-#include "metrics.h"
-#include "notifier.h"
-#include "process_metrics.h"
-#include "revision.h"
-#include "stop_signals.h"
-#include "sweep_command.h"
+#include "daemon/base/exit_codes.h"
+#include "daemon/base/revision.h"
+#include "daemon/commands/index_check.h"
+#include "daemon/commands/sweep_command.h"
+#include "daemon/configuration/config_schema.h"
+#include "daemon/logging/logging.h"
+#include "daemon/run/stop_signals.h"
+#include "daemon/serving/http_server.h"
+#include "daemon/serving/metrics.h"
+#include "daemon/serving/notifier.h"
+#include "daemon/serving/process_metrics.h"
 #include "txn_recovery/base/clock.h"
 #include "txn_recovery/engine/fleet_member.h"
 #include "txn_recovery/engine/membership.h"
