@@ -103,21 +103,10 @@ void AddProposeAndRehearse(CLI::App* app, CliOptions* o) {
   rehearse->add_flag("--json", o->rehearse_json, "Print one JSON document");
 }
 
-}  // namespace
-
-std::unique_ptr<CLI::App> BuildCli(CliOptions* o) {
-  auto app = std::make_unique<CLI::App>(
-      "txn-recoveryd: recovers stuck MongoDB two-phase-commit transactions");
-  app->set_version_flag("--version", "txn-recoveryd " + VersionText());
-  app->require_subcommand(1);
-  auto add_config = [o](CLI::App* cmd) { AddConfigOption(cmd, o); };
-  auto add_watch = [o](CLI::App* cmd) { AddWatchOption(cmd, o); };
-
-  AddSweepCommand(app.get(), o);
-
+void AddRunCommand(CLI::App* app, CliOptions* o) {
   CLI::App* run = app->add_subcommand(
       "run", "Run as a daemon: sweep every interval until SIGTERM; SIGHUP reloads");
-  add_config(run);
+  AddConfigOption(run, o);
   // The values of the configuration's log keys, which these override.
   const std::vector<std::string> formats = Choices(SchemaKey("log", "format"));
   const std::vector<std::string> levels = Choices(SchemaKey("log", "level"));
@@ -131,10 +120,12 @@ std::unique_ptr<CLI::App> BuildCli(CliOptions* o) {
   run->add_option("--web.config.file", o->run.web_config_file,
                   "TLS and basic authentication for the HTTP endpoint, from a web "
                   "configuration file (overrides http.web_config)");
+}
 
+void AddCheckConfigCommand(CLI::App* app, CliOptions* o) {
   CLI::App* check = app->add_subcommand(
       "check-config", "Validate the configuration and print it, secrets redacted");
-  add_config(check);
+  AddConfigOption(check, o);
   check
       ->add_option("--probe", o->probe,
                    "Also read up to N transactions of each watch from the database and show "
@@ -142,6 +133,22 @@ std::unique_ptr<CLI::App> BuildCli(CliOptions* o) {
       ->expected(0, 1)
       ->default_str("100")
       ->check(CLI::Range(1, 1000000));
+}
+
+}  // namespace
+
+std::unique_ptr<CLI::App> BuildCli(CliOptions* o) {
+  auto app = std::make_unique<CLI::App>(
+      "txn-recoveryd: recovers stuck MongoDB two-phase-commit transactions");
+  app->set_version_flag("--version", "txn-recoveryd " + VersionText());
+  app->require_subcommand(1);
+  auto add_config = [o](CLI::App* cmd) { AddConfigOption(cmd, o); };
+  auto add_watch = [o](CLI::App* cmd) { AddWatchOption(cmd, o); };
+
+  AddSweepCommand(app.get(), o);
+
+  AddRunCommand(app.get(), o);
+  AddCheckConfigCommand(app.get(), o);
 
   AddProposeAndRehearse(app.get(), o);
 
