@@ -23,6 +23,7 @@
 #include "daemon/configuration/config.h"
 #include "daemon/configuration/config_schema.h"
 #include "daemon/logging/logging.h"
+#include "daemon/run/config_source.h"
 #include "txn_recovery/stores/mongo_store.h"
 
 namespace txn_recoveryd {
@@ -240,11 +241,9 @@ int LoadOrExit(const std::string& path, const std::vector<std::string>& watches,
   return kExitOk;
 }
 
-int OpenStore(const Config& config, std::unique_ptr<txn_recovery::MongoStore>* store) {
-  txn_recovery::MongoOptions mo = MongoOptionsFor(config);
-  if (txn_recovery::Status s = txn_recovery::MongoStore::Open(mo, store); !s.ok()) {
-    std::cerr << "txn-recoveryd: bad configuration: " << config.mongodb.uri_source
-              << ": mongodb.uri: " << s.message() << "\n";
+int OpenStoreOrSay(const Config& config, std::unique_ptr<txn_recovery::MongoStore>* store) {
+  if (txn_recovery::Status s = OpenStore(config, store); !s.ok()) {
+    std::cerr << "txn-recoveryd: bad configuration: " << s.message() << "\n";
     return kExitConfig;
   }
   return kExitOk;
@@ -301,7 +300,7 @@ int Dispatch(const CLI::App& app, CliOptions& o) {
     if (int rc = ConnectionConfig(o.config_path, given, &config, std::cerr); rc != kExitOk)
       return rc;
     std::unique_ptr<txn_recovery::MongoStore> store;
-    if (int rc = OpenStore(config, &store); rc != kExitOk) return rc;
+    if (int rc = OpenStoreOrSay(config, &store); rc != kExitOk) return rc;
     return RunPropose(store.get(), o.propose, std::cout);
   }
   if (int rc = RequireConfigFile(o.config_path); rc != kExitOk) return rc;
@@ -320,7 +319,7 @@ int Dispatch(const CLI::App& app, CliOptions& o) {
   if (chosen("check-config")) std::cout << DescribeConfig(config);
   if (chosen("check-config") && !probe) return kExitOk;
   std::unique_ptr<txn_recovery::MongoStore> store;
-  if (int rc = OpenStore(config, &store); rc != kExitOk) return rc;
+  if (int rc = OpenStoreOrSay(config, &store); rc != kExitOk) return rc;
   if (probe) return RunProbe(config, store.get(), o.probe > 0 ? o.probe : 100, std::cout);
   if (chosen("rehearse")) return RehearseUntilStopped(config, store.get(), o.rehearse_json);
   if (chosen("sweep")) {

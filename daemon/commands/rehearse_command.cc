@@ -154,7 +154,7 @@ int RunRehearse(const Config& config, txn_recovery::MongoStore* store, bool json
       break;
     }
     txn_recovery::RehearseOptions ro;
-    ro.sweep = SweepOptionsFor(config);
+    ro.sweep = ConfiguredSweepOptions(config);
     ro.sweep.lease.owner = "rehearsal";
     ro.stop = stop;
     txn_recovery::RehearsalReport r;

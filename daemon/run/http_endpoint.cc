@@ -17,10 +17,11 @@ std::string SecurityNote(const HttpConfig& http) {
 }
 
 Status StartHttpEndpoint(const HttpConfig& http, Metrics* metrics, const Watchdog* watchdog,
-                         const DatabaseStatus* database, std::unique_ptr<HealthServer>* server) {
+                         const DatabaseStatus* database,
+                         std::unique_ptr<HealthAndMetricsServer>* server) {
   const std::string& listen = http.listen;
-  auto next = std::make_unique<HealthServer>();
-  HealthHandlers h;
+  auto next = std::make_unique<HealthAndMetricsServer>();
+  HealthAndMetricsHandlers h;
   h.metrics = [metrics] {
     UpdateProcessMetrics(metrics);
     return metrics->Render();

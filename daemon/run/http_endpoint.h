@@ -19,9 +19,9 @@ namespace txn_recoveryd {
 std::string SecurityNote(const HttpConfig& http);
 
 // Starts serving `http` (it says where in the log). The handlers read the three others,
-// which must outlive the server. As HealthServer::Start fails.
+// which must outlive the server. As HealthAndMetricsServer::Start fails.
 txn_recovery::Status StartHttpEndpoint(const HttpConfig& http, Metrics* metrics,
                                        const Watchdog* watchdog, const DatabaseStatus* database,
-                                       std::unique_ptr<HealthServer>* server);
+                                       std::unique_ptr<HealthAndMetricsServer>* server);
 
 }  // namespace txn_recoveryd

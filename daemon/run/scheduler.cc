@@ -63,7 +63,8 @@ class Daemon {
   void Reload();
   // A reloaded configuration's endpoint: `next` when the listen address changed, otherwise
   // the running one with the web configuration read again.
-  void AdoptHttp(const HttpConfig& http, bool changed, std::unique_ptr<HealthServer> next);
+  void AdoptHttp(const HttpConfig& http, bool changed,
+                 std::unique_ptr<HealthAndMetricsServer> next);
   void SweepUntilStopped();
   RoundOutcome SweepAll();
   void SweepWatches(txn_recovery::SweepOptions* options, RoundOutcome* out);
@@ -98,7 +99,7 @@ class Daemon {
   RoundCounters round_counters_{&metrics_};
   OrphanScans orphan_scans_{&metrics_, &fleet_, &jitter_, &watchdog_, &requests_};
   // Last, so that it stops before the parts its handlers read.
-  std::unique_ptr<HealthServer> http_;
+  std::unique_ptr<HealthAndMetricsServer> http_;
 };
 
 void Daemon::PublishConfiguration() {
@@ -112,7 +113,7 @@ void Daemon::Reload() {
   notifier_.Reloading();
   Config next;
   Status s = source_.Load(&next);
-  std::unique_ptr<HealthServer> next_http;
+  std::unique_ptr<HealthAndMetricsServer> next_http;
   std::unique_ptr<txn_recovery::MongoStore> next_store;
   bool http_changed = s.ok() && next.http.listen != config_.http.listen;
   bool store_changed = s.ok() && StoreChanged(config_, next);
@@ -147,7 +148,8 @@ void Daemon::Reload() {
   notifier_.Ready();
 }
 
-void Daemon::AdoptHttp(const HttpConfig& http, bool changed, std::unique_ptr<HealthServer> next) {
+void Daemon::AdoptHttp(const HttpConfig& http, bool changed,
+                       std::unique_ptr<HealthAndMetricsServer> next) {
   if (changed) {
     if (http_) http_->Stop();
     http_ = std::move(next);
@@ -168,7 +170,7 @@ RoundOutcome Daemon::SweepAll() {
   // Once per configuration, at the first sweep that reaches the database.
   indexes_.CheckOnce(config_, store_.get());
 
-  txn_recovery::SweepOptions options = SweepOptionsFor(config_);
+  txn_recovery::SweepOptions options = ConfiguredSweepOptions(config_);
   metrics_.Set("txn_recoveryd_pace_limit", {}, static_cast<double>(config_.sweep.pace));
   options.lease.owner = owner_;
   options.stop = requests_.stop_flag();

@@ -434,7 +434,7 @@ class WorkerPool {
   using Done = std::pair<std::uint64_t, std::pair<std::string, bool>>;
 
   // `handlers` answer the requests; `unauthorized` counts the passwords refused.
-  WorkerPool(const HealthHandlers* handlers, std::atomic<std::uint64_t>* unauthorized,
+  WorkerPool(const HealthAndMetricsHandlers* handlers, std::atomic<std::uint64_t>* unauthorized,
              std::function<void()> wake)
       : handlers_(*handlers), unauthorized_(*unauthorized), wake_(std::move(wake)) {}
 
@@ -537,7 +537,7 @@ class WorkerPool {
     }
   }
 
-  const HealthHandlers& handlers_;
+  const HealthAndMetricsHandlers& handlers_;
   std::atomic<std::uint64_t>& unauthorized_;
   std::function<void()> wake_;
   std::mutex jobs_mu_;  // guards jobs_, verifications_, verifying_, stop_
@@ -553,8 +553,8 @@ class WorkerPool {
 
 }  // namespace
 
-struct HealthServer::Impl {
-  HealthHandlers handlers;
+struct HealthAndMetricsServer::Impl {
+  HealthAndMetricsHandlers handlers;
   HttpLimits limits;
   int listen_fd = -1;
   int wake[2] = {-1, -1};
@@ -944,30 +944,30 @@ Status LoadHttpSecurity(const std::string& path, HttpSecurity* out) {
   return Status::Ok();
 }
 
-HealthServer::HealthServer() = default;
+HealthAndMetricsServer::HealthAndMetricsServer() = default;
 
-HealthServer::~HealthServer() {
+HealthAndMetricsServer::~HealthAndMetricsServer() {
   Stop();
 }
 
-HttpCounters HealthServer::counters() const {
+HttpCounters HealthAndMetricsServer::counters() const {
   if (!impl_) return {};
   return HttpCounters{impl_->accepted.load(),     impl_->requests.load(),  impl_->evicted.load(),
                       impl_->refused.load(),      impl_->timed_out.load(), impl_->tls_failed.load(),
                       impl_->unauthorized.load(), impl_->auth_busy.load()};
 }
 
-void HealthServer::SetSecurity(HttpSecurity security) {
+void HealthAndMetricsServer::SetSecurity(HttpSecurity security) {
   if (impl_ == nullptr) return;
   auto next = std::make_shared<const HttpSecurity>(std::move(security));
   std::lock_guard lock(impl_->security_mu);
   impl_->security = std::move(next);
 }
 
-Status HealthServer::Start(const std::string& listen, HealthHandlers handlers, HttpLimits limits,
-                           HttpSecurity security) {
+Status HealthAndMetricsServer::Start(const std::string& listen, HealthAndMetricsHandlers handlers,
+                                     HttpLimits limits, HttpSecurity security) {
   if (impl_ != nullptr)
-    throw std::logic_error("HealthServer::Start while already serving on " + address_);
+    throw std::logic_error("HealthAndMetricsServer::Start while already serving on " + address_);
   ListenAddress a;
   if (Status s = ParseListenAddress(listen, &a); !s.ok())
     return Status::InvalidArgument("http " + s.message());
@@ -998,7 +998,7 @@ Status HealthServer::Start(const std::string& listen, HealthHandlers handlers, H
   return Status::Ok();
 }
 
-void HealthServer::Stop() {
+void HealthAndMetricsServer::Stop() {
   if (impl_ == nullptr) return;
   impl_->stop = true;
   impl_->Wake();
