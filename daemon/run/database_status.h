@@ -5,7 +5,7 @@
 #include <atomic>
 #include <string>
 
-#include "daemon/run/requests.h"
+#include "daemon/run/loop_requests.h"
 #include "daemon/serving/metrics.h"
 #include "txn_recovery/base/status.h"
 
@@ -13,7 +13,7 @@ namespace txn_recoveryd {
 
 class DatabaseStatus {
  public:
-  DatabaseStatus(Metrics* metrics, const Requests* requests)
+  DatabaseStatus(Metrics* metrics, const LoopRequests* requests)
       : metrics_(*metrics), requests_(*requests) {}
 
   // A round's ping was answered by the database at `uri` (said when it had been down).
@@ -29,7 +29,7 @@ class DatabaseStatus {
 
  private:
   Metrics& metrics_;
-  const Requests& requests_;
+  const LoopRequests& requests_;
   std::atomic<bool> up_{false};
   // The last failed ping was a refused login, not an unreachable server (/readyz says so).
   std::atomic<bool> authentication_failed_{false};

@@ -11,7 +11,7 @@
 #include "daemon/configuration/config.h"
 #include "daemon/run/fleet.h"
 #include "daemon/run/jitter.h"
-#include "daemon/run/requests.h"
+#include "daemon/run/loop_requests.h"
 #include "daemon/run/round_outcome.h"
 #include "daemon/run/watchdog.h"
 #include "daemon/serving/metrics.h"
@@ -23,7 +23,7 @@ namespace txn_recoveryd {
 class OrphanScans {
  public:
   OrphanScans(Metrics* metrics, Fleet* fleet, Jitter* jitter, Watchdog* watchdog,
-              const Requests* requests)
+              const LoopRequests* requests)
       : metrics_(*metrics),
         fleet_(*fleet),
         jitter_(*jitter),
@@ -44,7 +44,7 @@ class OrphanScans {
   Fleet& fleet_;
   Jitter& jitter_;
   Watchdog& watchdog_;
-  const Requests& requests_;
+  const LoopRequests& requests_;
   std::optional<std::chrono::steady_clock::time_point> next_;  // unset until the first round
 };
 

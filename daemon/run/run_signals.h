@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "daemon/run/drain_deadline.h"
-#include "daemon/run/requests.h"
+#include "daemon/run/loop_requests.h"
 #include "daemon/run/stop_signals.h"
 #include "daemon/serving/notifier.h"
 
@@ -36,13 +36,13 @@ class SignalWatcher {
 // What a handled signal does to the running daemon. Called on the watcher's thread only.
 class RunSignals {
  public:
-  RunSignals(Requests* requests, DrainDeadline* drain, Notifier* notifier)
+  RunSignals(LoopRequests* requests, DrainDeadline* drain, Notifier* notifier)
       : requests_(*requests), drain_(*drain), notifier_(*notifier) {}
 
   void On(int sig);
 
  private:
-  Requests& requests_;
+  LoopRequests& requests_;
   DrainDeadline& drain_;
   Notifier& notifier_;
   StopSignals stop_signals_;

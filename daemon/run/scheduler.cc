@@ -20,8 +20,8 @@
 #include "daemon/run/http_endpoint.h"
 #include "daemon/run/index_checks.h"
 #include "daemon/run/jitter.h"
+#include "daemon/run/loop_requests.h"
 #include "daemon/run/orphan_scans.h"
-#include "daemon/run/requests.h"
 #include "daemon/run/round_outcome.h"
 #include "daemon/run/run_signals.h"
 #include "daemon/run/watch_metrics.h"
@@ -79,7 +79,7 @@ class Daemon {
   std::string owner_ = txn_recovery::MakeOwnerId();
   Metrics metrics_;
   Notifier notifier_;
-  Requests requests_;
+  LoopRequests requests_;
   // Until the configuration says otherwise.
   DrainDeadline drain_{milliseconds(8'000)};
   RunSignals signals_{&requests_, &drain_, &notifier_};

@@ -10,7 +10,7 @@
 
 namespace txn_recoveryd {
 
-class Requests {
+class LoopRequests {
  public:
   void RequestReload();
   // The drain: the loop and the sweeps in hand stop taking transactions from now on; the

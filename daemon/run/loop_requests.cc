@@ -1,4 +1,4 @@
-#include "daemon/run/requests.h"
+#include "daemon/run/loop_requests.h"
 
 #include <algorithm>
 
@@ -6,30 +6,30 @@ namespace txn_recoveryd {
 
 using Steady = std::chrono::steady_clock;
 
-void Requests::RequestReload() {
+void LoopRequests::RequestReload() {
   std::lock_guard<std::mutex> l(mu_);
   reload_requested_ = true;
   cv_.notify_all();
 }
 
-void Requests::Wake() {
+void LoopRequests::Wake() {
   std::lock_guard<std::mutex> l(mu_);
   cv_.notify_all();
 }
 
-bool Requests::TakeReload() {
+bool LoopRequests::TakeReload() {
   bool reload = false;
   std::lock_guard<std::mutex> l(mu_);
   std::swap(reload, reload_requested_);
   return reload;
 }
 
-bool Requests::reload_requested() {
+bool LoopRequests::reload_requested() {
   std::lock_guard<std::mutex> l(mu_);
   return reload_requested_;
 }
 
-void Requests::Wait(std::chrono::milliseconds d, const std::function<void()>& tick) {
+void LoopRequests::Wait(std::chrono::milliseconds d, const std::function<void()>& tick) {
   auto until = Steady::now() + d;
   std::unique_lock<std::mutex> l(mu_);
   while (!stop_.load() && !reload_requested_) {
