@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "bench.h"
-#include "config.h"
+#include "daemon/configuration/config.h"
 #include "support/exposition.h"
 #include "support/subprocess.h"
 #include "txn_recovery/base/recovery_record.h"

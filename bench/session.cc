@@ -87,7 +87,8 @@ std::string Session::ConfigWithPace(std::int64_t pace) const {
 }
 
 int Main(const Options& o) {
-  // The daemon's code run in this process (ExplainSweep) logs: to stderr, not into the tables.
+  // The daemon's code run in this process (RunSweep in ExamineSweep, PrepareIndexes) logs: to
+  // stderr, not into the tables.
   spdlog::set_default_logger(spdlog::stderr_color_mt("txn-recovery-bench"));
   spdlog::set_level(spdlog::level::warn);
   MongoDriver driver;

@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "bench.h"
-#include "config.h"
-#include "index_check.h"
-#include "sweep_command.h"
+#include "daemon/commands/index_check.h"
+#include "daemon/commands/sweep_command.h"
+#include "daemon/configuration/config.h"
 #include "wire_counter.h"
 
 namespace txn_recovery::bench {

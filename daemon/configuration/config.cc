@@ -1,4 +1,4 @@
-#include "config.h"
+#include "daemon/configuration/config.h"
 
 #include <toml++/toml.h>
 #include <unistd.h>
@@ -15,10 +15,10 @@
 #include <sstream>
 #include <variant>
 
-#include "config_schema.h"
-#include "http_server.h"
-#include "logging.h"
-#include "suggest.h"
+#include "daemon/base/journal_stream.h"
+#include "daemon/base/suggest.h"
+#include "daemon/configuration/config_schema.h"
+#include "daemon/serving/http_server.h"
 #include "txn_recovery/shapes/config_problem.h"
 #include "txn_recovery/stores/mongo_store.h"
 

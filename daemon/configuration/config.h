@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "http_server.h"
+#include "daemon/serving/http_server.h"
 #include "txn_recovery/base/duration.h"
 #include "txn_recovery/base/status.h"
 #include "txn_recovery/engine/sweeper.h"

@@ -38,7 +38,7 @@
 #include <vector>
 
 #include "chaos_app.h"
-#include "config.h"
+#include "daemon/configuration/config.h"
 #include "support/scenario.h"
 #include "support/server_probe.h"
 #include "support/subprocess.h"

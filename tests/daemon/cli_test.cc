@@ -8,7 +8,7 @@
 #include <set>
 #include <stdexcept>
 
-#include "cli.h"
+#include "daemon/cli.h"
 #include "support/bank.h"
 #include "support/daemon_process.h"
 #include "support/database_suites.h"

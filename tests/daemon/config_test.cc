@@ -9,7 +9,7 @@
 #include <fstream>
 #include <map>
 
-#include "config.h"
+#include "daemon/configuration/config.h"
 
 namespace txn_recoveryd {
 namespace {

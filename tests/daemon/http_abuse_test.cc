@@ -23,7 +23,7 @@
 #include <thread>
 #include <vector>
 
-#include "http_server.h"
+#include "daemon/serving/http_server.h"
 #include "support/bank.h"
 #include "support/daemon_process.h"
 #include "support/database_suites.h"

@@ -14,12 +14,12 @@
 #include <string>
 #include <vector>
 
+#include "daemon/commands/sweep_textfile.h"
 #include "support/bank.h"
 #include "support/daemon_process.h"
 #include "support/database_suites.h"
 #include "support/exposition.h"
 #include "support/test_env.h"
-#include "sweep_textfile.h"
 
 namespace txn_recovery::testing {
 namespace {

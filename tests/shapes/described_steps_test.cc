@@ -12,7 +12,7 @@
 #include <limits>
 #include <sstream>
 
-#include "config.h"
+#include "daemon/configuration/config.h"
 #include "support/crash_at_every_write.h"
 #include "support/daemon_process.h"
 #include "support/database_suites.h"

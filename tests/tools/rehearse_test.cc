@@ -12,7 +12,7 @@
 #include <fstream>
 #include <thread>
 
-#include "rehearse_command.h"
+#include "daemon/commands/rehearse_command.h"
 #include "support/bank.h"
 #include "support/daemon_process.h"
 #include "support/database_suites.h"

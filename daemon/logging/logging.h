@@ -25,7 +25,7 @@
 
 #include <spdlog/common.h>
 
-#include "config.h"
+#include "daemon/configuration/config.h"
 #include "txn_recovery/stores/mongo_store.h"
 
 namespace txn_recoveryd {
@@ -55,11 +55,6 @@ spdlog::sink_ptr FilteredSink(spdlog::sink_ptr format_sink,
 
 // How many log messages the repeat window has dropped since the process started.
 std::uint64_t SuppressedLogMessages();
-
-// Whether `journal_stream` (the JOURNAL_STREAM variable, "DEVICE:INODE") names the file
-// open as `fd`: systemd.exec(5)'s test that stderr really is the journal stream, and not
-// a pipe or file some process that inherited the variable redirected it to.
-bool StreamIsJournal(std::string_view journal_stream, int fd);
 
 // One structured field: its value as text, and (for a value that is not a string, e.g. a
 // numeric or ObjectId _id) as JSON text, which the JSON sink embeds as is.

@@ -1,4 +1,4 @@
-#include "ids.h"
+#include "daemon/base/ids.h"
 
 #include <cmath>
 #include <cstdint>

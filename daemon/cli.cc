@@ -1,4 +1,4 @@
-#include "cli.h"
+#include "daemon/cli.h"
 
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
@@ -14,15 +14,16 @@
 #include <iostream>
 #include <thread>
 
-#include "config.h"
-#include "config_schema.h"
-#include "exit_codes.h"
-#include "inspect_command.h"
-#include "logging.h"
-#include "rehearse_command.h"
-#include "revision.h"
-#include "suggest.h"
-#include "transaction_commands.h"
+#include "daemon/base/exit_codes.h"
+#include "daemon/base/revision.h"
+#include "daemon/base/suggest.h"
+#include "daemon/commands/inspect_command.h"
+#include "daemon/commands/rehearse_command.h"
+#include "daemon/commands/transaction_commands.h"
+#include "daemon/configuration/config.h"
+#include "daemon/configuration/config_schema.h"
+#include "daemon/logging/logging.h"
+#include "daemon/run/config_source.h"
 #include "txn_recovery/stores/mongo_store.h"
 
 namespace txn_recoveryd {
@@ -103,21 +104,10 @@ void AddProposeAndRehearse(CLI::App* app, CliOptions* o) {
   rehearse->add_flag("--json", o->rehearse_json, "Print one JSON document");
 }
 
-}  // namespace
-
-std::unique_ptr<CLI::App> BuildCli(CliOptions* o) {
-  auto app = std::make_unique<CLI::App>(
-      "txn-recoveryd: recovers stuck MongoDB two-phase-commit transactions");
-  app->set_version_flag("--version", "txn-recoveryd " + VersionText());
-  app->require_subcommand(1);
-  auto add_config = [o](CLI::App* cmd) { AddConfigOption(cmd, o); };
-  auto add_watch = [o](CLI::App* cmd) { AddWatchOption(cmd, o); };
-
-  AddSweepCommand(app.get(), o);
-
+void AddRunCommand(CLI::App* app, CliOptions* o) {
   CLI::App* run = app->add_subcommand(
       "run", "Run as a daemon: sweep every interval until SIGTERM; SIGHUP reloads");
-  add_config(run);
+  AddConfigOption(run, o);
   // The values of the configuration's log keys, which these override.
   const std::vector<std::string> formats = Choices(SchemaKey("log", "format"));
   const std::vector<std::string> levels = Choices(SchemaKey("log", "level"));
@@ -131,10 +121,12 @@ std::unique_ptr<CLI::App> BuildCli(CliOptions* o) {
   run->add_option("--web.config.file", o->run.web_config_file,
                   "TLS and basic authentication for the HTTP endpoint, from a web "
                   "configuration file (overrides http.web_config)");
+}
 
+void AddCheckConfigCommand(CLI::App* app, CliOptions* o) {
   CLI::App* check = app->add_subcommand(
       "check-config", "Validate the configuration and print it, secrets redacted");
-  add_config(check);
+  AddConfigOption(check, o);
   check
       ->add_option("--probe", o->probe,
                    "Also read up to N transactions of each watch from the database and show "
@@ -142,6 +134,22 @@ std::unique_ptr<CLI::App> BuildCli(CliOptions* o) {
       ->expected(0, 1)
       ->default_str("100")
       ->check(CLI::Range(1, 1000000));
+}
+
+}  // namespace
+
+std::unique_ptr<CLI::App> BuildCli(CliOptions* o) {
+  auto app = std::make_unique<CLI::App>(
+      "txn-recoveryd: recovers stuck MongoDB two-phase-commit transactions");
+  app->set_version_flag("--version", "txn-recoveryd " + VersionText());
+  app->require_subcommand(1);
+  auto add_config = [o](CLI::App* cmd) { AddConfigOption(cmd, o); };
+  auto add_watch = [o](CLI::App* cmd) { AddWatchOption(cmd, o); };
+
+  AddSweepCommand(app.get(), o);
+
+  AddRunCommand(app.get(), o);
+  AddCheckConfigCommand(app.get(), o);
 
   AddProposeAndRehearse(app.get(), o);
 
@@ -233,11 +241,9 @@ int LoadOrExit(const std::string& path, const std::vector<std::string>& watches,
   return kExitOk;
 }
 
-int OpenStore(const Config& config, std::unique_ptr<txn_recovery::MongoStore>* store) {
-  txn_recovery::MongoOptions mo = MongoOptionsFor(config);
-  if (txn_recovery::Status s = txn_recovery::MongoStore::Open(mo, store); !s.ok()) {
-    std::cerr << "txn-recoveryd: bad configuration: " << config.mongodb.uri_source
-              << ": mongodb.uri: " << s.message() << "\n";
+int OpenStoreOrSay(const Config& config, std::unique_ptr<txn_recovery::MongoStore>* store) {
+  if (txn_recovery::Status s = OpenStore(config, store); !s.ok()) {
+    std::cerr << "txn-recoveryd: bad configuration: " << s.message() << "\n";
     return kExitConfig;
   }
   return kExitOk;
@@ -294,7 +300,7 @@ int Dispatch(const CLI::App& app, CliOptions& o) {
     if (int rc = ConnectionConfig(o.config_path, given, &config, std::cerr); rc != kExitOk)
       return rc;
     std::unique_ptr<txn_recovery::MongoStore> store;
-    if (int rc = OpenStore(config, &store); rc != kExitOk) return rc;
+    if (int rc = OpenStoreOrSay(config, &store); rc != kExitOk) return rc;
     return RunPropose(store.get(), o.propose, std::cout);
   }
   if (int rc = RequireConfigFile(o.config_path); rc != kExitOk) return rc;
@@ -313,7 +319,7 @@ int Dispatch(const CLI::App& app, CliOptions& o) {
   if (chosen("check-config")) std::cout << DescribeConfig(config);
   if (chosen("check-config") && !probe) return kExitOk;
   std::unique_ptr<txn_recovery::MongoStore> store;
-  if (int rc = OpenStore(config, &store); rc != kExitOk) return rc;
+  if (int rc = OpenStoreOrSay(config, &store); rc != kExitOk) return rc;
   if (probe) return RunProbe(config, store.get(), o.probe > 0 ? o.probe : 100, std::cout);
   if (chosen("rehearse")) return RehearseUntilStopped(config, store.get(), o.rehearse_json);
   if (chosen("sweep")) {

@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "config.h"
+#include "daemon/configuration/config.h"
 
 namespace txn_recoveryd {
 
@@ -22,7 +22,8 @@ struct RunOptions {
   std::string web_config_file;
 };
 
-// Applies the command-line overrides of `options` to a loaded configuration.
+// Applies the command-line overrides of `options` to a loaded configuration (defined with
+// the rest of the loading, config_source.cc).
 // InvalidArgument (naming the option) for a value that does not parse.
 txn_recovery::Status ApplyOverrides(const RunOptions& options, Config* config);
 

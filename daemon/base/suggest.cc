@@ -1,4 +1,4 @@
-#include "suggest.h"
+#include "daemon/base/suggest.h"
 
 #include <algorithm>
 

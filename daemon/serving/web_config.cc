@@ -1,4 +1,4 @@
-#include "web_config.h"
+#include "daemon/serving/web_config.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -12,7 +12,7 @@
 #include <set>
 #include <string_view>
 
-#include "suggest.h"
+#include "daemon/base/suggest.h"
 
 namespace txn_recoveryd {
 

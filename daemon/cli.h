@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "propose_command.h"
-#include "scheduler.h"
-#include "sweep_command.h"
-#include "transaction_commands.h"
+#include "daemon/commands/propose_command.h"
+#include "daemon/commands/sweep_command.h"
+#include "daemon/commands/transaction_commands.h"
+#include "daemon/run/scheduler.h"
 
 // CLI11's parser, declared only: its header costs every file that includes this one seconds
 // of compile time (daemon/main.cc needs only Main); cli.cc and the tests that walk the parser
