@@ -32,33 +32,16 @@ std::string StateText(const std::optional<TxnState>& s) {
   return s ? std::string(txn_recovery::TxnStateName(*s)) : std::string("?");
 }
 
-// The terminal state an action drives a transaction to, when it runs to its end; nullopt
-// for an action that leaves the state as it is (quarantine, the late-write check).
-std::optional<TxnState> TerminalStateOf(Action a) {
-  switch (a) {
-    case Action::kResume:
-    case Action::kFinish:
-      return TxnState::kDone;
-    case Action::kCancel:
-    case Action::kRollback:
-    case Action::kFinishRollback:
-      return TxnState::kCancelled;
-    default:
-      return std::nullopt;
-  }
-}
-
 }  // namespace
 
 std::string StateAfter(const TxnReport& r) {
   switch (r.result.outcome) {
     case Outcome::kResolved:
-      return std::string(txn_recovery::TxnStateName(r.result.final_state));
+    // A dry run is the execution rehearsed, every state move taken as matched
+    // (StateMachine::RehearseBatch): the state it reached is where the planned action would
+    // take the transaction, a resume that would turn into a roll back included.
     case Outcome::kPlanned:
-      // A dry run: where the planned action would take the transaction.
-      if (auto terminal = TerminalStateOf(r.result.action))
-        return std::string(txn_recovery::TxnStateName(*terminal));
-      return StateText(r.state_before);
+      return std::string(txn_recovery::TxnStateName(r.result.final_state));
     default:
       return StateText(r.state_before);
   }

@@ -407,12 +407,14 @@ TEST(Cli, ADryRunListsEveryPlannedActionWithTheStateItWouldReach) {
   ASSERT_TRUE(backend->error().empty()) << backend->error();
   Bank bank(backend->store(), backend->database());
   bank.Open(6);
-  Value resume = bank.Transfer("A0", "A1", 100, 3);    // pending
-  Value rollback = bank.Transfer("A2", "A3", 100, 3);  // pending, expired
-  Value finish = bank.Transfer("A4", "A5", 100, 6);    // applied
+  Value resume = bank.Transfer("A0", "A1", 100, 3);      // pending
+  Value rollback = bank.Transfer("A2", "A3", 100, 3);    // pending, expired
+  Value finish = bank.Transfer("A4", "A5", 100, 6);      // applied
+  Value turned = bank.Transfer("A0", "closed", 100, 3);  // pending, its credit's account gone
   bank.Age(resume, std::chrono::minutes(2));
   bank.Age(rollback, std::chrono::minutes(45));
   bank.Age(finish, std::chrono::minutes(2));
+  bank.Age(turned, std::chrono::minutes(2));
   std::string path =
       WriteTestFile(".toml", ConfigFor(FindTestUri().uri_or_reason, backend->database()));
   auto line = [](const Value& id, const std::string& rest) {
@@ -428,6 +430,9 @@ TEST(Cli, ADryRunListsEveryPlannedActionWithTheStateItWouldReach) {
       << r.out;
   EXPECT_NE(r.out.find(line(finish, "applied -> done  finish  planned")), std::string::npos)
       << r.out;
+  EXPECT_NE(r.out.find(line(turned, "pending -> cancelled  rollback  planned")), std::string::npos)
+      << "a resume that cannot apply is rehearsed as the roll back it becomes\n"
+      << r.out;
 
   ProcessResult j = RunTxnRecoveryd({"sweep", "--dry-run", "--json", "--config", path});
   ASSERT_EQ(j.exit_code, 0) << j.out << j.err;
@@ -439,7 +444,8 @@ TEST(Cli, ADryRunListsEveryPlannedActionWithTheStateItWouldReach) {
   EXPECT_EQ(after,
             (std::map<std::string, std::string>{{resume.ToString(), "pending -> done"},
                                                 {rollback.ToString(), "pending -> cancelled"},
-                                                {finish.ToString(), "applied -> done"}}))
+                                                {finish.ToString(), "applied -> done"},
+                                                {turned.ToString(), "pending -> cancelled"}}))
       << j.out;
   EXPECT_EQ(bank.State(resume), "pending") << "a dry run writes nothing";
 
