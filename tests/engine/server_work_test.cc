@@ -49,11 +49,14 @@ constexpr int kInFlightYoung = 10;
 // the end of each range, and a few per alternative of the candidate query.
 constexpr std::int64_t kRangeSlack = 150;
 // What a read may touch more with ten times the history: a few more keys at the ends of
-// ranges; per index scan, the pages of an index one level deeper (each descent one page
-// more: at most twice the pages of a shallow index) and one leaf page more. A scan that walks
-// the history reads thousands more keys, or pages in proportion to it.
+// ranges. A scan that walks the history reads thousands more keys, or pages in proportion to
+// it: ten times as many. Pages are bounded at half that growth, not tighter: besides an index
+// one level deeper, DocumentDB's count of an index scan's pages takes in the table pages it
+// visits to check that an entry is visible, as many as autovacuum has not yet marked, which
+// moved an orphan scan from 6 pages to 15 in one loaded run.
 constexpr double kGrowthFactor = 1.5;
 constexpr std::int64_t kGrowthSlackKeys = 20;
+constexpr std::int64_t kPagesGrowth = kHistoryLarge / kHistorySmall / 2;
 constexpr std::int64_t kGrowthSlackBlocks = 2;
 
 // A read of the daemon's own quarantine records may read them whole: there is one per
@@ -309,11 +312,12 @@ TEST_P(IdleServerWork, TenTimesTheHistoryCostsAnIdleSweepNoMore) {
     // Scan by scan where the plans have the same scans, else the whole read.
     const bool same_scans = was.scan_blocks.size() == now.scan_blocks.size();
     for (std::size_t k = 0; same_scans && k < now.scan_blocks.size(); ++k)
-      EXPECT_LE(now.scan_blocks[k], 2 * was.scan_blocks[k] + kGrowthSlackBlocks)
+      EXPECT_LE(now.scan_blocks[k], kPagesGrowth * was.scan_blocks[k] + kGrowthSlackBlocks)
           << "storage pages read by index scan " << k << " grow with the history";
     if (!same_scans && was.blocks >= 0 && now.blocks >= 0) {
-      EXPECT_LE(now.blocks, 2 * was.blocks + kGrowthSlackBlocks * static_cast<std::int64_t>(
-                                                                      now.scan_blocks.size() + 1))
+      EXPECT_LE(now.blocks,
+                kPagesGrowth * was.blocks +
+                    kGrowthSlackBlocks * static_cast<std::int64_t>(now.scan_blocks.size() + 1))
           << "storage pages read grow with the history";
     }
     EXPECT_LE(now.keys_examined, kInFlightYoung + kRangeSlack) << "keys beyond the work there is";
