@@ -51,9 +51,9 @@ constexpr std::int64_t kRangeSlack = 150;
 // What a read may touch more with ten times the history: a few more keys at the ends of
 // ranges. A scan that walks the history reads thousands more keys, or pages in proportion to
 // it: ten times as many. Pages are bounded at half that growth, not tighter: besides an index
-// one level deeper, DocumentDB's count of an index scan's pages takes in the table pages it
-// visits to check that an entry is visible, as many as autovacuum has not yet marked, which
-// moved an orphan scan from 6 pages to 15 in one loaded run.
+// one level deeper, DocumentDB's count (PostgreSQL's buffers) can include table pages the
+// scan visits, and how many varies with what autovacuum has done; an orphan scan went from 6
+// pages to 15 in one loaded run, then stayed within twice plus two when run alone.
 constexpr double kGrowthFactor = 1.5;
 constexpr std::int64_t kGrowthSlackKeys = 20;
 constexpr std::int64_t kPagesGrowth = kHistoryLarge / kHistorySmall / 2;
