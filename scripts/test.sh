@@ -87,9 +87,12 @@ if ((only == 0)); then
   fi
 
   # The layers of docs/architecture.md: no include reaches a later layer or, from the
-  # daemon, a private header.
+  # daemon, a private header; no cycle between layers.
   echo "== layers (scripts/check-layers.py)"
   python3 "$root/scripts/check-layers.py" "$root"
+  # No class of lib/ or daemon/ over 400 lines (functions: clang-tidy, below).
+  echo "== sizes (scripts/check-sizes.py)"
+  python3 "$root/scripts/check-sizes.py" "$root"
 
   # The checks of .clang-tidy over lib/, daemon/, tests/ and bench/; a file's clean result
   # is cached per user (scripts/tidy.sh), so a warm run costs seconds. The sanitizer run
