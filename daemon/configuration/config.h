@@ -1,15 +1,19 @@
 // Configuration: the TOML file, the environment and the defaults, merged and validated
 // into the watches the core library sweeps. Precedence: command line > environment
 // (TXN_RECOVERYD_*) > file > defaults. Every error names the file, the line and the key.
+// Three jobs, three files: loading (config.cc: the sections; config_watch.cc: the watches;
+// config_reading.h: a value as the schema types it), the environment's overlay
+// (config_environment.h) and the rendering back to TOML (config_describe.h).
 #pragma once
 
 #include <chrono>
-#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "configuration/config_describe.h"
+#include "configuration/config_environment.h"
 #include "http_server.h"
 #include "txn_recovery/base/duration.h"
 #include "txn_recovery/base/status.h"
@@ -129,20 +133,6 @@ struct Config {
 // Debian package's conffile; the container mounts its own there).
 inline constexpr const char* kDefaultConfigPath = "/etc/txn-recoveryd/txn-recoveryd.toml";
 
-// Looks up an environment variable; injectable so tests need not touch the real one.
-using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;
-EnvLookup ProcessEnv();
-
-// Every TXN_RECOVERYD_* variable the configuration reads, sorted.
-std::vector<std::string> EnvironmentVariables();
-// The names among `present` (e.g. every variable of the process's environment) that start
-// with TXN_RECOVERYD_ but are none of EnvironmentVariables(), each with a suggestion when
-// one is close: "TXN_RECOVERYD_SWEEP_WORKER (did you mean TXN_RECOVERYD_SWEEP_WORKERS?)".
-// A misspelt variable would otherwise be ignored without a word.
-std::vector<std::string> UnknownEnvironmentVariables(const std::vector<std::string>& present);
-// The names of the process's environment variables.
-std::vector<std::string> ProcessEnvironmentNames();
-
 // Loads and validates `path`. InvalidArgument with "FILE:LINE:COL: KEY: problem" on any
 // error; never a partial result, never an exception. This is the one validation: what
 // check-config accepts, run accepts (less what only exists at run time: a port in use).
@@ -165,12 +155,6 @@ txn_recovery::Status SelectWatches(const std::vector<std::string>& names, Config
 // How to open the database for `config`: URI, timeouts, and a pool with a client for each
 // sweep worker plus the scheduler's own calls.
 txn_recovery::MongoOptions MongoOptionsFor(const Config& config);
-
-// The configuration with secrets redacted, as TOML (check-config).
-std::string DescribeConfig(const Config& config);
-// The participant steps of `watch` as the daemon understands them: the `steps` list of a
-// described watch (as TOML), then one comment line per step, for every profile.
-std::string DescribeSteps(const txn_recovery::WatchSpec& watch);
 
 // The configuration's durations (txn_recovery/base/duration.h).
 using txn_recovery::FormatDuration;
