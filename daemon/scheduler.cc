@@ -261,7 +261,7 @@ class Daemon {
   std::atomic<bool> database_auth_failed_{false};
   std::atomic<std::int64_t> live_limit_ms_{60'000};
   // Copies of configuration values read by the signal and HTTP threads.
-  std::atomic<std::int64_t> drain_deadline_ms_{8'000};
+  std::atomic<std::int64_t> drain_deadline_ms_{DaemonConfig{}.drain_deadline.count()};
   std::uint64_t suppressed_logs_reported_ = 0;
   txn_recovery::Store::WireStats wire_counted_;  // of store_, already in the metrics
   Steady::time_point last_watchdog_{};

@@ -28,6 +28,28 @@ std::string LogFormatName(LogFormat format) {
   return format == LogFormat::kJson ? "json" : format == LogFormat::kJournal ? "journal" : "text";
 }
 
+namespace {
+
+using ServerClock = txn_recovery::MongoOptions::ServerClock;
+constexpr std::pair<ServerClock, std::string_view> kServerClockNames[] = {
+    {ServerClock::kAuto, "auto"},
+    {ServerClock::kServer, "server"},
+    {ServerClock::kDaemon, "daemon"}};
+
+}  // namespace
+
+std::string ServerClockName(ServerClock clock) {
+  for (const auto& [c, name] : kServerClockNames)
+    if (c == clock) return std::string(name);
+  return "";
+}
+
+std::optional<ServerClock> ServerClockNamed(std::string_view name) {
+  for (const auto& [c, n] : kServerClockNames)
+    if (n == name) return c;
+  return std::nullopt;
+}
+
 // The URI is the file's first line, as documented (a credential file may go on with a
 // comment or a second, rotated-in URI); surrounding blanks and a CR are not part of it.
 Status ReadSecretFile(const std::string& path, std::string* out) {
@@ -344,24 +366,27 @@ txn_recovery::MongoOptions MongoOptionsFor(const Config& config) {
   mo.write_concern = config.mongodb.write_concern;
   mo.write_concern_timeout = config.mongodb.write_concern_timeout;
   mo.read_concern = config.mongodb.read_concern;
-  using Clock = txn_recovery::MongoOptions::ServerClock;
-  mo.server_clock = config.mongodb.server_clock == "server"   ? Clock::kServer
-                    : config.mongodb.server_clock == "daemon" ? Clock::kDaemon
-                                                              : Clock::kAuto;
+  // The loader accepts only the names of the schema's choices.
+  mo.server_clock = ServerClockNamed(config.mongodb.server_clock).value_or(ServerClock::kAuto);
   mo.max_pool_size = config.sweep.workers + 2;
   return mo;
 }
 
-Config::Config() {
-  // The defaults of every key outside [[watch]], read from the schema as the file's values
-  // are (those of a watch are its profile's).
-  Reader r("(the schema's defaults)");
-  WatchSpec no_watch;
-  for (const KeySpec& k : ConfigSchema()) {
-    if (k.field == nullptr || k.default_value.empty() || k.section.rfind("watch", 0) == 0) continue;
-    toml::table t = toml::parse(std::string(k.key) + " = " + std::string(k.default_value));
-    (void)ReadKey(r, t, "", k, k.field(*this, no_watch));
-  }
+std::string DefaultProfileName() {
+  return std::string(txn_recovery::Profile{}.kind());
+}
+
+std::optional<WatchSpec> DefaultWatch(std::string_view profile, const Config& config) {
+  std::optional<txn_recovery::Profile> p = txn_recovery::Profile::Named(profile);
+  if (!p) return std::nullopt;
+  WatchSpec w;
+  w.profile = std::move(*p);
+  w.profile.missing_time = w.profile.DefaultMissingTime(/*time_field_named=*/false);
+  w.ns.collection = kDefaultTransactionsCollection;
+  w.retention.batch_size = config.sweep.retention_batch_size;
+  w.retention.pause_between_batches = config.sweep.retention_pause;
+  w.retention.max_batches = config.sweep.retention_max_batches;
+  return w;
 }
 
 }  // namespace txn_recoveryd

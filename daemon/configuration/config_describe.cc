@@ -1,5 +1,6 @@
 #include "configuration/config_describe.h"
 
+#include <algorithm>
 #include <optional>
 #include <sstream>
 #include <variant>
@@ -139,25 +140,49 @@ void DescribeSection(std::ostream& os, std::string_view section, Config& c) {
   }
 }
 
-// One key of a watch as check-config prints it ("\nkey = value"), or nothing: a key the
-// profile does not have, one without a default left unset, or one printed elsewhere.
-std::string WatchKeyText(const KeySpec& k, Config& c, WatchSpec& w) {
+// Whether a field holds no value: an empty string or list, a zero duration (every duration
+// the file sets is positive), or nothing (a key of another profile).
+bool Unset(const FieldRef& field) {
+  return std::visit(
+      Overloaded{[](std::monostate) { return true; }, [](std::string* v) { return v->empty(); },
+                 [](std::vector<std::string>* v) { return v->empty(); },
+                 [](std::chrono::milliseconds* v) { return v->count() == 0; },
+                 [](auto) { return false; }},
+      field);
+}
+
+// The value of `k` (a key of [[watch]], [watch.states] or of a watch's steps) in `w` as the
+// file spells it, or "" when the watch has no such key or leaves it unset. A state's list
+// is spelt even when empty: a profile may do without the state.
+std::string WatchValueText(const KeySpec& k, Config& c, WatchSpec& w) {
   const txn_recovery::Profile& p = w.profile;
-  const std::string key(k.key);
-  if (key == "profile") return "\nprofile = " + Quoted(std::string(p.kind()));
-  if (key == "missing_time")
-    return "\nmissing_time = " + Quoted(std::string(txn_recovery::MissingTimeName(p.missing_time)));
-  if (key == "retain_finished" && !w.retention.enabled())
-    return "\n# retain_finished: off (finished transactions are kept)";
+  if (k.section == "watch" && k.key == "profile") return Quoted(std::string(p.kind()));
+  if (k.section == "watch" && k.key == "missing_time")
+    return Quoted(std::string(txn_recovery::MissingTimeName(p.missing_time)));
+  // The steps profile keeps its marker_field with its steps (the schema's field has none).
+  if (k.section == "watch" && k.key == "marker_field" && p.steps() != nullptr)
+    return Quoted(p.steps()->marker_field);
   if (k.field == nullptr) return "";
   FieldRef field = k.field(c, w);
-  if (std::holds_alternative<std::monostate>(field)) return "";
-  const bool unset = std::visit(Overloaded{[](std::string* v) { return v->empty(); },
-                                           [](std::vector<std::string>* v) { return v->empty(); },
-                                           [](auto) { return false; }},
-                                field);
-  if (unset && k.default_value.empty() && !(k.flags & kRequired)) return "";
-  return "\n" + key + " = " + ValueText(k, field);
+  if (k.section == "watch.states" && std::holds_alternative<std::vector<std::string>*>(field))
+    return List(*std::get<std::vector<std::string>*>(field));
+  return Unset(field) ? "" : ValueText(k, field);
+}
+
+// One key of a watch as check-config prints it ("\nkey = value"), or nothing: a key the
+// profile does not have, one left unset, or one printed elsewhere.
+std::string WatchKeyText(const KeySpec& k, Config& c, WatchSpec& w) {
+  if (k.key == "retain_finished" && !w.retention.enabled())
+    return "\n# retain_finished: off (finished transactions are kept)";
+  // A steps watch's marker_field is printed with its steps (DescribeSteps).
+  if (k.key == "marker_field" && w.profile.steps() != nullptr) return "";
+  const std::string value = WatchValueText(k, c, w);
+  if (value.empty()) return "";
+  // Appended piece by piece: GCC 12 at -O3 takes `"\n" + std::string(key) + ...` for an
+  // overlapping copy (-Wrestrict, a false positive).
+  std::string line = "\n";
+  line.append(k.key).append(" = ").append(value);
+  return line;
 }
 
 // A watch: its keys, its profile's steps, its state spellings.
@@ -197,6 +222,51 @@ std::string DescribeConfig(const Config& config) {
   os << "\n";
   for (auto& w : c.watches) DescribeWatch(os, c, w);
   return os.str();
+}
+
+std::string DefaultFor(const KeySpec& spec, std::string_view profile) {
+  Config defaults;
+  if (spec.section.rfind("watch", 0) != 0) {
+    if (spec.field == nullptr) return "";
+    WatchSpec no_watch;
+    FieldRef field = spec.field(defaults, no_watch);
+    return Unset(field) ? "" : ValueText(spec, field);
+  }
+  // The profile a watch that names none gets, whichever profile is asked about.
+  if (spec.section == "watch" && spec.key == "profile") return Quoted(DefaultProfileName());
+  std::optional<WatchSpec> w =
+      DefaultWatch(profile.empty() ? DefaultProfileName() : std::string(profile), defaults);
+  if (!w) return "";
+  // A step's keys: those of a step that sets none of them.
+  if (auto* steps = w->profile.steps()) steps->steps.emplace_back();
+  return WatchValueText(spec, defaults, *w);
+}
+
+std::string DefaultText(const KeySpec& spec) {
+  if (spec.profiles == 0) return DefaultFor(spec, "");
+  std::string first;  // the value of the first profile the key belongs to
+  bool have_first = false;
+  std::vector<std::pair<std::string, std::string>> others;  // value, its profiles
+  for (auto name : kProfileNames) {
+    if (!(spec.profiles & ProfileBit(name))) continue;
+    std::string value = DefaultFor(spec, name);
+    if (!have_first) {
+      first = std::move(value);
+      have_first = true;
+      continue;
+    }
+    if (value == first) continue;
+    auto same = std::find_if(others.begin(), others.end(),
+                             [&value](const auto& o) { return o.first == value; });
+    if (same == others.end())
+      others.emplace_back(std::move(value), std::string(name));
+    else
+      same->second.append(", ").append(name);
+  }
+  std::string text = first;
+  for (const auto& [value, names] : others)
+    text.append("; ").append(names).append(": ").append(value);
+  return text;
 }
 
 }  // namespace txn_recoveryd

@@ -14,7 +14,6 @@
 
 namespace txn_recoveryd {
 
-
 EnvLookup ProcessEnv() {
   return [](const std::string& name) -> std::optional<std::string> {
     const char* v = std::getenv(name.c_str());

@@ -77,7 +77,7 @@ Status ReadDuration(const Reader& r, const toml::table& t, const std::string& pr
         r.Error(n->source(), prefix + std::string(spec.key),
                 "must be at least " +
                     FormatDuration(std::chrono::milliseconds(static_cast<long long>(spec.min))) +
-                    " (" + std::string(spec.why_min) + ")"));
+                    (spec.why_min != nullptr ? " (" + spec.why_min() + ")" : "")));
   return problems.status();
 }
 

@@ -265,25 +265,20 @@ Status Problems(const Reader& r, const toml::table& t, const std::string& prefix
   return Status::InvalidArgument(message);
 }
 
-// A string key's default without its quotes.
-std::string StringDefault(const KeySpec& spec) {
-  std::string value = DefaultFor(spec, "");
-  return value.size() >= 2 ? value.substr(1, value.size() - 2) : value;
-}
-
-// The profile first: it decides the defaults and which other keys the watch may have.
+// The profile first: it decides the defaults and which other keys the watch may have. The
+// watch starts as the defaults make it (DefaultWatch), its own keys read over them.
 Status LoadWatchProfile(const Reader& r, const toml::table& t, const std::string& prefix,
-                        WatchSpec* w) {
-  std::string kind = StringDefault(SchemaKey("watch", "profile"));
+                        const Config& c, WatchSpec* w) {
+  std::string kind = DefaultProfileName();
   if (Status s = r.String(t, prefix, "profile", &kind); !s.ok()) return s;
-  std::optional<txn_recovery::Profile> profile = txn_recovery::Profile::Named(kind);
-  if (!profile) {
+  std::optional<WatchSpec> defaults = DefaultWatch(kind, c);
+  if (!defaults) {
     std::string names;
     for (auto name : kProfileNames) names += (names.empty() ? "" : ", ") + std::string(name);
     return r.Error(t.get("profile")->source(), prefix + "profile",
                    "unknown profile '" + kind + "' (this version supports: " + names + ")");
   }
-  w->profile = std::move(*profile);
+  *w = std::move(*defaults);
   return Status::Ok();
 }
 
@@ -305,11 +300,9 @@ Status LoadMissingTime(const Reader& r, const toml::table& t, const std::string&
   return Status::Ok();
 }
 
-// The keys every watch has, whatever its profile. The transactions collection is the one
-// whose default is the daemon's, not the profile's.
+// The keys every watch has, whatever its profile.
 Status LoadCommonWatchKeys(const Reader& r, const toml::table& t, const std::string& prefix,
                            Config* c, WatchSpec* w) {
-  w->ns.collection = StringDefault(SchemaKey("watch", "collection"));
   Collected problems;
   problems.Add(ReadKeys(r, t, prefix, "watch", Keys::kOfEveryProfile, c, w));
   problems.Add(LoadMissingTime(r, t, prefix, &w->profile));
@@ -351,7 +344,7 @@ Status LoadWatch(const Reader& r, const toml::table& t, std::size_t index, Confi
                  WatchSpec* w) {
   const std::string prefix = "watch[" + std::to_string(index) + "].";
   // Without a known profile, no other key of the watch can be judged.
-  if (Status s = LoadWatchProfile(r, t, prefix, w); !s.ok()) return s;
+  if (Status s = LoadWatchProfile(r, t, prefix, *c, w); !s.ok()) return s;
   Collected problems;
   problems.Add(CheckWatchKeys(r, t, prefix, w->profile.kind()));
   problems.Add(LoadCommonWatchKeys(r, t, prefix, c, w));
@@ -375,10 +368,6 @@ Status LoadWatches(const Reader& r, const toml::table& root, Config* c) {
   for (std::size_t i = 0; i < watches->size(); ++i) {
     const toml::table& t = *watches->get(i)->as_table();
     WatchSpec w;
-    // The [sweep] pacing of retention first: the watch's validation covers it too.
-    w.retention.batch_size = c->sweep.retention_batch_size;
-    w.retention.pause_between_batches = c->sweep.retention_pause;
-    w.retention.max_batches = c->sweep.retention_max_batches;
     if (!problems.Add(LoadWatch(r, t, i, c, &w))) continue;
     if (!names.insert(w.name).second) {
       problems.Add(r.Error(t.source(), "watch[" + std::to_string(i) + "].name",

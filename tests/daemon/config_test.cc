@@ -10,6 +10,7 @@
 #include <map>
 
 #include "config.h"
+#include "config_schema.h"
 
 namespace txn_recoveryd {
 namespace {
@@ -157,6 +158,76 @@ TEST_F(ConfigFile, TheFleetsTimesFollowTheIntervalUnlessSet) {
                          Env(), &c)
                   .ok());
   EXPECT_EQ(c.fleet.overdue_after, std::chrono::minutes(1)) << "the expiry itself is allowed";
+}
+
+// Each default is typed once, in the library's struct (or the daemon's Config where the
+// library has none): a file that sets nothing hands the library exactly its own defaults,
+// so that no second copy can part from them unnoticed.
+TEST_F(ConfigFile, AFileThatSetsNothingHandsTheLibraryItsOwnDefaults) {
+  Config c;
+  ASSERT_TRUE(LoadConfig(Write(kMinimal), Env(), &c).ok());
+  const txn_recovery::MongoOptions mongo = MongoOptionsFor(c), library_mongo;
+  EXPECT_EQ(mongo.server_selection_timeout, library_mongo.server_selection_timeout);
+  EXPECT_EQ(mongo.socket_timeout, library_mongo.socket_timeout);
+  EXPECT_EQ(mongo.write_concern, library_mongo.write_concern);
+  EXPECT_EQ(mongo.write_concern_timeout, library_mongo.write_concern_timeout);
+  EXPECT_EQ(mongo.read_concern, library_mongo.read_concern);
+  EXPECT_EQ(mongo.server_clock, library_mongo.server_clock);
+
+  const txn_recovery::SweepOptions library_sweep;
+  EXPECT_EQ(c.sweep.workers, library_sweep.workers);
+  EXPECT_EQ(c.sweep.batch_size, library_sweep.batch_size);
+  EXPECT_EQ(c.sweep.bulk_size, library_sweep.bulk_size);
+  EXPECT_EQ(c.sweep.max_failures, library_sweep.max_failures);
+  EXPECT_EQ(c.sweep.lease_duration, txn_recovery::LeaseOptions{}.duration);
+  EXPECT_EQ(c.sweep.marker_cap, txn_recovery::OrphanOptions{}.marker_cap);
+  // One [sweep] batch_size serves the sweep and the orphan scan: their defaults must agree.
+  EXPECT_EQ(c.sweep.batch_size, txn_recovery::OrphanOptions{}.batch_size);
+
+  const txn_recovery::FleetMemberOptions library_fleet;
+  EXPECT_EQ(c.fleet.members_collection, library_fleet.members_collection);
+  EXPECT_EQ(c.fleet.heartbeat, library_fleet.heartbeat) << "daemon.interval's default";
+  EXPECT_EQ(c.fleet.expiry, library_fleet.expiry) << "3 x heartbeat";
+
+  const txn_recovery::WatchSpec& w = c.watches.at(0);
+  const txn_recovery::WatchSpec library_watch;
+  const txn_recovery::Thresholds library_thresholds;
+  EXPECT_EQ(w.thresholds.resume_after, library_thresholds.resume_after);
+  EXPECT_EQ(w.thresholds.rollback_after, library_thresholds.rollback_after);
+  EXPECT_EQ(w.thresholds.initial_timeout, library_thresholds.initial_timeout);
+  EXPECT_EQ(w.thresholds.late_write_window, library_thresholds.late_write_window);
+  EXPECT_EQ(w.thresholds.max_clock_skew, library_thresholds.max_clock_skew);
+  const txn_recovery::RetentionPolicy library_retention;
+  EXPECT_EQ(w.retention.batch_size, library_retention.batch_size);
+  EXPECT_EQ(w.retention.pause_between_batches, library_retention.pause_between_batches);
+  EXPECT_EQ(w.retention.max_batches, library_retention.max_batches);
+  EXPECT_EQ(w.lease_field, library_watch.lease_field);
+  EXPECT_EQ(w.profile.kind(), library_watch.profile.kind());
+  for (const auto state : txn_recovery::kAllTxnStates)
+    EXPECT_EQ(w.profile.states.For(state), library_watch.profile.states.For(state))
+        << txn_recovery::TxnStateName(state);
+  EXPECT_EQ(w.profile.states.resuming, library_watch.profile.states.resuming);
+}
+
+// What the schema documents as each default (and docs/configuration.md, the man page and
+// the example state, tests/docs_test.cc) is rendered from the same values, with the
+// duration formatter: a default changed in the library changes its documentation.
+TEST(Defaults, AreDocumentedAsTheLibraryAndTheDaemonHoldThem) {
+  EXPECT_EQ(DefaultFor(SchemaKey("sweep", "lease"), ""),
+            "\"" + FormatDuration(txn_recovery::LeaseOptions{}.duration) + "\"");
+  EXPECT_EQ(DefaultFor(SchemaKey("daemon", "drain_deadline"), ""),
+            "\"" + FormatDuration(DaemonConfig{}.drain_deadline) + "\"");
+  EXPECT_EQ(DefaultFor(SchemaKey("watch", "resume_after"), "transfer"),
+            "\"" + FormatDuration(txn_recovery::Thresholds{}.resume_after) + "\"");
+  EXPECT_EQ(DefaultText(SchemaKey("watch", "state_field")),
+            R"("state"; operations, tagged-insert: "status")");
+  EXPECT_EQ(
+      DefaultText(SchemaKey("watch.states", "cancelled")),
+      R"(["cancelled", "canceled"]; operations: ["canceled", "cancelled"]; tagged-insert: [])");
+  EXPECT_EQ(DefaultFor(SchemaKey("watch.steps", "key"), "steps"), R"("_id")");
+  EXPECT_EQ(DefaultText(SchemaKey("watch", "profile")), R"("transfer")");
+  EXPECT_EQ(DefaultText(SchemaKey("fleet", "heartbeat")), "") << "unset: daemon.interval";
+  EXPECT_EQ(DefaultText(SchemaKey("watch", "name")), "") << "required";
 }
 
 TEST_F(ConfigFile, EnvironmentOverridesTheFile) {
