@@ -748,10 +748,7 @@ bool Daemon::OrphanScanIsMine(const txn_recovery::WatchSpec& w) {
 }
 
 void Daemon::ScanOrphans(const txn_recovery::LeaseOptions& lease, SweepOutcome* out) {
-  txn_recovery::OrphanOptions oo;
-  oo.lease = lease;
-  oo.batch_size = config_.sweep.batch_size;
-  oo.marker_cap = config_.sweep.marker_cap;
+  txn_recovery::OrphanOptions oo = OrphanOptionsFor(config_, lease);
   oo.stop = &stop_;
   oo.progress = [this] { Progress(); };
   using Kind = txn_recovery::OrphanFinding::Kind;

@@ -267,11 +267,8 @@ void ScanOne(const Config& config, txn_recovery::Store* store, const SweepComman
              const txn_recovery::LeaseOptions& lease, WatchRun* run) {
   if (!options.orphans || run->summary.paused || run->status.IsUnavailable()) return;
   const auto& watch = *run->watch;
-  txn_recovery::OrphanOptions oo;
+  txn_recovery::OrphanOptions oo = OrphanOptionsFor(config, lease);
   oo.dry_run = options.dry_run;
-  oo.lease = lease;
-  oo.batch_size = config.sweep.batch_size;
-  oo.marker_cap = config.sweep.marker_cap;
   run->scanned = true;
   run->orphan_status = txn_recovery::ScanOrphans(
       store, txn_recovery::Clock::Real(), watch, oo,
@@ -456,7 +453,7 @@ txn_recovery::SweepOptions SweepOptionsFor(const Config& config) {
   so.workers = config.sweep.workers;
   so.batch_size = config.sweep.batch_size;
   so.bulk_size = config.sweep.bulk_size;
-  so.lease.duration = config.sweep.lease_duration;
+  so.lease = LeaseOptionsFor(config);
   so.max_failures = config.sweep.max_failures;
   if (config.sweep.pace > 0)
     so.pace = std::make_shared<txn_recovery::Pace>(txn_recovery::Clock::Real(),

@@ -67,9 +67,8 @@ int Locate(const Config& config, txn_recovery::Store* store, const std::string& 
 }
 
 txn_recovery::LeaseOptions LeaseFor(const Config& config) {
-  txn_recovery::LeaseOptions lease;
+  txn_recovery::LeaseOptions lease = LeaseOptionsFor(config);
   lease.owner = txn_recovery::MakeOwnerId();
-  lease.duration = config.sweep.lease_duration;
   return lease;
 }
 

@@ -372,6 +372,21 @@ txn_recovery::MongoOptions MongoOptionsFor(const Config& config) {
   return mo;
 }
 
+txn_recovery::LeaseOptions LeaseOptionsFor(const Config& config) {
+  txn_recovery::LeaseOptions lease;
+  lease.duration = config.sweep.lease_duration;
+  return lease;
+}
+
+txn_recovery::OrphanOptions OrphanOptionsFor(const Config& config,
+                                             const txn_recovery::LeaseOptions& lease) {
+  txn_recovery::OrphanOptions options;
+  options.lease = lease;
+  options.batch_size = config.sweep.batch_size;
+  options.marker_cap = config.sweep.marker_cap;
+  return options;
+}
+
 std::string DefaultProfileName() {
   return std::string(txn_recovery::Profile{}.kind());
 }

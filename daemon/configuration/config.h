@@ -180,6 +180,16 @@ txn_recovery::Status SelectWatches(const std::vector<std::string>& names, Config
 // How to open the database for `config`: URI, timeouts, and a pool with a client for each
 // sweep worker plus the scheduler's own calls.
 txn_recovery::MongoOptions MongoOptionsFor(const Config& config);
+// The terms of every claim under `config`: the [sweep] lease, and the library's margin (no
+// key sets it). The owner is the caller's: a process names itself once (MakeOwnerId, or a
+// name of its own) and claims under that name. Built here only, for `run`, `sweep`,
+// `rehearse` and the operator's commands alike.
+txn_recovery::LeaseOptions LeaseOptionsFor(const Config& config);
+// The orphan scan's options under `config` ([sweep] batch_size and marker_cap), claiming
+// under `lease`. The rest is the caller's: a dry run, the stop flag, the progress callback.
+// Built here only, for `run` and `sweep --orphans` alike.
+txn_recovery::OrphanOptions OrphanOptionsFor(const Config& config,
+                                             const txn_recovery::LeaseOptions& lease);
 
 // The configuration's durations (txn_recovery/base/duration.h).
 using txn_recovery::FormatDuration;

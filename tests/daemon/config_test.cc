@@ -11,6 +11,7 @@
 
 #include "config.h"
 #include "config_schema.h"
+#include "sweep_command.h"
 
 namespace txn_recoveryd {
 namespace {
@@ -179,10 +180,13 @@ TEST_F(ConfigFile, AFileThatSetsNothingHandsTheLibraryItsOwnDefaults) {
   EXPECT_EQ(c.sweep.batch_size, library_sweep.batch_size);
   EXPECT_EQ(c.sweep.bulk_size, library_sweep.bulk_size);
   EXPECT_EQ(c.sweep.max_failures, library_sweep.max_failures);
-  EXPECT_EQ(c.sweep.lease_duration, txn_recovery::LeaseOptions{}.duration);
-  EXPECT_EQ(c.sweep.marker_cap, txn_recovery::OrphanOptions{}.marker_cap);
+  const txn_recovery::LeaseOptions lease = LeaseOptionsFor(c), library_lease;
+  EXPECT_EQ(lease.duration, library_lease.duration);
+  EXPECT_EQ(lease.margin, library_lease.margin);
+  const txn_recovery::OrphanOptions orphans = OrphanOptionsFor(c, lease), library_orphans;
+  EXPECT_EQ(orphans.marker_cap, library_orphans.marker_cap);
   // One [sweep] batch_size serves the sweep and the orphan scan: their defaults must agree.
-  EXPECT_EQ(c.sweep.batch_size, txn_recovery::OrphanOptions{}.batch_size);
+  EXPECT_EQ(orphans.batch_size, library_orphans.batch_size);
 
   const txn_recovery::FleetMemberOptions library_fleet;
   EXPECT_EQ(c.fleet.members_collection, library_fleet.members_collection);
@@ -207,6 +211,27 @@ TEST_F(ConfigFile, AFileThatSetsNothingHandsTheLibraryItsOwnDefaults) {
     EXPECT_EQ(w.profile.states.For(state), library_watch.profile.states.For(state))
         << txn_recovery::TxnStateName(state);
   EXPECT_EQ(w.profile.states.resuming, library_watch.profile.states.resuming);
+}
+
+// The lease and the orphan scan's options are built from [sweep] in one place, for `run`,
+// the one-shot `sweep` (and its --orphans), `rehearse` and the operator's commands alike.
+TEST_F(ConfigFile, TheLeaseAndTheOrphanScanTakeTheirTermsFromTheSweepSection) {
+  Config c;
+  ASSERT_TRUE(LoadConfig(Write(std::string("[sweep]\nlease = \"2m\"\nbatch_size = 50\n"
+                                           "marker_cap = 4\n") +
+                               kMinimal),
+                         Env(), &c)
+                  .ok());
+  const txn_recovery::LeaseOptions lease = LeaseOptionsFor(c);
+  EXPECT_EQ(lease.duration, std::chrono::minutes(2));
+  EXPECT_EQ(lease.margin, txn_recovery::LeaseOptions{}.margin) << "no key sets the margin";
+  EXPECT_TRUE(lease.owner.empty()) << "the caller names itself";
+  EXPECT_EQ(SweepOptionsFor(c).lease.duration, lease.duration);
+  const txn_recovery::OrphanOptions orphans = OrphanOptionsFor(c, lease);
+  EXPECT_EQ(orphans.lease.duration, std::chrono::minutes(2));
+  EXPECT_EQ(orphans.batch_size, 50);
+  EXPECT_EQ(orphans.marker_cap, 4);
+  EXPECT_FALSE(orphans.dry_run);
 }
 
 // What the schema documents as each default (and docs/configuration.md, the man page and
