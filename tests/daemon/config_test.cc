@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <map>
 
 #include "config.h"
@@ -455,6 +456,30 @@ TEST(Duration, CompoundDurationsAreWrittenAsGoAndPrometheusWriteThem) {
   }
   EXPECT_EQ(FormatDuration(minutes(90)), "1h30m");
   EXPECT_EQ(FormatDuration(milliseconds(1500)), "1s500ms");
+}
+
+// An age as explain and a decision's row show it: to the second, and truncated, never
+// rounded up, so that an age shown beside a threshold has reached it only if the age has.
+TEST(Duration, AnAgeIsWrittenToTheSecondTruncatedNeverRoundedUp) {
+  using namespace std::chrono;
+  auto age = [](milliseconds m) {
+    return FormatDuration(m, txn_recovery::DurationPrecision::kSeconds);
+  };
+  EXPECT_EQ(age(minutes(12) + milliseconds(31'482)), "12m31s");
+  EXPECT_EQ(FormatDuration(minutes(12) + milliseconds(31'482)), "12m31s482ms") << "exact";
+  EXPECT_EQ(age(milliseconds(59'999)), "59s") << "under a threshold of 1m, as the age is";
+  EXPECT_EQ(age(minutes(1)), "1m");
+  EXPECT_EQ(age(hours(2) + minutes(5) + milliseconds(999)), "2h5m");
+  EXPECT_EQ(age(hours(24 * 3) + seconds(1)), "3d1s");
+  EXPECT_EQ(age(milliseconds(250)), "250ms") << "under a second: its milliseconds";
+  EXPECT_EQ(age(milliseconds(0)), "0ms");
+  EXPECT_EQ(age(-seconds(3) - milliseconds(700)), "-3s") << "ahead of the clock";
+  EXPECT_EQ(age(milliseconds(-400)), "-400ms");
+  EXPECT_EQ(age(milliseconds(std::numeric_limits<std::int64_t>::min())), "-106751991167d7h12m55s");
+  // What an age says reads back as a duration, the age truncated.
+  milliseconds d;
+  ASSERT_TRUE(ParseDuration(age(minutes(90) + milliseconds(1)), &d).ok());
+  EXPECT_EQ(d, minutes(90));
 }
 
 TEST_F(ConfigFile, ThresholdsMayBeCompoundDurations) {
