@@ -214,6 +214,20 @@ TEST_F(ConfigFile, AFileThatSetsNothingHandsTheLibraryItsOwnDefaults) {
   EXPECT_EQ(w.profile.states.resuming, library_watch.profile.states.resuming);
 }
 
+// The least lease is explained by the lease-deadline margin the library keeps, not by a
+// copy of it that could say another.
+TEST_F(ConfigFile, AShortLeaseIsRefusedWithTheMarginTheLibraryKeeps) {
+  Config c;
+  txn_recovery::Status s =
+      LoadConfig(Write(std::string("[sweep]\nlease = \"5s\"\n") + kMinimal), Env(), &c);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(
+      s.message().find("sweep.lease: must be at least 15s (the daemon stops writing " +
+                       FormatDuration(txn_recovery::LeaseOptions{}.margin) + " before it expires)"),
+      std::string::npos)
+      << s.message();
+}
+
 // The lease and the orphan scan's options are built from [sweep] in one place, for `run`,
 // the one-shot `sweep` (and its --orphans), `rehearse` and the operator's commands alike.
 TEST_F(ConfigFile, TheLeaseAndTheOrphanScanTakeTheirTermsFromTheSweepSection) {
