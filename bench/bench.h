@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "child_process.h"
+#include "support/server_probe.h"
 #include "txn_recovery/base/document.h"
 #include "txn_recovery/base/filter.h"
 #include "txn_recovery/base/status.h"

@@ -5,6 +5,7 @@
 #include <functional>
 #include <stdexcept>
 
+#include "support/server_probe.h"
 #include "txn_recovery/base/clock.h"
 #include "txn_recovery/base/recovery_record.h"
 #include "txn_recovery/tools/indexes.h"
@@ -37,7 +38,7 @@ std::optional<double> Spent(std::optional<double> from, std::optional<double> to
 Round RunRound(MongoStore* store, const WatchSpec& watch, const Namespace& accounts,
                const std::string& marker, const std::vector<IndexSpec>& indexes,
                const IndexCostOptions& o, const ProcessTreeCpu& server) {
-  Must(store->DropDatabase(accounts.database), "drop " + accounts.database);
+  Must(DropDatabase(store, accounts.database), "drop " + accounts.database);
   std::vector<Document> docs;
   for (std::int64_t a = 0; a < o.accounts; ++a) {
     docs.push_back(Document{{"_id", a}, {"balance", std::int64_t{1'000'000}}, {marker, Array{}}});
@@ -88,7 +89,7 @@ Round RunTransactionsRound(MongoStore* store, const WatchSpec& watch,
                            const std::vector<IndexSpec>& indexes, const IndexCostOptions& o,
                            const ProcessTreeCpu& server) {
   const Profile& p = watch.profile;
-  Must(store->DropDatabase(watch.ns.database), "drop " + watch.ns.database);
+  Must(DropDatabase(store, watch.ns.database), "drop " + watch.ns.database);
   if (!indexes.empty()) Must(store->CreateIndexes(watch.ns, indexes), "create the indexes");
   const std::optional<double> cpu0 = server.Seconds();
   const auto t0 = Steady::now();
@@ -220,7 +221,7 @@ std::vector<IndexCostRow> MeasureIndexCost(MongoStore* store, const WatchSpec& w
            },
            /*baseline=*/1))
     rows.push_back(std::move(row));
-  Must(store->DropDatabase(accounts.database), "drop " + accounts.database);
+  Must(DropDatabase(store, accounts.database), "drop " + accounts.database);
   return rows;
 }
 

@@ -16,7 +16,7 @@
 //             indexes: their wall time, the daemon's and the server's CPU time next to
 //             their round trips and documents returned, and, on servers that answer
 //             explain, the index keys and documents the server examined for the same sweep
-//             run in-process through a QueryLog (query_log.h);
+//             run in-process through a QueryLog (tests/support/query_log.h);
 //   dry-run   a sweep that plans every stuck transaction and writes nothing (memory);
 //   fleet     k sweeps started at once over the same stuck transactions, each of everything
 //             or each of its `--share i/k` (docs/fleet.md): the claims that found a

@@ -203,7 +203,7 @@ class TransferBench final : public BenchProfile {
 
  public:
   static void Reset(Store* store, const std::string& database) {
-    Check(static_cast<MongoStore*>(store)->DropDatabase(database), "drop " + database);
+    Check(DropDatabase(static_cast<MongoStore*>(store), database), "drop " + database);
   }
 
   // Accounts in chunks: balance and markers as the crashed applications left them.

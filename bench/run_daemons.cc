@@ -29,8 +29,10 @@
 #include <vector>
 
 #include "bench.h"
-#include "config.h"
+#include "daemon/configuration/config.h"
+#include "support/exposition.h"
 #include "support/subprocess.h"
+#include "txn_recovery/base/recovery_record.h"
 #include "txn_recovery/engine/membership.h"
 
 namespace txn_recovery::bench {
@@ -146,24 +148,6 @@ std::string HttpGet(int port, const std::string& path) {
              : "";
 }
 
-// The Prometheus text a daemon serves, each family summed over its labels
-// (txn_recoveryd_busy_total over the watches, _resolved_total over watches and actions).
-std::map<std::string, double> SumFamilies(const std::string& text) {
-  std::map<std::string, double> sums;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (line.empty() || line[0] == '#') continue;
-    const std::size_t name_end = line.find_first_of("{ ");
-    const std::size_t value_at = line.rfind(' ');
-    if (name_end == std::string::npos || value_at == std::string::npos) continue;
-    char* end = nullptr;
-    const double v = std::strtod(line.c_str() + value_at + 1, &end);
-    if (end == line.c_str() + value_at + 1) continue;
-    sums[line.substr(0, name_end)] += v;
-  }
-  return sums;
-}
-
 // The keys of one fleet run's daemons (printed with its table, and in the JSON report).
 struct FleetSettings {
   std::string interval = "1s", heartbeat, expiry, lease;  // empty: the daemon's default
@@ -239,7 +223,7 @@ class RunDaemon {
   }
   const std::string& owner() const { return owner_; }
   // Its counters, each family summed over its labels; empty when it did not answer.
-  std::map<std::string, double> Metrics() const { return SumFamilies(HttpGet(port_, "/metrics")); }
+  std::map<std::string, double> Metrics() const { return FamilySums(HttpGet(port_, "/metrics")); }
   // Its CPU time so far (user + system), from /proc; nullopt once it has exited.
   std::optional<double> Cpu() const { return ProcessTreeCpu({proc_->pid()}).Seconds(); }
 
@@ -289,89 +273,123 @@ struct Resolutions {
   }
 };
 
-}  // namespace
+// ---- Fleets: started together, awaited, measured, stopped ------------------------------
 
-void Session::RunDaemons() {
+struct Fleet {
+  std::vector<std::unique_ptr<RunDaemon>> daemons;
+  std::vector<bool> gone;  // killed by the bench: neither waited for nor stopped
+  double wall0 = 0;        // Unix seconds at the start (the logs' clock)
+  Steady::time_point t0;
+};
+
+bool Drained(std::int64_t left) {
+  return left == 0;
+}
+
+// "12/40/8": what each daemon resolved.
+std::string PerDaemon(const std::vector<std::int64_t>& v) {
+  std::string s;
+  for (std::int64_t x : v) {
+    if (!s.empty()) s += '/';
+    s += Int(x);
+  }
+  return s;
+}
+
+// "every transaction resolved once" or what was not.
+std::string Once(const Resolutions& r, std::int64_t n, nlohmann::json* row) {
+  (*row)["resolved_in_logs"] = static_cast<std::int64_t>(r.by.size());
+  (*row)["resolved_by_two"] = r.twice;
+  (*row)["failed_attempts"] = r.failed;
+  std::string text;
+  if (r.twice) text += "; " + Int(r.twice) + " RESOLVED BY TWO (" + r.example + ")";
+  if (static_cast<std::int64_t>(r.by.size()) != n)
+    text += "; " + Int(static_cast<std::int64_t>(r.by.size())) + " of " + Int(n) +
+            " in the daemons' logs";
+  if (text.empty()) text = "; each resolved once";
+  if (r.errors) text += "; " + Int(r.errors) + " error lines";
+  return text;
+}
+
+class Fleets {
+ public:
+  explicit Fleets(Session& session) : s_(session) {}
+
   // What is left to do, summed over the profiles: the transactions not yet terminal.
-  auto unfinished = [&] {
+  std::int64_t Unfinished() const {
     std::int64_t total = 0;
-    for (const auto& p : profiles) {
+    for (const auto& p : s_.profiles) {
       std::int64_t left = 0;
-      Check(store->Count(p->Transactions(db_of(*p)), p->Unfinished(), &left), "count unfinished");
+      Check(s_.store->Count(p->Transactions(s_.db_of(*p)), p->Unfinished(), &left),
+            "count unfinished");
       total += left;
     }
     return total;
-  };
-  struct Fleet {
-    std::vector<std::unique_ptr<RunDaemon>> daemons;
-    std::vector<bool> gone;  // killed by the bench: neither waited for nor stopped
-    double wall0 = 0;        // Unix seconds at the start (the logs' clock)
-    Steady::time_point t0;
-  };
+  }
+
   // k daemons started at once, each with its own configuration file.
-  auto start_fleet = [&](int k, const FleetSettings& fs) {
+  Fleet Start(int k, const FleetSettings& fs) const {
     std::vector<std::string> keyed;
-    for (const auto& p : profiles) keyed.push_back(p->WatchToml(db_of(*p), fs.watch_keys));
+    for (const auto& p : s_.profiles) keyed.push_back(p->WatchToml(s_.db_of(*p), fs.watch_keys));
     Fleet f;
     f.wall0 = UnixNow();
     f.t0 = Steady::now();
     for (int i = 0; i < k; ++i) {
-      f.daemons.push_back(std::make_unique<RunDaemon>(o, uri, fs, keyed, i));
+      f.daemons.push_back(std::make_unique<RunDaemon>(s_.o, s_.uri, fs, keyed, i));
       f.gone.push_back(false);
     }
     for (int i = 0; i < k; ++i) f.daemons[static_cast<std::size_t>(i)]->AwaitStart(i);
     return f;
-  };
+  }
+
   // Polls the server until nothing is unfinished or `until` says stop (it gets what is
   // left), every `every`; false when --fleet-timeout passed first. A daemon that exits by
   // itself ends the run: it is a failure, not a figure.
-  auto await_left = [&](Fleet& f, const std::function<bool(std::int64_t)>& until,
-                        std::chrono::milliseconds every) {
+  bool AwaitLeft(const Fleet& f, const std::function<bool(std::int64_t)>& until,
+                 std::chrono::milliseconds every) const {
     const auto deadline =
-        Steady::now() + std::chrono::duration_cast<Steady::duration>(Seconds(o.fleet_timeout));
+        Steady::now() + std::chrono::duration_cast<Steady::duration>(Seconds(s_.o.fleet_timeout));
     for (;;) {
       for (std::size_t i = 0; i < f.daemons.size(); ++i)
         if (!f.gone[i] && !f.daemons[i]->proc().Running())
           throw std::runtime_error("daemon " + std::to_string(i) + " exited by itself: " +
                                    f.daemons[i]->proc().Stderr().substr(0, 2000));
-      if (until(unfinished())) return true;
+      if (until(Unfinished())) return true;
       if (Steady::now() > deadline) return false;
       std::this_thread::sleep_for(every);
     }
-  };
-  auto drained = [](std::int64_t left) { return left == 0; };
+  }
+
   // Each live daemon's counters once every sweep in progress when the backlog ended has
   // ended too: a sweep adds its busy claims when it finishes a watch, so the bench waits
   // for each daemon's sweeps_total to move by one sweep of every watch (up to a minute).
-  auto settled_metrics = [&](Fleet& f) {
+  std::vector<std::map<std::string, double>> SettledMetrics(const Fleet& f) const {
     std::vector<std::map<std::string, double>> m(f.daemons.size());
     std::vector<double> from(f.daemons.size(), -1);
     for (std::size_t i = 0; i < f.daemons.size(); ++i)
       if (!f.gone[i]) {
         m[i] = f.daemons[i]->Metrics();
-        from[i] =
-            m[i].count("txn_recoveryd_sweeps_total") ? m[i]["txn_recoveryd_sweeps_total"] : -1;
+        from[i] = Sweeps(m[i]);
       }
     const auto deadline = Steady::now() + std::chrono::minutes(1);
     for (std::size_t i = 0; i < f.daemons.size(); ++i) {
       if (f.gone[i]) continue;
       for (;;) {
         m[i] = f.daemons[i]->Metrics();
-        const double now =
-            m[i].count("txn_recoveryd_sweeps_total") ? m[i]["txn_recoveryd_sweeps_total"] : -1;
-        if ((from[i] >= 0 && now >= from[i] + static_cast<double>(profiles.size())) ||
+        const double now = Sweeps(m[i]);
+        if ((from[i] >= 0 && now >= from[i] + static_cast<double>(s_.profiles.size())) ||
             Steady::now() > deadline)
           break;
         std::this_thread::sleep_for(std::chrono::milliseconds(200));
       }
     }
     return m;
-  };
+  }
+
   // SIGTERM to each live daemon; each must exit 0 within 30 s (it drains, then leaves the
   // fleet). Their logs, read afterwards; the problems, as text.
-  int fleet_runs = 0;  // names the kept logs
-  auto stop_fleet = [&](Fleet& f, std::vector<DaemonLog>* logs) {
-    ++fleet_runs;
+  std::string Stop(const Fleet& f, std::vector<DaemonLog>* logs) {
+    ++runs_;
     std::string problems;
     for (std::size_t i = 0; i < f.daemons.size(); ++i)
       if (!f.gone[i]) f.daemons[i]->proc().Signal(SIGTERM);
@@ -383,312 +401,393 @@ void Session::RunDaemons() {
                       (rc ? "exited " + std::to_string(*rc) : std::string("did not stop"));
       }
       logs->push_back(f.daemons[i]->Log());
-      if (!o.fleet_logs.empty())
-        std::ofstream(o.fleet_logs + "/run" + std::to_string(fleet_runs) + "-daemon" +
+      if (!s_.o.fleet_logs.empty())
+        std::ofstream(s_.o.fleet_logs + "/run" + std::to_string(runs_) + "-daemon" +
                       std::to_string(i) + ".jsonl")
             << f.daemons[i]->proc().Stdout();
     }
     return problems;
-  };
-  auto per_daemon = [](const std::vector<std::int64_t>& v) {
-    std::string s;
-    for (std::int64_t x : v) {
-      if (!s.empty()) s += '/';
-      s += Int(x);
-    }
-    return s;
-  };
-  // "every transaction resolved once" or what was not.
-  auto once = [&](const Resolutions& r, std::int64_t n, nlohmann::json* row) {
-    (*row)["resolved_in_logs"] = static_cast<std::int64_t>(r.by.size());
-    (*row)["resolved_by_two"] = r.twice;
-    (*row)["failed_attempts"] = r.failed;
-    std::string text;
-    if (r.twice) text += "; " + Int(r.twice) + " RESOLVED BY TWO (" + r.example + ")";
-    if (static_cast<std::int64_t>(r.by.size()) != n)
-      text += "; " + Int(static_cast<std::int64_t>(r.by.size())) + " of " + Int(n) +
-              " in the daemons' logs";
-    if (text.empty()) text = "; each resolved once";
-    if (r.errors) text += "; " + Int(r.errors) + " error lines";
-    return text;
-  };
-
-  if (!o.fleet_run.empty()) {
-    FleetSettings fs;
-    fs.interval = o.fleet_interval;
-    Table t(
-        "A fleet of `txn-recoveryd run` daemons started together over the same stuck "
-        "transactions (" +
-            fs.Describe() +
-            "; indexes created before they start; drain: from their start to the last "
-            "resolution)",
-        {"daemons", "N", "drain s", "busy claims", "busy/tx", "resolved per daemon", "server CPU s",
-         "daemons CPU s", "check"});
-    // A warm-up sweep first, not shown, as for --fleet.
-    seed(o.fleet_n, false);
-    (void)SweepUntilClean(o, config, uri, server, store.get(), true);
-    for (std::int64_t k : o.fleet_run) {
-      seed(o.fleet_n, false);
-      CreateIndexes(store.get(), config, uri);
-      ServerMeter meter(server);
-      Fleet f = start_fleet(static_cast<int>(k), fs);
-      const bool done = await_left(f, drained, std::chrono::milliseconds(250));
-      const double poll_s = Seconds(Steady::now() - f.t0).count();
-      const std::optional<double> server_cpu = meter.Elapsed();
-      auto metrics = settled_metrics(f);
-      double cpu = 0;
-      for (const auto& d : f.daemons) cpu += d->Cpu().value_or(0);
-      std::vector<DaemonLog> logs;
-      std::string problems = stop_fleet(f, &logs);
-      const Resolutions res(logs);
-      const double drain_s = res.last > 0 ? res.last - f.wall0 : poll_s;
-      std::int64_t busy = 0;
-      std::vector<std::int64_t> resolved;
-      for (auto& m : metrics) {
-        busy += static_cast<std::int64_t>(m["txn_recoveryd_busy_total"]);
-        resolved.push_back(static_cast<std::int64_t>(m["txn_recoveryd_resolved_total"]));
-      }
-      nlohmann::json j;
-      std::string check = verify(o.fleet_n, &j) + once(res, o.fleet_n, &j) + problems;
-      if (!done) check = "NOT DRAINED in " + Fmt("%.0f", o.fleet_timeout) + " s; " + check;
-      t.Print({Int(k), Int(o.fleet_n), Fmt("%.1f", drain_s), Int(busy),
-               Per(static_cast<double>(busy), o.fleet_n, "%.3f"), per_daemon(resolved),
-               Opt(server_cpu, "%.1f"), Fmt("%.1f", cpu), check});
-      j["run"] = "fleet-run";
-      j["daemons"] = k;
-      j["n"] = o.fleet_n;
-      j["settings"] = fs.Describe();
-      j["drained"] = done;
-      j["drain_seconds"] = drain_s;
-      j["poll_seconds"] = poll_s;
-      j["busy_claims"] = busy;
-      j["busy_per_transaction"] = static_cast<double>(busy) / static_cast<double>(o.fleet_n);
-      j["resolved_per_daemon"] = resolved;
-      j["resolved_per_daemon_logs"] = res.per_daemon;
-      j["server_cpu_seconds"] = Json(server_cpu);
-      j["daemons_cpu_seconds"] = cpu;
-      if (!problems.empty()) j["problem_daemons"] = problems.substr(2);
-      report.Add(std::move(j));
-    }
   }
 
-  if (o.takeover) {
-    std::chrono::milliseconds heartbeat, expiry, interval, lease;
+ private:
+  static double Sweeps(const std::map<std::string, double>& m) {
+    const auto it = m.find("txn_recoveryd_sweeps_total");
+    return it != m.end() ? it->second : -1;
+  }
+
+  Session& s_;
+  int runs_ = 0;  // names the kept logs
+};
+
+// ---- --fleet-run ----------------------------------------------------------------------------
+
+// One row: k daemons over the same stuck transactions, from their start to the last
+// resolution.
+void FleetRunRow(Session& s, Fleets* fleets, const FleetSettings& fs, std::int64_t k, Table* t) {
+  const Options& o = s.o;
+  s.seed(o.fleet_n, false);
+  CreateIndexes(s.store.get(), s.config, s.uri);
+  ServerMeter meter(s.server);
+  Fleet f = fleets->Start(static_cast<int>(k), fs);
+  const bool done = fleets->AwaitLeft(f, Drained, std::chrono::milliseconds(250));
+  const double poll_s = Seconds(Steady::now() - f.t0).count();
+  const std::optional<double> server_cpu = meter.Elapsed();
+  auto metrics = fleets->SettledMetrics(f);
+  double cpu = 0;
+  for (const auto& d : f.daemons) cpu += d->Cpu().value_or(0);
+  std::vector<DaemonLog> logs;
+  std::string problems = fleets->Stop(f, &logs);
+  const Resolutions res(logs);
+  const double drain_s = res.last > 0 ? res.last - f.wall0 : poll_s;
+  std::int64_t busy = 0;
+  std::vector<std::int64_t> resolved;
+  for (auto& m : metrics) {
+    busy += static_cast<std::int64_t>(m["txn_recoveryd_busy_total"]);
+    resolved.push_back(static_cast<std::int64_t>(m["txn_recoveryd_resolved_total"]));
+  }
+  nlohmann::json j;
+  std::string check = s.verify(o.fleet_n, &j) + Once(res, o.fleet_n, &j) + problems;
+  if (!done) check = "NOT DRAINED in " + Fmt("%.0f", o.fleet_timeout) + " s; " + check;
+  t->Print({Int(k), Int(o.fleet_n), Fmt("%.1f", drain_s), Int(busy),
+            Per(static_cast<double>(busy), o.fleet_n, "%.3f"), PerDaemon(resolved),
+            Opt(server_cpu, "%.1f"), Fmt("%.1f", cpu), check});
+  j["run"] = "fleet-run";
+  j["daemons"] = k;
+  j["n"] = o.fleet_n;
+  j["settings"] = fs.Describe();
+  j["drained"] = done;
+  j["drain_seconds"] = drain_s;
+  j["poll_seconds"] = poll_s;
+  j["busy_claims"] = busy;
+  j["busy_per_transaction"] = static_cast<double>(busy) / static_cast<double>(o.fleet_n);
+  j["resolved_per_daemon"] = resolved;
+  j["resolved_per_daemon_logs"] = res.per_daemon;
+  j["server_cpu_seconds"] = Json(server_cpu);
+  j["daemons_cpu_seconds"] = cpu;
+  if (!problems.empty()) j["problem_daemons"] = problems.substr(2);
+  s.report.Add(std::move(j));
+}
+
+void FleetRuns(Session& s, Fleets* fleets) {
+  const Options& o = s.o;
+  FleetSettings fs;
+  fs.interval = o.fleet_interval;
+  Table t(
+      "A fleet of `txn-recoveryd run` daemons started together over the same stuck "
+      "transactions (" +
+          fs.Describe() +
+          "; indexes created before they start; drain: from their start to the last "
+          "resolution)",
+      {"daemons", "N", "drain s", "busy claims", "busy/tx", "resolved per daemon", "server CPU s",
+       "daemons CPU s", "check"});
+  // A warm-up sweep first, not shown, as for --fleet.
+  s.seed(o.fleet_n, false);
+  (void)SweepUntilClean(o, s.config, s.uri, s.server, s.store.get(), true);
+  for (std::int64_t k : o.fleet_run) FleetRunRow(s, fleets, fs, k, &t);
+}
+
+// ---- --takeover -----------------------------------------------------------------------------
+
+// What the victim held a second after the fault.
+struct Left {
+  std::unordered_set<std::string> share, leased;  // its share unleased; its leases
+};
+
+// One take-over, as it went.
+struct TakeoverRun {
+  std::string fault;  // "kill" or "stop"
+  double stop_s = 0;  // how long a stop lasted
+  std::int64_t left_at_fault = 0;
+  std::size_t seen_members = 3;  // live members the server listed at the fault
+  Left left;
+  double wall_fault = 0, wall_cont = 0;  // Unix seconds of the fault, and of SIGCONT
+  bool done = false;
+  double all_s = 0;  // from the fault until nothing was unfinished
+  // From the logs, seconds after the fault (-1: none timed): when the others first took one
+  // of its share, and resolved the last of its share and of its leases; how many of what it
+  // held it resolved itself, and how many no log names.
+  double started_s = -1, share_s = -1, leased_s = -1;
+  std::int64_t by_itself = 0, unlogged = 0;
+};
+
+class Takeover {
+ public:
+  Takeover(Session& session, Fleets* fleets) : s_(session), fleets_(fleets) {
+    const Options& o = s_.o;
+    std::chrono::milliseconds heartbeat, interval;
     Check(txn_recoveryd::ParseDuration(o.takeover_heartbeat, &heartbeat), "--takeover-heartbeat");
-    Check(txn_recoveryd::ParseDuration(o.takeover_expiry, &expiry), "--takeover-expiry");
+    Check(txn_recoveryd::ParseDuration(o.takeover_expiry, &expiry_), "--takeover-expiry");
     Check(txn_recoveryd::ParseDuration(o.takeover_interval, &interval), "--takeover-interval");
-    Check(txn_recoveryd::ParseDuration(o.takeover_lease, &lease), "--takeover-lease");
-    FleetSettings fs;
-    fs.interval = o.takeover_interval;
-    fs.heartbeat = o.takeover_heartbeat;
-    fs.expiry = o.takeover_expiry;
-    fs.lease = o.takeover_lease;
+    Check(txn_recoveryd::ParseDuration(o.takeover_lease, &lease_), "--takeover-lease");
+    fs_.interval = o.takeover_interval;
+    fs_.heartbeat = o.takeover_heartbeat;
+    fs_.expiry = o.takeover_expiry;
+    fs_.lease = o.takeover_lease;
     // A transaction the victim had claimed is in `resuming`, its time stamped at the
     // claim: it is due again only resume_after later (and once its lease expired), so
     // resume_after is shortened too, or the default minute would be all one measures.
-    fs.watch_keys = "resume_after = \"" + o.takeover_resume_after + "\"\n";
-    const double bound = std::chrono::duration<double>(expiry + interval).count();
-    const double lease_bound = std::chrono::duration<double>(lease + interval).count();
-    const std::string members = "txn_recoveryd_members";
+    fs_.watch_keys = "resume_after = \"" + o.takeover_resume_after + "\"\n";
+    bound_ = std::chrono::duration<double>(expiry_ + interval).count();
+    lease_bound_ = std::chrono::duration<double>(lease_ + interval).count();
+  }
+
+  void RunAll() {
     Table t(
         "Take-over: 3 `run` daemons, one SIGKILLed or SIGSTOPped once a third of the "
         "backlog is resolved (" +
-            fs.Describe() + ", resume_after " + o.takeover_resume_after +
+            fs_.Describe() + ", resume_after " + s_.o.takeover_resume_after +
             "); times from the fault; its share: the buckets it held among the 3 "
             "members, less what it had leased",
         {"fault", "N", "resolved at fault", "its share left", "its share started s",
          "its share done s", "bound s", "its leased done s", "all done s", "by two", "check"});
-    struct Left {
-      std::unordered_set<std::string> share, leased;  // its share unleased; its leases
-    };
-    // Runs one take-over: `fault` is "kill" or "stop", `stop_s` how long a stop lasts.
-    auto run = [&](const std::string& fault, double stop_s) {
-      seed(o.fleet_n, false);
-      CreateIndexes(store.get(), config, uri);
-      Fleet f = start_fleet(3, fs);
-      const std::int64_t third = o.fleet_n - o.fleet_n / 3;
-      std::int64_t left_at_fault = 0;
-      await_left(
-          f,
-          [&](std::int64_t left) {
-            left_at_fault = left;
-            return left <= third;
-          },
-          std::chrono::milliseconds(100));
-      // The fleet as the server holds it now: the victim's share is the buckets it holds
-      // among the live members (all three, unless one's record has lapsed).
-      std::vector<std::vector<MemberRecord>> sweepers(profiles.size());
-      std::size_t seen_members = 3;
-      for (std::size_t i = 0; i < profiles.size(); ++i) {
-        DateTime now;
-        const Namespace txns = profiles[i]->Transactions(db_of(*profiles[i]));
-        Check(LiveSweepers(store.get(), {txns.database, members}, txns.collection, expiry,
-                           &sweepers[i], &now),
-              "live members");
-        seen_members = std::min(seen_members, sweepers[i].size());
-      }
-      RunDaemon& victim = *f.daemons[0];
-      const double wall_fault = UnixNow();
-      const Steady::time_point t_fault = Steady::now();
-      victim.proc().Signal(fault == "kill" ? SIGKILL : SIGSTOP);
-      if (fault == "kill") {
-        (void)victim.proc().Wait(std::chrono::seconds(5));
-        f.gone[0] = true;
-      }
-      // What is left of its share, read a second after the fault: its leased transactions
-      // wait for the lease (and resume_after), the rest only for the others to see it
-      // gone. Not at once: the claims it had sent before the fault still land (the
-      // server reads what reached it before a SIGKILL closed the socket), and read
-      // earlier they were taken for unleased ones (its share done at 15.8 s, the lease).
-      std::this_thread::sleep_for(std::chrono::seconds(1));
-      Left left;
-      for (std::size_t i = 0; i < profiles.size(); ++i) {
-        DateTime now = ServerNow(store.get());
-        FindOptions fo;
-        fo.batch_size = o.read_batch;
-        fo.projection = {"recovery.lease"};
-        std::unique_ptr<Cursor> c;
-        const Namespace txns = profiles[i]->Transactions(db_of(*profiles[i]));
-        Check(store->Find(txns, profiles[i]->Unfinished(), fo, &c), "find unfinished");
-        Document d;
-        for (bool has = true;;) {
-          Check(c->Next(&d, &has), "read unfinished");
-          if (!has) break;
-          const Value* id = d.Get("_id");
-          const MemberRecord* holder = id ? HolderOf(sweepers[i], *id) : nullptr;
-          if (!holder || holder->id != victim.owner()) continue;
-          const Value* owner = d.GetPath("recovery.lease.owner");
-          const Value* expires = d.GetPath("recovery.lease.expires");
-          const bool leased = owner && owner->is_string() &&
-                              *owner->as_string() == victim.owner() && expires &&
-                              expires->is_datetime() && expires->as_datetime()->millis > now.millis;
-          (leased ? left.leased : left.share).insert(IdKey(*id));
-        }
-      }
-      // Everything, by the server: the poll that first finds nothing unfinished, during the
-      // stop too (a stopped daemon logs what it wrote before the stop only once continued,
-      // so its log's times say when it woke, not when it wrote).
-      std::optional<Steady::time_point> drained_at;
-      double wall_cont = 0;
-      if (fault == "stop") {
-        const auto until = t_fault + std::chrono::duration_cast<Steady::duration>(Seconds(stop_s));
-        for (; Steady::now() < until; std::this_thread::sleep_for(std::chrono::milliseconds(250)))
-          if (!drained_at && unfinished() == 0) drained_at = Steady::now();
-        victim.proc().Signal(SIGCONT);
-        wall_cont = UnixNow();
-      }
-      const bool done = drained_at || await_left(f, drained, std::chrono::milliseconds(250));
-      const double all_s = Seconds(drained_at.value_or(Steady::now()) - t_fault).count();
-      (void)settled_metrics(f);
-      std::vector<DaemonLog> logs;
-      std::string problems = stop_fleet(f, &logs);
-      const Resolutions res(logs);
-      // When the last of a set was resolved by the others, after the fault (their logs:
-      // they were never stopped, so a line's time is its write's, within a bulk); how
-      // many the victim resolved itself (its writes in flight at the fault, or once
-      // continued: their time is unknown), and how many no log names (the killed
-      // daemon's last writes, which its log did not keep).
-      std::int64_t by_itself = 0, unlogged = 0;
-      std::unordered_map<std::string, double> by_others;  // txn -> its first resolution
-      for (std::size_t d = 1; d < logs.size(); ++d)
-        for (const auto& r : logs[d].resolved)
-          if (r.action != "check-late-writes") by_others.emplace(r.txn, r.at);
-      auto last_of = [&](const std::unordered_set<std::string>& set) {
-        double last = -1;  // none timed: every one resolved by itself, or none left
-        for (const auto& id : set) {
-          if (auto it = by_others.find(id); it != by_others.end())
-            last = std::max(last, it->second - wall_fault);
-          else if (res.by.count(id))
-            ++by_itself;
-          else
-            ++unlogged;
-        }
-        return last;
-      };
-      const double share_s = last_of(left.share);
-      const double leased_s = last_of(left.leased);
-      // When the others first resolved one of its share: the take-over's start, which the
-      // bound (fleet.expiry + one interval) is about; the rest of "done" is the time to
-      // drive what it held.
-      double started_s = -1;
-      for (const auto& id : left.share)
-        if (auto it = by_others.find(id); it != by_others.end())
-          started_s = started_s < 0 ? it->second - wall_fault
-                                    : std::min(started_s, it->second - wall_fault);
-      nlohmann::json j;
-      // A SIGKILLed daemon's last resolutions may be on the server and not in its log (it
-      // logs a bulk's transactions once the bulk returns): those are named, not failed.
-      std::string check = verify(o.fleet_n, &j);
-      if (fault == "kill" && !res.twice && static_cast<std::int64_t>(res.by.size()) < o.fleet_n) {
-        const std::int64_t missing = o.fleet_n - static_cast<std::int64_t>(res.by.size());
-        check += "; each logged once; " + Int(missing) +
-                 " resolved in no log (the killed daemon's last bulks)";
-        j["resolved_in_logs"] = static_cast<std::int64_t>(res.by.size());
-        j["resolved_by_two"] = res.twice;
-        j["failed_attempts"] = res.failed;
-      } else {
-        check += once(res, o.fleet_n, &j);
-      }
-      check += problems;
-      if (!done) check = "NOT DRAINED in " + Fmt("%.0f", o.fleet_timeout) + " s; " + check;
-      if (seen_members != 3) check += "; " + std::to_string(seen_members) + " live members seen";
-      if (unlogged) check += "; " + Int(unlogged) + " of what it held in no log";
-      if (by_itself)
-        check += "; " + Int(by_itself) + " of what it held (share or leases) resolved by itself";
-      std::string what = fault == "kill" ? "SIGKILL" : "SIGSTOP " + Fmt("%.0f", stop_s) + " s";
-      if (fault == "stop") {
-        // What the stopped member did once continued: resolutions (its own share, or its
-        // leases not yet taken over), and attempts that failed (a fenced write, a lost claim).
-        std::int64_t after = 0, by_others_while = 0;
-        std::int64_t failed_after = 0;
-        // Half a second of slack: its lines carry milliseconds, truncated, and it may log
-        // before the bench reads the clock after SIGCONT; a stop lasts seconds.
-        const double woke = wall_cont - 0.5;
-        for (const auto& r : logs[0].resolved)
-          if (r.at >= woke && r.action != "check-late-writes") ++after;
-        for (double at : logs[0].failed) failed_after += at >= woke ? 1 : 0;
-        for (const auto& id : left.share) {
-          auto it = res.at.find(id);
-          if (it != res.at.end() && it->second < wall_cont) ++by_others_while;
-        }
-        check += "; while stopped the others resolved " + Int(by_others_while) + " of its " +
-                 Int(static_cast<std::int64_t>(left.share.size())) + "; continued, it resolved " +
-                 Int(after) + " and failed " + Int(failed_after) + " attempt(s)";
-        j["failed_by_it_after_sigcont"] = failed_after;
-        j["resolved_by_it_after_sigcont"] = after;
-        j["its_share_resolved_by_others_while_stopped"] = by_others_while;
-        j["stop_seconds"] = stop_s;
-      }
-      t.Print({what, Int(o.fleet_n), Int(o.fleet_n - left_at_fault),
-               Int(static_cast<std::int64_t>(left.share.size())) + " + " +
-                   Int(static_cast<std::int64_t>(left.leased.size())) + " leased",
-               started_s >= 0 ? Fmt("%.1f", started_s) : "-",
-               share_s >= 0 ? Fmt("%.1f", share_s) : "-", Fmt("%.1f", bound),
-               leased_s >= 0 ? Fmt("%.1f", leased_s) : "-", Fmt("%.1f", all_s), Int(res.twice),
-               check});
-      j["run"] = fault == "kill" ? "takeover-kill" : "takeover-stop";
-      j["n"] = o.fleet_n;
-      j["settings"] = fs.Describe() + ", resume_after " + o.takeover_resume_after;
-      j["resolved_at_fault"] = o.fleet_n - left_at_fault;
-      j["live_members_seen"] = seen_members;
-      j["its_share_left"] = left.share.size();
-      j["its_leased_left"] = left.leased.size();
-      j["its_share_started_seconds"] =
-          started_s >= 0 ? nlohmann::json(started_s) : nlohmann::json();
-      j["its_share_started_within_bound"] = started_s >= 0 && started_s <= bound;
-      j["its_share_done_seconds"] = share_s >= 0 ? nlohmann::json(share_s) : nlohmann::json();
-      j["bound_seconds"] = bound;
-      j["its_share_within_bound"] = share_s <= bound;
-      j["its_leased_done_seconds"] = leased_s >= 0 ? nlohmann::json(leased_s) : nlohmann::json();
-      j["lease_bound_seconds"] = lease_bound;
-      j["all_done_seconds"] = all_s;
-      j["unlogged"] = unlogged;
-      j["its_share_resolved_by_itself"] = by_itself;
-      report.Add(std::move(j));
-    };
-    run("kill", 0);
-    for (double s : o.takeover_stop) run("stop", s);
+    Run("kill", 0, &t);
+    for (double stop_s : s_.o.takeover_stop) Run("stop", stop_s, &t);
   }
+
+ private:
+  // Runs one take-over: `fault` is "kill" or "stop", `stop_s` how long a stop lasts.
+  void Run(const std::string& fault, double stop_s, Table* t) {
+    TakeoverRun r;
+    r.fault = fault;
+    r.stop_s = stop_s;
+    s_.seed(s_.o.fleet_n, false);
+    CreateIndexes(s_.store.get(), s_.config, s_.uri);
+    Fleet f = fleets_->Start(3, fs_);
+    const std::int64_t third = s_.o.fleet_n - s_.o.fleet_n / 3;
+    fleets_->AwaitLeft(
+        f,
+        [&](std::int64_t left) {
+          r.left_at_fault = left;
+          return left <= third;
+        },
+        std::chrono::milliseconds(100));
+    const std::vector<std::vector<MemberRecord>> sweepers = Sweepers(&r.seen_members);
+    RunDaemon& victim = *f.daemons[0];
+    r.wall_fault = UnixNow();
+    const Steady::time_point t_fault = Steady::now();
+    victim.proc().Signal(fault == "kill" ? SIGKILL : SIGSTOP);
+    if (fault == "kill") {
+      (void)victim.proc().Wait(std::chrono::seconds(5));
+      f.gone[0] = true;
+    }
+    // What is left of its share, read a second after the fault: its leased transactions
+    // wait for the lease (and resume_after), the rest only for the others to see it
+    // gone. Not at once: the claims it had sent before the fault still land (the
+    // server reads what reached it before a SIGKILL closed the socket), and read
+    // earlier they were taken for unleased ones (its share done at 15.8 s, the lease).
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    r.left = LeftOf(sweepers, victim.owner());
+    const std::optional<Steady::time_point> drained_at = WhileStopped(&r, t_fault, &victim);
+    r.done = drained_at || fleets_->AwaitLeft(f, Drained, std::chrono::milliseconds(250));
+    r.all_s = Seconds(drained_at.value_or(Steady::now()) - t_fault).count();
+    (void)fleets_->SettledMetrics(f);
+    std::vector<DaemonLog> logs;
+    const std::string problems = fleets_->Stop(f, &logs);
+    const Resolutions res(logs);
+    Time(logs, res, &r);
+    nlohmann::json j;
+    const std::string check = CheckText(r, res, logs, problems, &j);
+    Report(r, res, check, t, std::move(j));
+  }
+
+  // The fleet as the server holds it now, by profile: the victim's share is the buckets it
+  // holds among the live members (all three, unless one's record has lapsed). `seen`: the
+  // fewest live members a profile's collection listed.
+  std::vector<std::vector<MemberRecord>> Sweepers(std::size_t* seen) const {
+    std::vector<std::vector<MemberRecord>> sweepers(s_.profiles.size());
+    for (std::size_t i = 0; i < s_.profiles.size(); ++i) {
+      DateTime now;
+      const Namespace txns = s_.profiles[i]->Transactions(s_.db_of(*s_.profiles[i]));
+      Check(LiveSweepers(s_.store.get(), {txns.database, kMembers}, txns.collection, expiry_,
+                         &sweepers[i], &now),
+            "live members");
+      *seen = std::min(*seen, sweepers[i].size());
+    }
+    return sweepers;
+  }
+
+  // The unfinished transactions of the victim's share, those it leases apart.
+  Left LeftOf(const std::vector<std::vector<MemberRecord>>& sweepers,
+              const std::string& victim) const {
+    const RecoveryPaths paths("recovery");  // the lease_field the bench's watches leave as it is
+    Left left;
+    for (std::size_t i = 0; i < s_.profiles.size(); ++i) {
+      DateTime now = ServerNow(s_.store.get());
+      FindOptions fo;
+      fo.batch_size = s_.o.read_batch;
+      fo.projection = {paths.Lease()};
+      std::unique_ptr<Cursor> c;
+      const Namespace txns = s_.profiles[i]->Transactions(s_.db_of(*s_.profiles[i]));
+      Check(s_.store->Find(txns, s_.profiles[i]->Unfinished(), fo, &c), "find unfinished");
+      Document d;
+      for (bool has = true;;) {
+        Check(c->Next(&d, &has), "read unfinished");
+        if (!has) break;
+        const Value* id = d.Get("_id");
+        const MemberRecord* holder = id ? HolderOf(sweepers[i], *id) : nullptr;
+        if (!holder || holder->id != victim) continue;
+        const Value* owner = d.GetPath(paths.LeaseOwner());
+        const Value* expires = d.GetPath(paths.LeaseExpires());
+        const bool leased = owner && owner->is_string() && *owner->as_string() == victim &&
+                            expires && expires->is_datetime() &&
+                            expires->as_datetime()->millis > now.millis;
+        (leased ? left.leased : left.share).insert(IdKey(*id));
+      }
+    }
+    return left;
+  }
+
+  // For a stop: the poll that first finds nothing unfinished while it lasts (a stopped
+  // daemon logs what it wrote before the stop only once continued, so its log's times say
+  // when it woke, not when it wrote); then SIGCONT.
+  std::optional<Steady::time_point> WhileStopped(TakeoverRun* r, Steady::time_point t_fault,
+                                                 RunDaemon* victim) const {
+    std::optional<Steady::time_point> drained_at;
+    if (r->fault != "stop") return drained_at;
+    const auto until = t_fault + std::chrono::duration_cast<Steady::duration>(Seconds(r->stop_s));
+    for (; Steady::now() < until; std::this_thread::sleep_for(std::chrono::milliseconds(250)))
+      if (!drained_at && fleets_->Unfinished() == 0) drained_at = Steady::now();
+    victim->proc().Signal(SIGCONT);
+    r->wall_cont = UnixNow();
+    return drained_at;
+  }
+
+  // When the last of a set was resolved by the others, after the fault (their logs:
+  // they were never stopped, so a line's time is its write's, within a bulk); how
+  // many the victim resolved itself (its writes in flight at the fault, or once
+  // continued: their time is unknown), and how many no log names (the killed
+  // daemon's last writes, which its log did not keep).
+  static void Time(const std::vector<DaemonLog>& logs, const Resolutions& res, TakeoverRun* r) {
+    std::unordered_map<std::string, double> by_others;  // txn -> its first resolution
+    for (std::size_t d = 1; d < logs.size(); ++d)
+      for (const auto& x : logs[d].resolved)
+        if (x.action != "check-late-writes") by_others.emplace(x.txn, x.at);
+    auto last_of = [&](const std::unordered_set<std::string>& set) {
+      double last = -1;  // none timed: every one resolved by itself, or none left
+      for (const auto& id : set) {
+        if (auto it = by_others.find(id); it != by_others.end())
+          last = std::max(last, it->second - r->wall_fault);
+        else if (res.by.count(id))
+          ++r->by_itself;
+        else
+          ++r->unlogged;
+      }
+      return last;
+    };
+    r->share_s = last_of(r->left.share);
+    r->leased_s = last_of(r->left.leased);
+    // When the others first resolved one of its share: the take-over's start, which the
+    // bound (fleet.expiry + one interval) is about; the rest of "done" is the time to
+    // drive what it held.
+    for (const auto& id : r->left.share)
+      if (auto it = by_others.find(id); it != by_others.end())
+        r->started_s = r->started_s < 0 ? it->second - r->wall_fault
+                                        : std::min(r->started_s, it->second - r->wall_fault);
+  }
+
+  std::string CheckText(const TakeoverRun& r, const Resolutions& res,
+                        const std::vector<DaemonLog>& logs, const std::string& problems,
+                        nlohmann::json* j) const {
+    const Options& o = s_.o;
+    // A SIGKILLed daemon's last resolutions may be on the server and not in its log (it
+    // logs a bulk's transactions once the bulk returns): those are named, not failed.
+    std::string check = s_.verify(o.fleet_n, j);
+    if (r.fault == "kill" && !res.twice && static_cast<std::int64_t>(res.by.size()) < o.fleet_n) {
+      const std::int64_t missing = o.fleet_n - static_cast<std::int64_t>(res.by.size());
+      check += "; each logged once; " + Int(missing) +
+               " resolved in no log (the killed daemon's last bulks)";
+      (*j)["resolved_in_logs"] = static_cast<std::int64_t>(res.by.size());
+      (*j)["resolved_by_two"] = res.twice;
+      (*j)["failed_attempts"] = res.failed;
+    } else {
+      check += Once(res, o.fleet_n, j);
+    }
+    check += problems;
+    if (!r.done) check = "NOT DRAINED in " + Fmt("%.0f", o.fleet_timeout) + " s; " + check;
+    if (r.seen_members != 3) check += "; " + std::to_string(r.seen_members) + " live members seen";
+    if (r.unlogged) check += "; " + Int(r.unlogged) + " of what it held in no log";
+    if (r.by_itself)
+      check += "; " + Int(r.by_itself) + " of what it held (share or leases) resolved by itself";
+    if (r.fault == "stop") check += AfterStop(r, res, logs[0], j);
+    return check;
+  }
+
+  // What the stopped member did once continued: resolutions (its own share, or its
+  // leases not yet taken over), and attempts that failed (a fenced write, a lost claim).
+  static std::string AfterStop(const TakeoverRun& r, const Resolutions& res,
+                               const DaemonLog& victim, nlohmann::json* j) {
+    std::int64_t after = 0, by_others_while = 0;
+    std::int64_t failed_after = 0;
+    // Half a second of slack: its lines carry milliseconds, truncated, and it may log
+    // before the bench reads the clock after SIGCONT; a stop lasts seconds.
+    const double woke = r.wall_cont - 0.5;
+    for (const auto& x : victim.resolved)
+      if (x.at >= woke && x.action != "check-late-writes") ++after;
+    for (double at : victim.failed) failed_after += at >= woke ? 1 : 0;
+    for (const auto& id : r.left.share) {
+      auto it = res.at.find(id);
+      if (it != res.at.end() && it->second < r.wall_cont) ++by_others_while;
+    }
+    (*j)["failed_by_it_after_sigcont"] = failed_after;
+    (*j)["resolved_by_it_after_sigcont"] = after;
+    (*j)["its_share_resolved_by_others_while_stopped"] = by_others_while;
+    (*j)["stop_seconds"] = r.stop_s;
+    return "; while stopped the others resolved " + Int(by_others_while) + " of its " +
+           Int(static_cast<std::int64_t>(r.left.share.size())) + "; continued, it resolved " +
+           Int(after) + " and failed " + Int(failed_after) + " attempt(s)";
+  }
+
+  static nlohmann::json SecondsOrNull(double s) {
+    return s >= 0 ? nlohmann::json(s) : nlohmann::json();
+  }
+
+  void Report(const TakeoverRun& r, const Resolutions& res, const std::string& check, Table* t,
+              nlohmann::json j) const {
+    const Options& o = s_.o;
+    const std::string what =
+        r.fault == "kill" ? "SIGKILL" : "SIGSTOP " + Fmt("%.0f", r.stop_s) + " s";
+    t->Print({what, Int(o.fleet_n), Int(o.fleet_n - r.left_at_fault),
+              Int(static_cast<std::int64_t>(r.left.share.size())) + " + " +
+                  Int(static_cast<std::int64_t>(r.left.leased.size())) + " leased",
+              r.started_s >= 0 ? Fmt("%.1f", r.started_s) : "-",
+              r.share_s >= 0 ? Fmt("%.1f", r.share_s) : "-", Fmt("%.1f", bound_),
+              r.leased_s >= 0 ? Fmt("%.1f", r.leased_s) : "-", Fmt("%.1f", r.all_s), Int(res.twice),
+              check});
+    j["run"] = r.fault == "kill" ? "takeover-kill" : "takeover-stop";
+    j["n"] = o.fleet_n;
+    j["settings"] = fs_.Describe() + ", resume_after " + o.takeover_resume_after;
+    j["resolved_at_fault"] = o.fleet_n - r.left_at_fault;
+    j["live_members_seen"] = r.seen_members;
+    j["its_share_left"] = r.left.share.size();
+    j["its_leased_left"] = r.left.leased.size();
+    j["its_share_started_seconds"] = SecondsOrNull(r.started_s);
+    j["its_share_started_within_bound"] = r.started_s >= 0 && r.started_s <= bound_;
+    j["its_share_done_seconds"] = SecondsOrNull(r.share_s);
+    j["bound_seconds"] = bound_;
+    j["its_share_within_bound"] = r.share_s <= bound_;
+    j["its_leased_done_seconds"] = SecondsOrNull(r.leased_s);
+    j["lease_bound_seconds"] = lease_bound_;
+    j["all_done_seconds"] = r.all_s;
+    j["unlogged"] = r.unlogged;
+    j["its_share_resolved_by_itself"] = r.by_itself;
+    s_.report.Add(std::move(j));
+  }
+
+  static constexpr const char* kMembers = "txn_recoveryd_members";
+
+  Session& s_;
+  Fleets* fleets_;
+  FleetSettings fs_;
+  std::chrono::milliseconds expiry_{}, lease_{};
+  double bound_ = 0, lease_bound_ = 0;
+};
+
+}  // namespace
+
+void Session::RunDaemons() {
+  Fleets fleets(*this);
+  if (!o.fleet_run.empty()) FleetRuns(*this, &fleets);
+  if (o.takeover) Takeover(*this, &fleets).RunAll();
 }
 
 }  // namespace txn_recovery::bench

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "bench.h"
-#include "config.h"
+#include "daemon/configuration/config.h"
 #include "index_cost.h"
 
 namespace txn_recovery::bench {

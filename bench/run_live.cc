@@ -55,7 +55,7 @@ class Application {
   Application& operator=(const Application&) = delete;
 
   void Open() {
-    Check(store_->DropDatabase(db_), "drop " + db_);
+    Check(DropDatabase(store_, db_), "drop " + db_);
     std::vector<Document> chunk;
     for (std::int64_t k = 0; k < kLiveAccounts; ++k) {
       chunk.push_back(Document{
@@ -328,7 +328,7 @@ void Session::RunLive() {
     row(pace > 0 ? "sweep, pace " + Int(pace) : "sweep, unbounded", r.seconds, pace, w, late,
         check);
   }
-  (void)store->DropDatabase(app_db);
+  (void)DropDatabase(store.get(), app_db);
 }
 
 }  // namespace txn_recovery::bench

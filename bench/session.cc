@@ -87,7 +87,8 @@ std::string Session::ConfigWithPace(std::int64_t pace) const {
 }
 
 int Main(const Options& o) {
-  // The daemon's code run in this process (ExplainSweep) logs: to stderr, not into the tables.
+  // The daemon's code run in this process (RunSweep in ExamineSweep, PrepareIndexes) logs: to
+  // stderr, not into the tables.
   spdlog::set_default_logger(spdlog::stderr_color_mt("txn-recovery-bench"));
   spdlog::set_level(spdlog::level::warn);
   MongoDriver driver;
@@ -171,7 +172,7 @@ int Main(const Options& o) {
   std::printf("\nload average at the end: %s\n", LoadAverage().c_str());
   report.doc()["machine"]["load_average_end"] = LoadAverage();
   report.Save();
-  for (const auto& p : profiles) (void)store->DropDatabase(session.db_of(*p));
+  for (const auto& p : profiles) (void)DropDatabase(store.get(), session.db_of(*p));
   std::remove(config.c_str());
   return 0;
 }

@@ -14,10 +14,9 @@
 #include <vector>
 
 #include "bench.h"
-#include "config.h"
-#include "index_check.h"
-#include "sweep_command.h"
-#include "txn_recovery/stores/query_log.h"
+#include "daemon/commands/index_check.h"
+#include "daemon/commands/sweep_command.h"
+#include "daemon/configuration/config.h"
 #include "wire_counter.h"
 
 namespace txn_recovery::bench {
@@ -243,7 +242,7 @@ ServerWork ExamineSweep(MongoStore* store, const std::string& config_path, const
   QueryPlan plan;
   ServerWork w;
   w.explained =
-      store->Explain({ReadQuery::Kind::kFind, probe, Filter().Eq("_id", 1), {}}, &plan).ok();
+      Explain(store, {ReadQuery::Kind::kFind, probe, Filter().Eq("_id", 1), {}}, &plan).ok();
   const txn_recoveryd::Config config = DaemonConfig(config_path, uri);
   QueryLog log(store);
   txn_recoveryd::SweepCommandOptions options;
@@ -255,7 +254,7 @@ ServerWork ExamineSweep(MongoStore* store, const std::string& config_path, const
   for (const ReadQuery& q : log.reads()) {
     ++w.reads;
     if (w.explained) {
-      Check(store->Explain(q, &plan), "explain " + q.ToString());
+      Check(Explain(store, q, &plan), "explain " + q.ToString());
       if (plan.collection_scan) ++w.collection_scans;
       w.keys_examined += plan.keys_examined;
       w.docs_examined += plan.docs_examined;

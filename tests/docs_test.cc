@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "cli.h"
-#include "config.h"
-#include "config_schema.h"
+#include "daemon/cli.h"
+#include "daemon/configuration/config.h"
+#include "daemon/configuration/config_schema.h"
 
 namespace txn_recoveryd {
 namespace {
@@ -444,9 +444,9 @@ TEST(Completions, OfferTheValuesOfTheLogKeys) {
   }
 }
 
-// The exit codes daemon/exit_codes.h defines: name -> value.
+// The exit codes daemon/base/exit_codes.h defines: name -> value.
 std::map<std::string, int> ExitCodes() {
-  const std::string header = Read(Source("daemon/exit_codes.h"));
+  const std::string header = Read(Source("daemon/base/exit_codes.h"));
   std::map<std::string, int> codes;
   std::regex code(R"(inline constexpr int (kExit[A-Za-z]+) = ([0-9]+);)");
   for (std::sregex_iterator it(header.begin(), header.end(), code), end; it != end; ++it)

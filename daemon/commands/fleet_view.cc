@@ -1,4 +1,4 @@
-#include "fleet_view.h"
+#include "daemon/commands/fleet_view.h"
 
 namespace txn_recoveryd {
 

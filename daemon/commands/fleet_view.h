@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "config.h"
+#include "daemon/configuration/config.h"
 #include "txn_recovery/base/document.h"
 #include "txn_recovery/base/status.h"
 #include "txn_recovery/engine/membership.h"

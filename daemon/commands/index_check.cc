@@ -1,8 +1,8 @@
-#include "index_check.h"
+#include "daemon/commands/index_check.h"
 
 #include <spdlog/spdlog.h>
 
-#include "logging.h"
+#include "daemon/logging/logging.h"
 
 namespace txn_recoveryd {
 

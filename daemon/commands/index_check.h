@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "config.h"
+#include "daemon/configuration/config.h"
 #include "txn_recovery/stores/store.h"
 #include "txn_recovery/tools/indexes.h"
 

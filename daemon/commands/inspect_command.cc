@@ -1,12 +1,12 @@
-#include "inspect_command.h"
+#include "daemon/commands/inspect_command.h"
 
 #include <nlohmann/json.hpp>
 
-#include "exit_codes.h"
-#include "fleet_view.h"
-#include "ids.h"
-#include "index_check.h"
-#include "revision.h"
+#include "daemon/base/exit_codes.h"
+#include "daemon/base/ids.h"
+#include "daemon/base/revision.h"
+#include "daemon/commands/fleet_view.h"
+#include "daemon/commands/index_check.h"
 #include "txn_recovery/base/clock.h"
 #include "txn_recovery/engine/membership.h"
 #include "txn_recovery/engine/state_machine.h"
@@ -161,6 +161,40 @@ nlohmann::json WatchJson(const txn_recovery::WatchSpec& w, const WatchFindings& 
   };
 }
 
+// The fleet of a watch's database as `inspect` prints it: the live members, the one not
+// driving its share, the expired records.
+void PrintFleet(const Config& config, const WatchFindings& f, std::ostream& out) {
+  out << "  fleet (" << config.fleet.members_collection << "): " << f.members.size()
+      << " live member" << (f.members.size() == 1 ? "" : "s") << "\n";
+  for (const auto& m : f.members)
+    out << "    " << m["id"].get<std::string>() << "  host=" << m["host"].get<std::string>()
+        << "  version=" << m["version"].get<std::string>()
+        << (m["same_version"].get<bool>() ? "" : " [not this inspect's]")
+        << "  format=" << m["format"].get<std::int64_t>() << "  heartbeat "
+        << m["heartbeat_age_seconds"].get<double>() << "s ago  buckets "
+        << m["buckets"].get<std::uint32_t>() << "  stuck " << m["stuck"].get<std::int64_t>()
+        << " (overdue " << m["overdue"].get<std::int64_t>() << ")\n";
+  // Live, yet what its share holds stays stuck: the overdue rule has the others take it
+  // over; the operator should know which host is not doing its part.
+  for (const auto& m : f.members)
+    if (const auto overdue = m["overdue"].get<std::int64_t>(); overdue > 0)
+      out << "  WARNING: member " << m["id"].get<std::string>() << " (host "
+          << m["host"].get<std::string>() << ") is live but its share holds " << overdue
+          << " transaction" << (overdue == 1 ? "" : "s") << " stuck past "
+          << (overdue == 1 ? "its" : "their") << " threshold by more than fleet.overdue_after ("
+          << FormatDuration(config.fleet.overdue_after)
+          << "): it is not driving its share; the other members take them over "
+             "(docs/fleet.md)\n";
+  if (!f.expired_members.empty()) {
+    out << "  expired member records: " << f.expired_members.size()
+        << " (removed when a live member next lists the fleet)\n";
+    for (const auto& m : f.expired_members)
+      out << "    " << m["id"].get<std::string>() << "  host=" << m["host"].get<std::string>()
+          << "  version=" << m["version"].get<std::string>() << "  heartbeat "
+          << m["heartbeat_age_seconds"].get<double>() << "s ago\n";
+  }
+}
+
 void PrintWatch(const Config& config, const txn_recovery::WatchSpec& w, const WatchFindings& f,
                 std::ostream& out) {
   const Status& s = f.status;
@@ -197,37 +231,7 @@ void PrintWatch(const Config& config, const txn_recovery::WatchSpec& w, const Wa
     if (!c.present && !c.needed)
       out << "    not needed yet: " << c.index.spec.ToString() << " on " << c.index.ns.ToString()
           << " (every transaction there has a time field)\n";
-  if (config.fleet.enabled) {
-    out << "  fleet (" << config.fleet.members_collection << "): " << f.members.size()
-        << " live member" << (f.members.size() == 1 ? "" : "s") << "\n";
-    for (const auto& m : f.members)
-      out << "    " << m["id"].get<std::string>() << "  host=" << m["host"].get<std::string>()
-          << "  version=" << m["version"].get<std::string>()
-          << (m["same_version"].get<bool>() ? "" : " [not this inspect's]")
-          << "  format=" << m["format"].get<std::int64_t>() << "  heartbeat "
-          << m["heartbeat_age_seconds"].get<double>() << "s ago  buckets "
-          << m["buckets"].get<std::uint32_t>() << "  stuck " << m["stuck"].get<std::int64_t>()
-          << " (overdue " << m["overdue"].get<std::int64_t>() << ")\n";
-    // Live, yet what its share holds stays stuck: the overdue rule has the others take it
-    // over; the operator should know which host is not doing its part.
-    for (const auto& m : f.members)
-      if (const auto overdue = m["overdue"].get<std::int64_t>(); overdue > 0)
-        out << "  WARNING: member " << m["id"].get<std::string>() << " (host "
-            << m["host"].get<std::string>() << ") is live but its share holds " << overdue
-            << " transaction" << (overdue == 1 ? "" : "s") << " stuck past "
-            << (overdue == 1 ? "its" : "their") << " threshold by more than fleet.overdue_after ("
-            << FormatDuration(config.fleet.overdue_after)
-            << "): it is not driving its share; the other members take them over "
-               "(docs/fleet.md)\n";
-    if (!f.expired_members.empty()) {
-      out << "  expired member records: " << f.expired_members.size()
-          << " (removed when a live member next lists the fleet)\n";
-      for (const auto& m : f.expired_members)
-        out << "    " << m["id"].get<std::string>() << "  host=" << m["host"].get<std::string>()
-            << "  version=" << m["version"].get<std::string>() << "  heartbeat "
-            << m["heartbeat_age_seconds"].get<double>() << "s ago\n";
-    }
-  }
+  if (config.fleet.enabled) PrintFleet(config, f, out);
   out << "  quarantined: " << f.quarantined.size() << "\n";
   for (std::size_t i = 0; i < f.quarantined.size(); ++i) {
     const auto& q = f.quarantined[i];

@@ -4,7 +4,7 @@
 
 #include <ostream>
 
-#include "config.h"
+#include "daemon/configuration/config.h"
 #include "txn_recovery/stores/store.h"
 
 namespace txn_recoveryd {

@@ -1,8 +1,8 @@
-#include "propose_command.h"
+#include "daemon/commands/propose_command.h"
 
 #include <sys/stat.h>
 
-#include "exit_codes.h"
+#include "daemon/base/exit_codes.h"
 #include "txn_recovery/tools/propose.h"
 
 namespace txn_recoveryd {

@@ -7,7 +7,7 @@
 #include <ostream>
 #include <string>
 
-#include "config.h"
+#include "daemon/configuration/config.h"
 #include "txn_recovery/stores/store.h"
 
 namespace txn_recoveryd {

@@ -1,11 +1,11 @@
-#include "rehearse_command.h"
+#include "daemon/commands/rehearse_command.h"
 
 #include <nlohmann/json.hpp>
 
 #include <set>
 
-#include "exit_codes.h"
-#include "sweep_command.h"
+#include "daemon/base/exit_codes.h"
+#include "daemon/commands/sweep_command.h"
 #include "txn_recovery/base/clock.h"
 #include "txn_recovery/tools/rehearse.h"
 
@@ -154,7 +154,7 @@ int RunRehearse(const Config& config, txn_recovery::MongoStore* store, bool json
       break;
     }
     txn_recovery::RehearseOptions ro;
-    ro.sweep = SweepOptionsFor(config);
+    ro.sweep = ConfiguredSweepOptions(config);
     ro.sweep.lease.owner = "rehearsal";
     ro.stop = stop;
     txn_recovery::RehearsalReport r;

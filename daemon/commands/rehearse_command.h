@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "config.h"
+#include "daemon/configuration/config.h"
 #include "txn_recovery/stores/mongo_store.h"
 
 namespace txn_recoveryd {

@@ -1,4 +1,4 @@
-#include "sweep_command.h"
+#include "daemon/commands/sweep_command.h"
 
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
@@ -8,11 +8,11 @@
 #include <sstream>
 #include <vector>
 
-#include "exit_codes.h"
-#include "fleet_view.h"
-#include "ids.h"
-#include "index_check.h"
-#include "logging.h"
+#include "daemon/base/exit_codes.h"
+#include "daemon/base/ids.h"
+#include "daemon/commands/fleet_view.h"
+#include "daemon/commands/index_check.h"
+#include "daemon/logging/logging.h"
 #include "txn_recovery/base/clock.h"
 #include "txn_recovery/base/duration.h"
 #include "txn_recovery/engine/sweeper.h"
@@ -215,12 +215,14 @@ void PrintTransaction(const TxnReport& r, const FleetView& fleet, std::ostream& 
   out << "\n";
 }
 
-txn_recovery::SweepOptions SweeperOptions(const Config& config, const SweepCommandOptions& o) {
-  txn_recovery::SweepOptions so = SweepOptionsFor(config);
-  so.dry_run = o.dry_run;
-  so.lease.owner = txn_recovery::MakeOwnerId();
-  so.share = o.share;
-  return so;
+// The configured options with the command line's: a dry run, a share.
+txn_recovery::SweepOptions CommandSweepOptions(const Config& config,
+                                               const SweepCommandOptions& command) {
+  txn_recovery::SweepOptions options = ConfiguredSweepOptions(config);
+  options.dry_run = command.dry_run;
+  options.lease.owner = txn_recovery::MakeOwnerId();
+  options.share = command.share;
+  return options;
 }
 
 // Sweeps one watch; each transaction is logged and, when listed, printed as it comes.
@@ -267,11 +269,11 @@ void ScanOne(const Config& config, txn_recovery::Store* store, const SweepComman
              const txn_recovery::LeaseOptions& lease, WatchRun* run) {
   if (!options.orphans || run->summary.paused || run->status.IsUnavailable()) return;
   const auto& watch = *run->watch;
-  txn_recovery::OrphanOptions oo = OrphanOptionsFor(config, lease);
-  oo.dry_run = options.dry_run;
+  txn_recovery::OrphanOptions orphan_options = OrphanOptionsFor(config, lease);
+  orphan_options.dry_run = options.dry_run;
   run->scanned = true;
   run->orphan_status = txn_recovery::ScanOrphans(
-      store, txn_recovery::Clock::Real(), watch, oo,
+      store, txn_recovery::Clock::Real(), watch, orphan_options,
       [&](const txn_recovery::OrphanFinding& f) {
         LogOrphan(watch.name, f);
         run->findings.push_back(f);
@@ -448,23 +450,23 @@ std::string ParseShare(const std::string& text, txn_recovery::Share* share) {
   return "";
 }
 
-txn_recovery::SweepOptions SweepOptionsFor(const Config& config) {
-  txn_recovery::SweepOptions so;
-  so.workers = config.sweep.workers;
-  so.batch_size = config.sweep.batch_size;
-  so.bulk_size = config.sweep.bulk_size;
-  so.lease = LeaseOptionsFor(config);
-  so.max_failures = config.sweep.max_failures;
+txn_recovery::SweepOptions ConfiguredSweepOptions(const Config& config) {
+  txn_recovery::SweepOptions options;
+  options.workers = config.sweep.workers;
+  options.batch_size = config.sweep.batch_size;
+  options.bulk_size = config.sweep.bulk_size;
+  options.lease = LeaseOptionsFor(config);
+  options.max_failures = config.sweep.max_failures;
   if (config.sweep.pace > 0)
-    so.pace = std::make_shared<txn_recovery::Pace>(txn_recovery::Clock::Real(),
-                                                   static_cast<double>(config.sweep.pace));
-  return so;
+    options.pace = std::make_shared<txn_recovery::Pace>(txn_recovery::Clock::Real(),
+                                                        static_cast<double>(config.sweep.pace));
+  return options;
 }
 
 int RunSweep(const Config& config, txn_recovery::Store* store, const SweepCommandOptions& options,
              std::ostream& out) {
-  txn_recovery::SweepOptions so = SweeperOptions(config, options);
-  txn_recovery::Sweeper sweeper(store, txn_recovery::Clock::Real(), so);
+  txn_recovery::SweepOptions sweep_options = CommandSweepOptions(config, options);
+  txn_recovery::Sweeper sweeper(store, txn_recovery::Clock::Real(), sweep_options);
   // One wait for a database that does not answer, not one for the index check and one for
   // each watch: every watch reports it, with its exit code. The index check is the first
   // thing that reaches the database, and returns Unavailable at once when it cannot (OK
@@ -481,7 +483,7 @@ int RunSweep(const Config& config, txn_recovery::Store* store, const SweepComman
     WatchRun run;
     run.share = options.share;
     SweepOne(sweeper, watch, options, reach, config, store, json ? &*json : nullptr, out, &run);
-    ScanOne(config, store, options, so.lease, &run);
+    ScanOne(config, store, options, sweep_options.lease, &run);
     Judge(run, options.dry_run, &verdict);
     if (options.figures != nullptr) {
       const auto& s = run.summary;

@@ -5,8 +5,8 @@
 #include <ostream>
 #include <string>
 
-#include "config.h"
-#include "sweep_textfile.h"
+#include "daemon/commands/sweep_textfile.h"
+#include "daemon/configuration/config.h"
 #include "txn_recovery/engine/membership.h"
 #include "txn_recovery/engine/sweeper.h"
 #include "txn_recovery/stores/store.h"
@@ -42,14 +42,14 @@ void LogTransaction(const txn_recovery::TxnReport& report);
 // Logs one orphan-scan finding the same way (the participant's _id as a field too).
 void LogOrphan(const std::string& watch, const txn_recovery::OrphanFinding& finding);
 
-// Sweeps every watch of `config` through `store` and writes the report to `out`.
-// Returns the process exit code (exit_codes.h).
 // The sweeper's options the configuration sets, one assembly for `run` and `sweep`: the
 // workers, the batch and bulk sizes, the lease's duration, max_failures. Each caller adds
 // its own: the lease owner, and a dry run and a share (`sweep`) or the stop flag, the
 // memory and the overdue rule (`run`).
-txn_recovery::SweepOptions SweepOptionsFor(const Config& config);
+txn_recovery::SweepOptions ConfiguredSweepOptions(const Config& config);
 
+// Sweeps every watch of `config` through `store` and writes the report to `out`.
+// Returns the process exit code (exit_codes.h).
 int RunSweep(const Config& config, txn_recovery::Store* store, const SweepCommandOptions& options,
              std::ostream& out);
 

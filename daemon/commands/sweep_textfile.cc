@@ -1,4 +1,4 @@
-#include "sweep_textfile.h"
+#include "daemon/commands/sweep_textfile.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "metrics.h"
+#include "daemon/serving/metrics.h"
 
 namespace txn_recoveryd {
 

@@ -1,13 +1,13 @@
-#include "transaction_commands.h"
+#include "daemon/commands/transaction_commands.h"
 
 #include <nlohmann/json.hpp>
 
 #include <iostream>
 
-#include "exit_codes.h"
-#include "fleet_view.h"
-#include "ids.h"
-#include "sweep_command.h"
+#include "daemon/base/exit_codes.h"
+#include "daemon/base/ids.h"
+#include "daemon/commands/fleet_view.h"
+#include "daemon/commands/sweep_command.h"
 #include "txn_recovery/base/clock.h"
 #include "txn_recovery/engine/membership.h"
 #include "txn_recovery/engine/one_transaction.h"

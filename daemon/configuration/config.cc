@@ -1,4 +1,4 @@
-#include "config.h"
+#include "daemon/configuration/config.h"
 
 #include <toml++/toml.h>
 #include <unistd.h>
@@ -7,10 +7,10 @@
 #include <fstream>
 #include <set>
 
-#include "config_schema.h"
-#include "configuration/config_reading.h"
-#include "http_server.h"
-#include "logging.h"
+#include "daemon/base/journal_stream.h"
+#include "daemon/configuration/config_reading.h"
+#include "daemon/configuration/config_schema.h"
+#include "daemon/serving/http_server.h"
 #include "txn_recovery/stores/mongo_store.h"
 
 namespace txn_recoveryd {

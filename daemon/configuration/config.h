@@ -12,9 +12,9 @@
 #include <string_view>
 #include <vector>
 
-#include "configuration/config_describe.h"
-#include "configuration/config_environment.h"
-#include "http_server.h"
+#include "daemon/configuration/config_describe.h"
+#include "daemon/configuration/config_environment.h"
+#include "daemon/serving/http_server.h"
 #include "txn_recovery/base/duration.h"
 #include "txn_recovery/base/status.h"
 #include "txn_recovery/engine/fleet_member.h"

@@ -1,13 +1,13 @@
-#include "configuration/config_describe.h"
+#include "daemon/configuration/config_describe.h"
 
 #include <algorithm>
 #include <optional>
 #include <sstream>
 #include <variant>
 
-#include "configuration/config.h"
-#include "configuration/config_reading.h"
-#include "configuration/config_schema.h"
+#include "daemon/configuration/config.h"
+#include "daemon/configuration/config_reading.h"
+#include "daemon/configuration/config_schema.h"
 #include "txn_recovery/stores/mongo_store.h"
 
 namespace txn_recoveryd {

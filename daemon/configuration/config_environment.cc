@@ -1,4 +1,4 @@
-#include "configuration/config_environment.h"
+#include "daemon/configuration/config_environment.h"
 
 #include <toml++/toml.h>
 #include <unistd.h>
@@ -8,9 +8,9 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "commands/suggest.h"
-#include "configuration/config_reading.h"
-#include "configuration/config_schema.h"
+#include "daemon/base/suggest.h"
+#include "daemon/configuration/config_reading.h"
+#include "daemon/configuration/config_schema.h"
 
 namespace txn_recoveryd {
 

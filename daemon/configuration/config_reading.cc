@@ -1,9 +1,9 @@
-#include "configuration/config_reading.h"
+#include "daemon/configuration/config_reading.h"
 
 #include <optional>
 #include <variant>
 
-#include "commands/suggest.h"
+#include "daemon/base/suggest.h"
 
 namespace txn_recoveryd {
 

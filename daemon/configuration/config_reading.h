@@ -15,8 +15,8 @@
 #include <utility>
 #include <vector>
 
-#include "configuration/config.h"
-#include "configuration/config_schema.h"
+#include "daemon/configuration/config.h"
+#include "daemon/configuration/config_schema.h"
 #include "txn_recovery/base/status.h"
 
 namespace txn_recoveryd {

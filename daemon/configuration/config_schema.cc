@@ -1,11 +1,11 @@
-#include "config_schema.h"
+#include "daemon/configuration/config_schema.h"
 
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
 
-#include "config.h"
+#include "daemon/configuration/config.h"
 #include "txn_recovery/engine/decision.h"
 #include "txn_recovery/engine/watch.h"
 #include "txn_recovery/shapes/profile.h"

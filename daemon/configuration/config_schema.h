@@ -1,11 +1,12 @@
 // The configuration's one schema: every key the file accepts, with its type, bounds, the
 // profiles it belongs to, where the loaded value lives and one line of documentation. Its
 // default is not typed here: it is the value a default Config or DefaultWatch holds in that
-// place (the library's own, config.h), rendered by DefaultFor (config_describe.h). The loader, the environment overlay (TXN_RECOVERYD_*), the unknown-key
-// check, check-config's description and the CLI's log options read this table; the
-// documentation (docs/configuration.md, the man page, config/txn-recoveryd.toml and the
-// shell completions) is checked against it by tests/docs_test.cc. A key is added here,
-// and nowhere else in the code.
+// place (the library's own, config.h), rendered by DefaultFor (config_describe.h). The
+// loader, the environment overlay (TXN_RECOVERYD_*), the unknown-key check, check-config's
+// description and the CLI's log options read this table; the documentation
+// (docs/configuration.md, the man page, config/txn-recoveryd.toml and the shell
+// completions) is checked against it by tests/docs_test.cc. A key is added here, and
+// nowhere else in the code.
 #pragma once
 
 #include <chrono>

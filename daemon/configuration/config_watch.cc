@@ -4,8 +4,8 @@
 #include <optional>
 #include <set>
 
-#include "commands/suggest.h"
-#include "configuration/config_reading.h"
+#include "daemon/base/suggest.h"
+#include "daemon/configuration/config_reading.h"
 #include "txn_recovery/shapes/config_problem.h"
 
 namespace txn_recoveryd {

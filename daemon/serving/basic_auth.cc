@@ -1,4 +1,4 @@
-#include "basic_auth.h"
+#include "daemon/serving/basic_auth.h"
 
 #include <crypt.h>
 #include <openssl/crypto.h>

@@ -1,4 +1,4 @@
-#include "http_server.h"
+#include "daemon/serving/http_server.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -27,7 +27,7 @@
 #include <utility>
 #include <vector>
 
-#include "web_config.h"
+#include "daemon/serving/web_config.h"
 
 namespace txn_recoveryd {
 
@@ -424,10 +424,137 @@ bool Waits(Conn& c, TlsSession::Io io) {
 
 enum class Admission { kServe, kVerify, kRefuse };
 
+// The workers that answer complete requests off the poll thread: a request's handler, after a
+// password check (bcrypt) when it needs one, one check at a time, so that the other workers
+// stay free for the probes. Each answer goes back to the poll thread (TakeDone), woken by
+// `wake`.
+class WorkerPool {
+ public:
+  // A connection's id, and its response's bytes and whether the connection closes after.
+  using Done = std::pair<std::uint64_t, std::pair<std::string, bool>>;
+
+  // `handlers` answer the requests; `unauthorized` counts the passwords refused.
+  WorkerPool(const HealthAndMetricsHandlers* handlers, std::atomic<std::uint64_t>* unauthorized,
+             std::function<void()> wake)
+      : handlers_(*handlers), unauthorized_(*unauthorized), wake_(std::move(wake)) {}
+
+  void Start(int workers) {
+    for (int i = 0; i < workers; ++i) threads_.emplace_back([this] { Worker(); });
+  }
+  // Handlers already running finish (they read the daemon's state); none starts.
+  void Stop() {
+    {
+      std::lock_guard lock(jobs_mu_);
+      stop_ = true;
+      jobs_.clear();
+    }
+    jobs_cv_.notify_all();
+    for (auto& t : threads_) t.join();
+    threads_.clear();
+  }
+
+  void Serve(Job job) {
+    {
+      std::lock_guard lock(jobs_mu_);
+      jobs_.push_back(std::move(job));
+    }
+    jobs_cv_.notify_one();
+  }
+  // Queues `job` for its password check; false, and the password erased, when
+  // kMaxWaitingVerifications already wait.
+  bool Verify(Job* job) {
+    {
+      std::lock_guard lock(jobs_mu_);
+      if (verifications_.size() >= kMaxWaitingVerifications) {
+        BasicAuth::Erase(&job->password);
+        return false;
+      }
+      verifications_.push_back(std::move(*job));
+    }
+    jobs_cv_.notify_one();
+    return true;
+  }
+
+  // The answers finished since the last call.
+  std::vector<Done> TakeDone() {
+    std::vector<Done> finished;
+    std::lock_guard lock(done_mu_);
+    finished.swap(done_);
+    return finished;
+  }
+
+ private:
+  Response Route(const Request& req) {
+    if (req.path == "/") return Response{200, kHtml, LandingPage(), false};
+    if (req.path == "/metrics" && handlers_.metrics)
+      return Guarded(req, [&] { return Response{200, kExposition, handlers_.metrics(), false}; });
+    if (req.path == "/livez" && handlers_.live)
+      return Guarded(req, [&] { return Probe(handlers_.live, "not live"); });
+    if (req.path == "/readyz" && handlers_.ready)
+      return Guarded(req, [&] { return Probe(handlers_.ready, "not ready"); });
+    return Response{404, kText, "not found\n", false};
+  }
+
+  // The next job: a request to answer first; a password to check only while no other
+  // worker checks one, so that the others stay free for the probes. False at Stop.
+  bool NextJob(Job* job) {
+    std::unique_lock lock(jobs_mu_);
+    jobs_cv_.wait(
+        lock, [&] { return stop_ || !jobs_.empty() || (!verifications_.empty() && !verifying_); });
+    if (stop_) return false;
+    std::deque<Job>& from = !jobs_.empty() ? jobs_ : verifications_;
+    *job = std::move(from.front());
+    from.pop_front();
+    if (job->verify) verifying_ = true;
+    return true;
+  }
+
+  // The answer to a request whose password is to be checked.
+  Response VerifyThenRoute(Job& job) {
+    const bool ok = job.security->auth->Verify(job.user, job.password);
+    BasicAuth::Erase(&job.password);
+    {
+      std::lock_guard lock(jobs_mu_);
+      verifying_ = false;
+    }
+    jobs_cv_.notify_all();
+    if (ok) return Route(job.request);
+    unauthorized_++;
+    return Unauthorized();
+  }
+
+  void Worker() {
+    Job job;
+    while (NextJob(&job)) {
+      Response response = job.verify ? VerifyThenRoute(job) : Route(job.request);
+      std::string bytes =
+          Serialize(response, job.request.head, job.close, HeaderLines(job.security.get()));
+      {
+        std::lock_guard lock(done_mu_);
+        done_.emplace_back(job.conn, std::make_pair(std::move(bytes), job.close));
+      }
+      wake_();
+    }
+  }
+
+  const HealthAndMetricsHandlers& handlers_;
+  std::atomic<std::uint64_t>& unauthorized_;
+  std::function<void()> wake_;
+  std::mutex jobs_mu_;  // guards jobs_, verifications_, verifying_, stop_
+  std::condition_variable jobs_cv_;
+  std::deque<Job> jobs_;
+  std::deque<Job> verifications_;  // requests whose password is to be checked first
+  bool verifying_ = false;         // a worker is checking one
+  bool stop_ = false;
+  std::vector<std::thread> threads_;
+  std::mutex done_mu_;  // guards done_
+  std::vector<Done> done_;
+};
+
 }  // namespace
 
-struct HealthServer::Impl {
-  HealthHandlers handlers;
+struct HealthAndMetricsServer::Impl {
+  HealthAndMetricsHandlers handlers;
   HttpLimits limits;
   int listen_fd = -1;
   int wake[2] = {-1, -1};
@@ -437,19 +564,10 @@ struct HealthServer::Impl {
   std::mutex security_mu;  // guards security
   std::shared_ptr<const HttpSecurity> security = std::make_shared<const HttpSecurity>();
 
-  std::mutex jobs_mu;  // guards jobs, verifications, verifying, workers_stop
-  std::condition_variable jobs_cv;
-  std::deque<Job> jobs;
-  std::deque<Job> verifications;  // requests whose password is to be checked first
-  bool verifying = false;         // a worker is checking one
-  bool workers_stop = false;
-  std::vector<std::thread> workers;
-
-  std::mutex done_mu;  // guards done
-  std::vector<std::pair<std::uint64_t, std::pair<std::string, bool>>> done;
-
   std::atomic<std::uint64_t> accepted{0}, requests{0}, evicted{0}, refused{0}, timed_out{0},
       tls_failed{0}, unauthorized{0}, auth_busy{0};
+
+  WorkerPool pool{&handlers, &unauthorized, [this] { Wake(); }};
 
   // The loop thread's own.
   std::map<std::uint64_t, Conn> conns;
@@ -465,63 +583,9 @@ struct HealthServer::Impl {
     (void)!write(wake[1], &b, 1);
   }
 
-  Response Route(const Request& req) {
-    if (req.path == "/") return Response{200, kHtml, LandingPage(), false};
-    if (req.path == "/metrics" && handlers.metrics)
-      return Guarded(req, [&] { return Response{200, kExposition, handlers.metrics(), false}; });
-    if (req.path == "/livez" && handlers.live)
-      return Guarded(req, [&] { return Probe(handlers.live, "not live"); });
-    if (req.path == "/readyz" && handlers.ready)
-      return Guarded(req, [&] { return Probe(handlers.ready, "not ready"); });
-    return Response{404, kText, "not found\n", false};
-  }
-
   std::shared_ptr<const HttpSecurity> Security() {
     std::lock_guard lock(security_mu);
     return security;
-  }
-
-  // The next job: a request to answer first; a password to check only while no other
-  // worker checks one, so that the others stay free for the probes. False at Stop.
-  bool NextJob(Job* job) {
-    std::unique_lock lock(jobs_mu);
-    jobs_cv.wait(lock, [&] {
-      return workers_stop || !jobs.empty() || (!verifications.empty() && !verifying);
-    });
-    if (workers_stop) return false;
-    std::deque<Job>& from = !jobs.empty() ? jobs : verifications;
-    *job = std::move(from.front());
-    from.pop_front();
-    if (job->verify) verifying = true;
-    return true;
-  }
-
-  // The answer to a request whose password is to be checked.
-  Response VerifyThenRoute(Job& job) {
-    const bool ok = job.security->auth->Verify(job.user, job.password);
-    BasicAuth::Erase(&job.password);
-    {
-      std::lock_guard lock(jobs_mu);
-      verifying = false;
-    }
-    jobs_cv.notify_all();
-    if (ok) return Route(job.request);
-    unauthorized++;
-    return Unauthorized();
-  }
-
-  void Worker() {
-    Job job;
-    while (NextJob(&job)) {
-      Response response = job.verify ? VerifyThenRoute(job) : Route(job.request);
-      std::string bytes =
-          Serialize(response, job.request.head, job.close, HeaderLines(job.security.get()));
-      {
-        std::lock_guard lock(done_mu);
-        done.emplace_back(job.conn, std::make_pair(std::move(bytes), job.close));
-      }
-      Wake();
-    }
   }
 
   void Close(std::map<std::uint64_t, Conn>::iterator it) {
@@ -574,27 +638,19 @@ struct HealthServer::Impl {
     job.security = c.security;
     Response refusal;
     Admission admission = Admit(&job, &refusal);
-    if (admission == Admission::kVerify) {
-      std::lock_guard lock(jobs_mu);
-      if (verifications.size() >= kMaxWaitingVerifications) {
-        admission = Admission::kRefuse;
-        refusal = Response{503, kText, "busy checking credentials; retry\n", false};
-        refusal.retry_after = true;
-        auth_busy++;
-        BasicAuth::Erase(&job.password);
-      } else {
-        verifications.push_back(std::move(job));
-      }
+    if (admission == Admission::kVerify && !pool.Verify(&job)) {
+      admission = Admission::kRefuse;
+      refusal = Response{503, kText, "busy checking credentials; retry\n", false};
+      refusal.retry_after = true;
+      auth_busy++;
     } else if (admission == Admission::kServe) {
-      std::lock_guard lock(jobs_mu);
-      jobs.push_back(std::move(job));
+      pool.Serve(std::move(job));
     }
     if (admission == Admission::kRefuse) {
       Respond(c, Serialize(refusal, head_only, close_after, extra), close_after, now);
       return true;
     }
     c.state = ConnState::kHandling;
-    jobs_cv.notify_one();
     return true;
   }
 
@@ -803,12 +859,7 @@ struct HealthServer::Impl {
 
   // Starts sending the responses the workers have finished.
   void SendHandled(Clock::time_point now) {
-    std::vector<std::pair<std::uint64_t, std::pair<std::string, bool>>> finished;
-    {
-      std::lock_guard lock(done_mu);
-      finished.swap(done);
-    }
-    for (auto& [id, response] : finished) {
+    for (auto& [id, response] : pool.TakeDone()) {
       auto it = conns.find(id);
       if (it == conns.end() || it->second.state != ConnState::kHandling) continue;
       Respond(it->second, std::move(response.first), response.second, now);
@@ -893,30 +944,30 @@ Status LoadHttpSecurity(const std::string& path, HttpSecurity* out) {
   return Status::Ok();
 }
 
-HealthServer::HealthServer() = default;
+HealthAndMetricsServer::HealthAndMetricsServer() = default;
 
-HealthServer::~HealthServer() {
+HealthAndMetricsServer::~HealthAndMetricsServer() {
   Stop();
 }
 
-HttpCounters HealthServer::counters() const {
+HttpCounters HealthAndMetricsServer::counters() const {
   if (!impl_) return {};
   return HttpCounters{impl_->accepted.load(),     impl_->requests.load(),  impl_->evicted.load(),
                       impl_->refused.load(),      impl_->timed_out.load(), impl_->tls_failed.load(),
                       impl_->unauthorized.load(), impl_->auth_busy.load()};
 }
 
-void HealthServer::SetSecurity(HttpSecurity security) {
+void HealthAndMetricsServer::SetSecurity(HttpSecurity security) {
   if (impl_ == nullptr) return;
   auto next = std::make_shared<const HttpSecurity>(std::move(security));
   std::lock_guard lock(impl_->security_mu);
   impl_->security = std::move(next);
 }
 
-Status HealthServer::Start(const std::string& listen, HealthHandlers handlers, HttpLimits limits,
-                           HttpSecurity security) {
+Status HealthAndMetricsServer::Start(const std::string& listen, HealthAndMetricsHandlers handlers,
+                                     HttpLimits limits, HttpSecurity security) {
   if (impl_ != nullptr)
-    throw std::logic_error("HealthServer::Start while already serving on " + address_);
+    throw std::logic_error("HealthAndMetricsServer::Start while already serving on " + address_);
   ListenAddress a;
   if (Status s = ParseListenAddress(listen, &a); !s.ok())
     return Status::InvalidArgument("http " + s.message());
@@ -939,8 +990,7 @@ Status HealthServer::Start(const std::string& listen, HealthHandlers handlers, H
   }
   Impl* raw = impl.get();
   // At least two: one stays free for the probes while another checks a password.
-  for (int i = 0; i < std::max(2, limits.workers); ++i)
-    impl->workers.emplace_back([raw] { raw->Worker(); });
+  impl->pool.Start(std::max(2, limits.workers));
   impl->loop = std::thread([raw] { raw->Loop(); });
   impl_ = std::move(impl);
   address_ = std::move(address);
@@ -948,19 +998,12 @@ Status HealthServer::Start(const std::string& listen, HealthHandlers handlers, H
   return Status::Ok();
 }
 
-void HealthServer::Stop() {
+void HealthAndMetricsServer::Stop() {
   if (impl_ == nullptr) return;
   impl_->stop = true;
   impl_->Wake();
   if (impl_->loop.joinable()) impl_->loop.join();  // closes every connection
-  {
-    std::lock_guard lock(impl_->jobs_mu);
-    impl_->workers_stop = true;
-    impl_->jobs.clear();
-  }
-  impl_->jobs_cv.notify_all();
-  // Handlers already running finish (they read the daemon's state); none starts.
-  for (auto& t : impl_->workers) t.join();
+  impl_->pool.Stop();
   impl_.reset();
   port_ = 0;
   address_.clear();

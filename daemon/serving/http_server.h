@@ -1,4 +1,4 @@
-// HealthServer: the optional HTTP listener ([http] listen) that serves the Prometheus
+// HealthAndMetricsServer: the optional HTTP listener ([http] listen) that serves the Prometheus
 // metrics and the two probes a supervisor (Kubernetes, a load balancer, a script) asks:
 //   GET /        — 200, a small HTML page naming the endpoints
 //   GET /metrics — 200, text/plain; version=0.0.4; charset=utf-8 (a Range header is ignored)
@@ -55,8 +55,8 @@
 #include <utility>
 #include <vector>
 
-#include "basic_auth.h"
-#include "http_tls.h"
+#include "daemon/serving/basic_auth.h"
+#include "daemon/serving/http_tls.h"
 #include "txn_recovery/base/status.h"
 
 namespace txn_recoveryd {
@@ -85,7 +85,7 @@ txn_recovery::Status ParseListenAddress(std::string_view text, ListenAddress* ou
 
 // Called from the server's worker threads, possibly at once: each must be thread-safe. An
 // empty std::function leaves its path unserved (404).
-struct HealthHandlers {
+struct HealthAndMetricsHandlers {
   std::function<std::string()> metrics;  // body of /metrics (Metrics::Render)
   // /livez: the sweep loop is making progress. Must never depend on the database, or an
   // outage would get a healthy daemon restarted.
@@ -135,12 +135,12 @@ inline constexpr std::size_t kMaxWaitingVerifications = 8;
 // Not copyable or movable (its threads point back at it). The destructor stops it.
 // Start, Stop, port and address are for the owning thread; they are not meant to race
 // one another.
-class HealthServer {
+class HealthAndMetricsServer {
  public:
-  HealthServer();
-  ~HealthServer();
-  HealthServer(const HealthServer&) = delete;
-  HealthServer& operator=(const HealthServer&) = delete;
+  HealthAndMetricsServer();
+  ~HealthAndMetricsServer();
+  HealthAndMetricsServer(const HealthAndMetricsServer&) = delete;
+  HealthAndMetricsServer& operator=(const HealthAndMetricsServer&) = delete;
 
   // Binds `listen` synchronously, so that a bad address or a port in use is reported here
   // and not on another thread later, then serves on its own threads until Stop.
@@ -150,7 +150,7 @@ class HealthServer {
   // (std::logic_error); after Stop it may be started again.
   // `security` applies to the connections accepted from then on. The pool has at least
   // two workers, so that one is free while another checks a password.
-  txn_recovery::Status Start(const std::string& listen, HealthHandlers handlers,
+  txn_recovery::Status Start(const std::string& listen, HealthAndMetricsHandlers handlers,
                              HttpLimits limits = {}, HttpSecurity security = {});
 
   // Replaces the security of the connections accepted from now on (a reload: a renewed

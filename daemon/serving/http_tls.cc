@@ -1,4 +1,4 @@
-#include "http_tls.h"
+#include "daemon/serving/http_tls.h"
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>

@@ -13,8 +13,8 @@
 #include <memory>
 #include <string>
 
+#include "daemon/serving/web_config.h"
 #include "txn_recovery/base/status.h"
-#include "web_config.h"
 
 // OpenSSL's own type names (SSL, SSL_CTX are typedefs of these).
 struct ssl_st;

@@ -1,4 +1,4 @@
-#include "metrics.h"
+#include "daemon/serving/metrics.h"
 
 #include <algorithm>
 #include <charconv>
@@ -262,8 +262,12 @@ std::string Metrics::Render() const {
   return out;
 }
 
-void DescribeStandardMetrics(Metrics* m, const std::string& version, const std::string& revision) {
-  using T = Metrics::Type;
+namespace {
+
+using T = Metrics::Type;
+
+// What each sweep of a watch did, and what it left stuck or quarantined.
+void DescribeSweepMetrics(Metrics* m) {
   m->Describe("txn_recoveryd_sweeps_total", T::kCounter,
               "Sweeps of a watch attempted, failed ones included "
               "(txn_recoveryd_sweep_failures_total counts those).");
@@ -292,6 +296,11 @@ void DescribeStandardMetrics(Metrics* m, const std::string& version, const std::
   m->Describe("txn_recoveryd_busy_total", T::kCounter,
               "Transactions left alone because another daemon held their lease, or the "
               "application moved them on after they were read.");
+}
+
+// What bounds and follows the sweeps: the pace, retention, the orphan scans, the database's
+// cost, the fleet.
+void DescribeAroundTheSweeps(Metrics* m) {
   m->Describe("txn_recoveryd_pace_limit", T::kGauge,
               "The bound on transactions driven per second by the whole fleet (sweep.pace; "
               "each member drives its part), 0 when unbounded.");
@@ -323,6 +332,10 @@ void DescribeStandardMetrics(Metrics* m, const std::string& version, const std::
               "one included.");
   m->Describe("txn_recoveryd_fleet_share_buckets", T::kGauge,
               "Buckets of the 256 this member's share of the watch holds.");
+}
+
+// The process: paused watches, the database, the build, the reloads, the logs.
+void DescribeProcessMetrics(Metrics* m) {
   m->Describe("txn_recoveryd_paused", T::kGauge,
               "1 while the watch's pause switch is on and the daemon leaves it alone.");
   m->Describe("txn_recoveryd_database_up", T::kGauge,
@@ -335,6 +348,14 @@ void DescribeStandardMetrics(Metrics* m, const std::string& version, const std::
               "Unix time of the last successful configuration load.");
   m->Describe("txn_recoveryd_log_messages_suppressed_total", T::kCounter,
               "Repeated identical log messages dropped by rate limiting.");
+}
+
+}  // namespace
+
+void DescribeStandardMetrics(Metrics* m, const std::string& version, const std::string& revision) {
+  DescribeSweepMetrics(m);
+  DescribeAroundTheSweeps(m);
+  DescribeProcessMetrics(m);
   m->Set("txn_recoveryd_build_info", {{"version", version}, {"revision", revision}}, 1);
 }
 

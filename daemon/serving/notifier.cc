@@ -1,4 +1,4 @@
-#include "notifier.h"
+#include "daemon/serving/notifier.h"
 
 #include <poll.h>
 #include <sys/socket.h>

@@ -1,4 +1,4 @@
-#include "process_metrics.h"
+#include "daemon/serving/process_metrics.h"
 
 #include <dirent.h>
 #include <sys/resource.h>

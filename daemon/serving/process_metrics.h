@@ -12,7 +12,7 @@
 #include <optional>
 #include <string>
 
-#include "metrics.h"
+#include "daemon/serving/metrics.h"
 
 namespace txn_recoveryd {
 

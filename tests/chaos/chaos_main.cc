@@ -38,8 +38,9 @@
 #include <vector>
 
 #include "chaos_app.h"
-#include "config.h"
+#include "daemon/configuration/config.h"
 #include "support/scenario.h"
+#include "support/server_probe.h"
 #include "support/subprocess.h"
 #include "support/test_env.h"
 #include "support/wire/forwarder.h"
@@ -886,7 +887,7 @@ class Run {
     workers_.clear();
     daemons_.clear();
     proxy_.reset();
-    if (!o_.keep && violations_.empty()) (void)store_->DropDatabase(database_);
+    if (!o_.keep && violations_.empty()) (void)DropDatabase(store_.get(), database_);
     if (!violations_.empty() || o_.keep)
       std::cout << "database " << database_ << " kept for inspection" << std::endl;
     std::error_code ec;

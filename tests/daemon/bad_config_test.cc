@@ -8,7 +8,7 @@
 #include <fstream>
 #include <string>
 
-#include "config.h"
+#include "daemon/configuration/config.h"
 #include "support/subprocess.h"
 
 namespace txn_recoveryd {

@@ -8,9 +8,10 @@
 #include <set>
 #include <stdexcept>
 
-#include "cli.h"
+#include "daemon/cli.h"
 #include "support/bank.h"
 #include "support/daemon_process.h"
+#include "support/database_suites.h"
 #include "support/test_env.h"
 #include "txn_recovery/engine/membership.h"
 
@@ -23,6 +24,8 @@ std::string ConfigFor(const std::string& uri, const std::string& database) {
   return "[mongodb]\nuri = \"" + uri + "\"\nserver_selection_timeout = \"2s\"\n" +
          "[[watch]]\nname = \"bank\"\ndatabase = \"" + database + "\"\n";
 }
+
+TXN_RECOVERY_DATABASE_SUITE(Cli);
 
 TEST(Cli, AnExceptionThatEscapesACommandIsAnInternalErrorExit70) {
   // Exit 70 (EX_SOFTWARE) says "a bug": not a configuration to fix or an outage to wait

@@ -10,9 +10,9 @@
 #include <limits>
 #include <map>
 
-#include "config.h"
-#include "config_schema.h"
-#include "sweep_command.h"
+#include "daemon/commands/sweep_command.h"
+#include "daemon/configuration/config.h"
+#include "daemon/configuration/config_schema.h"
 
 namespace txn_recoveryd {
 namespace {
@@ -241,7 +241,7 @@ TEST_F(ConfigFile, TheLeaseAndTheOrphanScanTakeTheirTermsFromTheSweepSection) {
   EXPECT_EQ(lease.duration, std::chrono::minutes(2));
   EXPECT_EQ(lease.margin, txn_recovery::LeaseOptions{}.margin) << "no key sets the margin";
   EXPECT_TRUE(lease.owner.empty()) << "the caller names itself";
-  EXPECT_EQ(SweepOptionsFor(c).lease.duration, lease.duration);
+  EXPECT_EQ(ConfiguredSweepOptions(c).lease.duration, lease.duration);
   const txn_recovery::OrphanOptions orphans = OrphanOptionsFor(c, lease);
   EXPECT_EQ(orphans.lease.duration, std::chrono::minutes(2));
   EXPECT_EQ(orphans.batch_size, 50);

@@ -20,6 +20,9 @@
 
 #include "support/bank.h"
 #include "support/daemon_process.h"
+#include "support/database_suites.h"
+#include "support/exposition.h"
+#include "support/server_probe.h"
 #include "support/test_env.h"
 #include "support/wire_proxy.h"
 #include "txn_recovery/engine/membership.h"
@@ -67,25 +70,6 @@ std::unique_ptr<Subprocess> StartDaemon(const std::string& config_path,
   return StartTxnRecoveryd(std::move(args), env);
 }
 
-// The value of one series in a Prometheus exposition, or -1 if absent.
-double Metric(const std::string& exposition, const std::string& series) {
-  std::istringstream in(exposition);
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
-  return -1;
-}
-
-// Sums every series of a family that carries the given label text (e.g. watch="bank").
-double SumMetric(const std::string& exposition, const std::string& family,
-                 const std::string& label) {
-  std::istringstream in(exposition);
-  double sum = 0;
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind(family + "{", 0) == 0 && line.find(label) != std::string::npos)
-      sum += std::stod(line.substr(line.rfind(' ') + 1));
-  return sum;
-}
-
 // Checks `text` against the Prometheus text exposition format (0.0.4): every sample line
 // is NAME{LABELS} VALUE of a family announced by # HELP and # TYPE before its samples.
 // Returns the problems found.
@@ -131,6 +115,8 @@ TEST(ExpositionCheck, AcceptsTheFormatAndCatchesWhatBreaksIt) {
   EXPECT_FALSE(ExpositionProblems("# TYPE a gauge\na one\n").empty()) << "not a number";
 }
 
+TXN_RECOVERY_DATABASE_SUITE(DaemonRun);
+
 class DaemonRun : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -172,17 +158,17 @@ TEST_F(DaemonRun, UnderSystemdItNotifiesReadyStatusWatchdogReloadAndStopping) {
   ASSERT_EQ(metrics.status, 200);
   for (const auto& p : ExpositionProblems(metrics.body)) ADD_FAILURE() << p;
   std::string watch = "watch=\"w0\"";
-  EXPECT_EQ(SumMetric(metrics.body, "txn_recoveryd_resolved_total", watch), 5) << metrics.body;
-  EXPECT_GE(SumMetric(metrics.body, "txn_recoveryd_sweeps_total", watch), 1);
-  EXPECT_EQ(Metric(metrics.body, "txn_recoveryd_database_up"), 1);
-  EXPECT_EQ(Metric(metrics.body, "txn_recoveryd_last_reload_successful"), 1);
+  EXPECT_EQ(FamilySum(metrics.body, "txn_recoveryd_resolved_total", watch), 5) << metrics.body;
+  EXPECT_GE(FamilySum(metrics.body, "txn_recoveryd_sweeps_total", watch), 1);
+  EXPECT_EQ(SeriesValue(metrics.body, "txn_recoveryd_database_up"), 1);
+  EXPECT_EQ(SeriesValue(metrics.body, "txn_recoveryd_last_reload_successful"), 1);
   // Its cost to the server, counted after each round: at least the 5 transfers and their
   // accounts were read.
   EXPECT_TRUE(Eventually(
       [&] {
         const std::string body = HttpGet(port, "/metrics").body;
-        return Metric(body, "txn_recoveryd_database_round_trips_total") >= 5 &&
-               Metric(body, "txn_recoveryd_database_documents_read_total") >= 5;
+        return SeriesValue(body, "txn_recoveryd_database_round_trips_total") >= 5 &&
+               SeriesValue(body, "txn_recoveryd_database_documents_read_total") >= 5;
       },
       seconds(10)))
       << HttpGet(port, "/metrics").body;
@@ -203,7 +189,8 @@ TEST_F(DaemonRun, UnderSystemdItNotifiesReadyStatusWatchdogReloadAndStopping) {
   EXPECT_TRUE(monotonic) << "RELOADING=1 must carry MONOTONIC_USEC";
   EXPECT_TRUE(Eventually(
       [&] {
-        return Metric(HttpGet(port, "/metrics").body, "txn_recoveryd_last_reload_successful") == 0;
+        return SeriesValue(HttpGet(port, "/metrics").body,
+                           "txn_recoveryd_last_reload_successful") == 0;
       },
       seconds(5)));
   Value after_bad_reload = bank.Transfer("A0", "A1", 10, 4);
@@ -225,7 +212,8 @@ TEST_F(DaemonRun, UnderSystemdItNotifiesReadyStatusWatchdogReloadAndStopping) {
   EXPECT_NE(daemon->Stderr().find("2 watch(es)"), std::string::npos);
   EXPECT_TRUE(Eventually(
       [&] {
-        return Metric(HttpGet(port, "/metrics").body, "txn_recoveryd_last_reload_successful") == 1;
+        return SeriesValue(HttpGet(port, "/metrics").body,
+                           "txn_recoveryd_last_reload_successful") == 1;
       },
       seconds(5)));
 
@@ -236,7 +224,7 @@ TEST_F(DaemonRun, UnderSystemdItNotifiesReadyStatusWatchdogReloadAndStopping) {
   std::unique_ptr<MongoStore> cleanup;
   MongoOptions mo;
   mo.uri = uri_;
-  if (MongoStore::Open(mo, &cleanup).ok()) (void)cleanup->DropDatabase(second);
+  if (MongoStore::Open(mo, &cleanup).ok()) (void)DropDatabase(cleanup.get(), second);
 }
 
 TEST_F(DaemonRun, RetentionArchivesOldFinishedTransactionsAndTheMetricCountsThem) {
@@ -255,8 +243,8 @@ TEST_F(DaemonRun, RetentionArchivesOldFinishedTransactionsAndTheMetricCountsThem
   int port = HealthPort(*daemon);
   ASSERT_GT(port, 0) << daemon->Stderr();
   std::string series = "txn_recoveryd_finished_removed_total{mode=\"archived\",watch=\"w0\"}";
-  EXPECT_TRUE(
-      Eventually([&] { return Metric(HttpGet(port, "/metrics").body, series) == 3; }, seconds(10)))
+  EXPECT_TRUE(Eventually([&] { return SeriesValue(HttpGet(port, "/metrics").body, series) == 3; },
+                         seconds(10)))
       << HttpGet(port, "/metrics").body << daemon->Stderr();
   for (const auto& id : old_done) EXPECT_FALSE(bank.Txn(id)) << id.ToString();
   EXPECT_TRUE(bank.Txn(recent)) << "younger than retain_finished";
@@ -280,8 +268,8 @@ TEST_F(DaemonRun, TheFirstSightingsIndexIsCreatedOnlyOnceATransactionWithoutATim
   int port = HealthPort(*daemon);
   ASSERT_GT(port, 0) << daemon->Stderr();
   const std::string sweeps = "txn_recoveryd_sweeps_total{watch=\"w0\"}";
-  ASSERT_TRUE(
-      Eventually([&] { return Metric(HttpGet(port, "/metrics").body, sweeps) >= 3; }, seconds(10)))
+  ASSERT_TRUE(Eventually([&] { return SeriesValue(HttpGet(port, "/metrics").body, sweeps) >= 3; },
+                         seconds(10)))
       << daemon->Stderr();
   auto first_sightings_index = [&] {
     std::vector<IndexSpec> list;
@@ -331,8 +319,8 @@ TEST_F(DaemonRun, ThePeriodicOrphanScanUndoesALateWriteNoSweepWouldSeeAndCountsW
   EXPECT_TRUE(Eventually([&] { return bank.Balance("A1") == 1100; }, seconds(10)))
       << daemon->Stderr();
   std::string missing = "txn_recoveryd_orphan_markers{kind=\"missing-transaction\",watch=\"w0\"}";
-  EXPECT_TRUE(
-      Eventually([&] { return Metric(HttpGet(port, "/metrics").body, missing) == 1; }, seconds(10)))
+  EXPECT_TRUE(Eventually([&] { return SeriesValue(HttpGet(port, "/metrics").body, missing) == 1; },
+                         seconds(10)))
       << HttpGet(port, "/metrics").body;
   EXPECT_NE(daemon->Stderr().find("deleted-7"), std::string::npos) << daemon->Stderr();
   EXPECT_EQ(bank.Markers("A2").size(), 1u);
@@ -397,7 +385,7 @@ TEST_F(DaemonRun, StartsWhileTheDatabaseIsDownAndRecoversWhenItComesBack) {
   HttpAnswer ready = HttpGet(port, "/readyz");
   EXPECT_EQ(ready.status, 503);
   EXPECT_NE(ready.body.find("unreachable"), std::string::npos) << ready.body;
-  EXPECT_EQ(Metric(HttpGet(port, "/metrics").body, "txn_recoveryd_database_up"), 0);
+  EXPECT_EQ(SeriesValue(HttpGet(port, "/metrics").body, "txn_recoveryd_database_up"), 0);
   EXPECT_TRUE(daemon->Running());
 
   const std::vector<std::string> start = {
@@ -435,7 +423,7 @@ TEST_F(DaemonRun, StartsWhileTheDatabaseIsDownAndRecoversWhenItComesBack) {
       << daemon->Stderr();
   for (const auto& v : bank.Violations(before)) ADD_FAILURE() << v;
   EXPECT_TRUE(Eventually([&] { return HttpGet(port, "/readyz").status == 200; }, seconds(5)));
-  EXPECT_EQ(Metric(HttpGet(port, "/metrics").body, "txn_recoveryd_database_up"), 1);
+  EXPECT_EQ(SeriesValue(HttpGet(port, "/metrics").body, "txn_recoveryd_database_up"), 1);
   // The outage was logged, but not once per retry.
   std::string err = daemon->Stderr();
   std::size_t lines = 0;
@@ -449,7 +437,7 @@ TEST_F(DaemonRun, StartsWhileTheDatabaseIsDownAndRecoversWhenItComesBack) {
   ASSERT_TRUE(run(stop));
   EXPECT_TRUE(Eventually([&] { return HttpGet(port, "/readyz").status == 503; }, seconds(10)));
   EXPECT_TRUE(Eventually(
-      [&] { return Metric(HttpGet(port, "/metrics").body, "txn_recoveryd_database_up") == 0; },
+      [&] { return SeriesValue(HttpGet(port, "/metrics").body, "txn_recoveryd_database_up") == 0; },
       seconds(5)));
   EXPECT_EQ(HttpGet(port, "/livez").status, 200);
   EXPECT_TRUE(daemon->Running());
@@ -629,18 +617,18 @@ TEST_F(DaemonRun, MetricsShowTheProcessTheTransactionsBusyWithAnotherDaemonAndTh
   EXPECT_TRUE(Eventually(
       [&] {
         body = HttpGet(port, "/metrics").body;
-        return SumMetric(body, "txn_recoveryd_busy_total", "watch=\"w0\"") >= 1;
+        return FamilySum(body, "txn_recoveryd_busy_total", "watch=\"w0\"") >= 1;
       },
       seconds(20)))
       << body;
   for (const auto& p : ExpositionProblems(body)) ADD_FAILURE() << p;
   EXPECT_EQ(bank.State(id), "pending") << "left to the daemon holding the lease";
-  EXPECT_GT(Metric(body, "process_resident_memory_bytes"), 1e6) << body;
-  EXPECT_GT(Metric(body, "process_virtual_memory_bytes"), 1e6);
-  EXPECT_GT(Metric(body, "process_open_fds"), 2);
-  EXPECT_GT(Metric(body, "process_max_fds"), 2);
-  EXPECT_GE(Metric(body, "process_cpu_seconds_total"), 0);
-  double started = Metric(body, "process_start_time_seconds");
+  EXPECT_GT(SeriesValue(body, "process_resident_memory_bytes"), 1e6) << body;
+  EXPECT_GT(SeriesValue(body, "process_virtual_memory_bytes"), 1e6);
+  EXPECT_GT(SeriesValue(body, "process_open_fds"), 2);
+  EXPECT_GT(SeriesValue(body, "process_max_fds"), 2);
+  EXPECT_GE(SeriesValue(body, "process_cpu_seconds_total"), 0);
+  double started = SeriesValue(body, "process_start_time_seconds");
   double unix_now =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   EXPECT_GT(started, unix_now - 120) << "started within the test";
@@ -753,7 +741,7 @@ TEST_F(DaemonRun, TheOldestStuckAgeKeepsGrowingWhileSweepsFail) {
   ASSERT_TRUE(Eventually(
       [&] {
         body = HttpGet(port, "/metrics").body;
-        return Metric(body, age) >= 300;
+        return SeriesValue(body, age) >= 300;
       },
       seconds(20)))
       << body << daemon->Stderr();
@@ -764,20 +752,20 @@ TEST_F(DaemonRun, TheOldestStuckAgeKeepsGrowingWhileSweepsFail) {
   ASSERT_TRUE(Eventually(
       [&] {
         body = HttpGet(port, "/metrics").body;
-        return Metric(body, "txn_recoveryd_database_up") == 0 &&
-               SumMetric(body, "txn_recoveryd_sweep_failures_total", "watch=\"w0\"") >= 2;
+        return SeriesValue(body, "txn_recoveryd_database_up") == 0 &&
+               FamilySum(body, "txn_recoveryd_sweep_failures_total", "watch=\"w0\"") >= 2;
       },
       seconds(20)))
       << body << daemon->Stderr();
   // The transaction is as stuck as it was, and older every second: so is the gauge, so that
   // an alert on it fires during the very outage that keeps it stuck.
-  const double during = Metric(body, age);
+  const double during = SeriesValue(body, age);
   EXPECT_GE(during, 300) << body;
   std::this_thread::sleep_for(seconds(3));
   EXPECT_TRUE(Eventually(
       [&] {
         body = HttpGet(port, "/metrics").body;
-        return Metric(body, age) >= during + 2;
+        return SeriesValue(body, age) >= during + 2;
       },
       seconds(10)))
       << "the gauge froze at " << during << " while the sweeps failed:\n"
@@ -932,7 +920,7 @@ TEST_F(DaemonRun, AMemberThatNeverDrivesItsShareLeavesItsOverdueTransactionsToTh
   // (a paced sweep waits for its next chunk before it finds none).
   EXPECT_TRUE(Eventually(
       [&] {
-        return SumMetric(HttpGet(port, "/metrics").body, "txn_recoveryd_fleet_overdue_taken_total",
+        return FamilySum(HttpGet(port, "/metrics").body, "txn_recoveryd_fleet_overdue_taken_total",
                          "watch=\"w0\"") > 0;
       },
       seconds(10)))
@@ -969,7 +957,7 @@ TEST_F(DaemonRun, OfTwoMembersTheOrphanScanRunsOncePerIntervalBetweenThem) {
   ASSERT_GT(port_a, 0) << a->Stderr();
   ASSERT_GT(port_b, 0) << b->Stderr();
   auto scans = [&](int port) {
-    return SumMetric(HttpGet(port, "/metrics").body, "txn_recoveryd_orphan_scans_total",
+    return FamilySum(HttpGet(port, "/metrics").body, "txn_recoveryd_orphan_scans_total",
                      "watch=\"w0\"");
   };
   const double a0 = scans(port_a), b0 = scans(port_b);

@@ -23,9 +23,10 @@
 #include <thread>
 #include <vector>
 
-#include "http_server.h"
+#include "daemon/serving/http_server.h"
 #include "support/bank.h"
 #include "support/daemon_process.h"
+#include "support/database_suites.h"
 #include "support/test_env.h"
 
 namespace txn_recovery::testing {
@@ -155,6 +156,8 @@ std::optional<milliseconds> TimeLivez(int port) {
   if (!res || res->status != 200) return std::nullopt;
   return std::chrono::duration_cast<milliseconds>(SteadyClock::now() - t0);
 }
+
+TXN_RECOVERY_DATABASE_SUITE(HttpAbuse);
 
 TEST(HttpAbuse, SlowClientsAndAConnectionFloodNeverSilenceLivezNorStopTheSweeps) {
   auto backend = TestBackend::Create("mongo");

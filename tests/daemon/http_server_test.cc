@@ -18,7 +18,7 @@
 
 #include <httplib.h>
 
-#include "http_server.h"
+#include "daemon/serving/http_server.h"
 
 namespace txn_recoveryd {
 namespace {
@@ -30,8 +30,8 @@ struct Fake {
   std::atomic<bool> live{true};
   std::atomic<bool> ready{true};
 
-  HealthHandlers Handlers() {
-    return HealthHandlers{
+  HealthAndMetricsHandlers Handlers() {
+    return HealthAndMetricsHandlers{
         .metrics = [] { return std::string("# TYPE up gauge\nup 1\n"); },
         .live =
             [this](std::string* why) {
@@ -47,16 +47,16 @@ struct Fake {
   }
 };
 
-httplib::Client ClientFor(const HealthServer& server) {
+httplib::Client ClientFor(const HealthAndMetricsServer& server) {
   httplib::Client client("127.0.0.1", server.port());
   client.set_connection_timeout(2);
   client.set_read_timeout(5);
   return client;
 }
 
-TEST(HealthServer, ServesMetricsWithTheExpositionContentType) {
+TEST(HealthAndMetricsServer, ServesMetricsWithTheExpositionContentType) {
   Fake fake;
-  HealthServer server;
+  HealthAndMetricsServer server;
   ASSERT_TRUE(server.Start("127.0.0.1:0", fake.Handlers()).ok());
   ASSERT_GT(server.port(), 0);
   EXPECT_EQ(server.address(), "127.0.0.1:" + std::to_string(server.port()));
@@ -68,9 +68,9 @@ TEST(HealthServer, ServesMetricsWithTheExpositionContentType) {
   EXPECT_EQ(res->get_header_value("Content-Type"), "text/plain; version=0.0.4; charset=utf-8");
 }
 
-TEST(HealthServer, ProbesAnswerOkOr503WithTheReason) {
+TEST(HealthAndMetricsServer, ProbesAnswerOkOr503WithTheReason) {
   Fake fake;
-  HealthServer server;
+  HealthAndMetricsServer server;
   ASSERT_TRUE(server.Start("127.0.0.1:0", fake.Handlers()).ok());
   auto client = ClientFor(server);
 
@@ -98,8 +98,8 @@ TEST(HealthServer, ProbesAnswerOkOr503WithTheReason) {
   EXPECT_EQ(live->body, "no sweep finished for 120s\n");
 }
 
-TEST(HealthServer, AFailingProbeWithoutAReasonStillSaysWhichProbeFailed) {
-  HealthServer server;
+TEST(HealthAndMetricsServer, AFailingProbeWithoutAReasonStillSaysWhichProbeFailed) {
+  HealthAndMetricsServer server;
   ASSERT_TRUE(server
                   .Start("127.0.0.1:0", {.metrics = nullptr,
                                          .live = [](std::string*) { return true; },
@@ -114,9 +114,9 @@ TEST(HealthServer, AFailingProbeWithoutAReasonStillSaysWhichProbeFailed) {
   EXPECT_EQ(metrics->status, 404) << "a handler left empty is not served";
 }
 
-TEST(HealthServer, UnknownPathsAre404AndMethodsOtherThanGetAndHead405) {
+TEST(HealthAndMetricsServer, UnknownPathsAre404AndMethodsOtherThanGetAndHead405) {
   Fake fake;
-  HealthServer server;
+  HealthAndMetricsServer server;
   ASSERT_TRUE(server.Start("127.0.0.1:0", fake.Handlers()).ok());
   auto client = ClientFor(server);
 
@@ -134,10 +134,10 @@ TEST(HealthServer, UnknownPathsAre404AndMethodsOtherThanGetAndHead405) {
   EXPECT_EQ(del->status, 405);
 }
 
-TEST(HealthServer, HeadAnswersLikeGetWithoutABody) {
+TEST(HealthAndMetricsServer, HeadAnswersLikeGetWithoutABody) {
   Fake fake;
   fake.ready = false;
-  HealthServer server;
+  HealthAndMetricsServer server;
   ASSERT_TRUE(server.Start("127.0.0.1:0", fake.Handlers()).ok());
   auto client = ClientFor(server);
 
@@ -157,13 +157,13 @@ TEST(HealthServer, HeadAnswersLikeGetWithoutABody) {
   EXPECT_EQ(missing->status, 404);
 }
 
-TEST(HealthServer, ASecondServerOnTheSamePortFailsNamingTheAddress) {
+TEST(HealthAndMetricsServer, ASecondServerOnTheSamePortFailsNamingTheAddress) {
   Fake fake;
-  HealthServer first;
+  HealthAndMetricsServer first;
   ASSERT_TRUE(first.Start("127.0.0.1:0", fake.Handlers()).ok());
   std::string taken = "127.0.0.1:" + std::to_string(first.port());
 
-  HealthServer second;
+  HealthAndMetricsServer second;
   txn_recovery::Status s = second.Start(taken, fake.Handlers());
   ASSERT_TRUE(s.IsUnavailable()) << s.ToString();
   EXPECT_NE(s.message().find(taken), std::string::npos) << s.message();
@@ -178,13 +178,13 @@ TEST(HealthServer, ASecondServerOnTheSamePortFailsNamingTheAddress) {
   }
 }
 
-TEST(HealthServer, UnparsableAddressesAreInvalidArgumentNamingTheAddress) {
+TEST(HealthAndMetricsServer, UnparsableAddressesAreInvalidArgumentNamingTheAddress) {
   Fake fake;
   for (const char* bad :
        {"", "9090", "localhost:", "localhost:http", "localhost:65536", "::1:9090", "[::1]",
         "[::1]9090", "[not-v6]:9090", "host:-1", "0:9090", "127.1:9090", "0x7f.0.0.1:9090",
         "2130706433:9090", "bad_host!:9090", " 127.0.0.1:9090"}) {
-    HealthServer server;
+    HealthAndMetricsServer server;
     txn_recovery::Status s = server.Start(bad, fake.Handlers());
     EXPECT_TRUE(s.IsInvalidArgument()) << bad << ": " << s.ToString();
     EXPECT_NE(s.message().find(std::string("\"").append(bad) + "\""), std::string::npos)
@@ -192,18 +192,18 @@ TEST(HealthServer, UnparsableAddressesAreInvalidArgumentNamingTheAddress) {
   }
 }
 
-TEST(HealthServer, AnAddressThatIsNotLocalIsUnavailableNamingIt) {
+TEST(HealthAndMetricsServer, AnAddressThatIsNotLocalIsUnavailableNamingIt) {
   Fake fake;
-  HealthServer server;
+  HealthAndMetricsServer server;
   // TEST-NET-1 (RFC 5737): never an address of this machine, so bind fails.
   txn_recovery::Status s = server.Start("192.0.2.1:0", fake.Handlers());
   ASSERT_TRUE(s.IsUnavailable()) << s.ToString();
   EXPECT_NE(s.message().find("192.0.2.1:0"), std::string::npos) << s.message();
 }
 
-TEST(HealthServer, ListensOnIpv6LoopbackInBrackets) {
+TEST(HealthAndMetricsServer, ListensOnIpv6LoopbackInBrackets) {
   Fake fake;
-  HealthServer server;
+  HealthAndMetricsServer server;
   txn_recovery::Status s = server.Start("[::1]:0", fake.Handlers());
   if (s.IsUnavailable()) GTEST_SKIP() << "no IPv6 loopback here: " << s.ToString();
   ASSERT_TRUE(s.ok()) << s.ToString();
@@ -215,9 +215,9 @@ TEST(HealthServer, ListensOnIpv6LoopbackInBrackets) {
   EXPECT_EQ(res->status, 200);
 }
 
-TEST(HealthServer, StopIsIdempotentReleasesThePortAndAllowsARestart) {
+TEST(HealthAndMetricsServer, StopIsIdempotentReleasesThePortAndAllowsARestart) {
   Fake fake;
-  HealthServer server;
+  HealthAndMetricsServer server;
   server.Stop();  // never started: nothing to do
   ASSERT_TRUE(server.Start("127.0.0.1:0", fake.Handlers()).ok());
   int port = server.port();
@@ -239,10 +239,10 @@ TEST(HealthServer, StopIsIdempotentReleasesThePortAndAllowsARestart) {
   EXPECT_EQ(res->status, 200);
 }
 
-TEST(HealthServer, StopReturnsOnlyAfterTheRunningHandlerFinished) {
+TEST(HealthAndMetricsServer, StopReturnsOnlyAfterTheRunningHandlerFinished) {
   std::atomic<bool> entered{false};
   std::atomic<bool> finished{false};
-  HealthServer server;
+  HealthAndMetricsServer server;
   ASSERT_TRUE(server
                   .Start("127.0.0.1:0", {.metrics =
                                              [&] {
@@ -264,8 +264,8 @@ TEST(HealthServer, StopReturnsOnlyAfterTheRunningHandlerFinished) {
   scraper.join();
 }
 
-TEST(HealthServer, AThrowingHandlerAnswers500AndTheServerKeepsServing) {
-  HealthServer server;
+TEST(HealthAndMetricsServer, AThrowingHandlerAnswers500AndTheServerKeepsServing) {
+  HealthAndMetricsServer server;
   ASSERT_TRUE(server
                   .Start("127.0.0.1:0",
                          {.metrics = []() -> std::string { throw std::runtime_error("boom"); },
@@ -287,9 +287,9 @@ TEST(HealthServer, AThrowingHandlerAnswers500AndTheServerKeepsServing) {
   EXPECT_EQ(ready->status, 200);
 }
 
-TEST(HealthServer, AClientThatConnectsAndSendsNothingHoldsNeitherRequestsNorStop) {
+TEST(HealthAndMetricsServer, AClientThatConnectsAndSendsNothingHoldsNeitherRequestsNorStop) {
   Fake fake;
-  HealthServer server;
+  HealthAndMetricsServer server;
   ASSERT_TRUE(server.Start("127.0.0.1:0", fake.Handlers()).ok());
 
   int stalled = socket(AF_INET, SOCK_STREAM, 0);
@@ -365,9 +365,9 @@ int OpenDescriptors() {
   return n;
 }
 
-TEST(HealthServer, ARangeHeaderOnMetricsIsIgnored) {
+TEST(HealthAndMetricsServer, ARangeHeaderOnMetricsIsIgnored) {
   Fake fake;
-  HealthServer server;
+  HealthAndMetricsServer server;
   ASSERT_TRUE(server.Start("127.0.0.1:0", fake.Handlers()).ok());
   auto res = ClientFor(server).Get("/metrics", {{"Range", "bytes=0-5"}});
   ASSERT_TRUE(res);
@@ -375,9 +375,9 @@ TEST(HealthServer, ARangeHeaderOnMetricsIsIgnored) {
   EXPECT_EQ(res->body, "# TYPE up gauge\nup 1\n");
 }
 
-TEST(HealthServer, TheLandingPageNamesTheEndpoints) {
+TEST(HealthAndMetricsServer, TheLandingPageNamesTheEndpoints) {
   Fake fake;
-  HealthServer server;
+  HealthAndMetricsServer server;
   ASSERT_TRUE(server.Start("127.0.0.1:0", fake.Handlers()).ok());
   auto res = ClientFor(server).Get("/");
   ASSERT_TRUE(res);
@@ -387,9 +387,9 @@ TEST(HealthServer, TheLandingPageNamesTheEndpoints) {
     EXPECT_NE(res->body.find(link), std::string::npos) << res->body;
 }
 
-TEST(HealthServer, ColonPortListensOnEveryAddressAndSaysSo) {
+TEST(HealthAndMetricsServer, ColonPortListensOnEveryAddressAndSaysSo) {
   Fake fake;
-  HealthServer server;
+  HealthAndMetricsServer server;
   txn_recovery::Status s = server.Start(":0", fake.Handlers());
   ASSERT_TRUE(s.ok()) << s.ToString();
   const std::string port = std::to_string(server.port());
@@ -407,7 +407,7 @@ TEST(HealthServer, ColonPortListensOnEveryAddressAndSaysSo) {
   }
 }
 
-TEST(HealthServer, ParseListenAddressSaysWhatEachFormMeans) {
+TEST(HealthAndMetricsServer, ParseListenAddressSaysWhatEachFormMeans) {
   ListenAddress a;
   ASSERT_TRUE(ParseListenAddress(":9464", &a).ok());
   EXPECT_TRUE(a.every_address);
@@ -426,9 +426,9 @@ TEST(HealthServer, ParseListenAddressSaysWhatEachFormMeans) {
   EXPECT_NE(zero.message().find(":PORT for every address"), std::string::npos) << zero.message();
 }
 
-TEST(HealthServer, TwoClientsSendingAHeaderLineASecondNeverDelayAProbe) {
+TEST(HealthAndMetricsServer, TwoClientsSendingAHeaderLineASecondNeverDelayAProbe) {
   Fake fake;
-  HealthServer server;
+  HealthAndMetricsServer server;
   ASSERT_TRUE(server.Start("127.0.0.1:0", fake.Handlers()).ok());
   std::atomic<bool> done{false};
   std::vector<std::thread> slow;
@@ -462,9 +462,9 @@ TEST(HealthServer, TwoClientsSendingAHeaderLineASecondNeverDelayAProbe) {
   EXPECT_GT(server.counters().timed_out, 0u) << "the slow clients were cut at the deadline";
 }
 
-TEST(HealthServer, AConnectionFloodHoldsABoundedNumberOfDescriptorsAndProbesStillAnswer) {
+TEST(HealthAndMetricsServer, AConnectionFloodHoldsABoundedNumberOfDescriptorsAndProbesStillAnswer) {
   Fake fake;
-  HealthServer server;
+  HealthAndMetricsServer server;
   HttpLimits limits;
   limits.max_connections = 32;
   ASSERT_TRUE(server.Start("127.0.0.1:0", fake.Handlers(), limits).ok());
@@ -485,9 +485,9 @@ TEST(HealthServer, AConnectionFloodHoldsABoundedNumberOfDescriptorsAndProbesStil
   EXPECT_GT(server.counters().evicted, 0u);
 }
 
-TEST(HealthServer, ARequestThatNeverCompletesIsClosedAtItsDeadline) {
+TEST(HealthAndMetricsServer, ARequestThatNeverCompletesIsClosedAtItsDeadline) {
   Fake fake;
-  HealthServer server;
+  HealthAndMetricsServer server;
   HttpLimits limits;
   limits.request_deadline = 300ms;
   ASSERT_TRUE(server.Start("127.0.0.1:0", fake.Handlers(), limits).ok());
@@ -497,9 +497,9 @@ TEST(HealthServer, ARequestThatNeverCompletesIsClosedAtItsDeadline) {
   EXPECT_EQ(server.counters().timed_out, 1u);
 }
 
-TEST(HealthServer, AnOversizedRequestHeadIsRefused) {
+TEST(HealthAndMetricsServer, AnOversizedRequestHeadIsRefused) {
   Fake fake;
-  HealthServer server;
+  HealthAndMetricsServer server;
   ASSERT_TRUE(server.Start("127.0.0.1:0", fake.Handlers()).ok());
   RawClient c(server.port());
   ASSERT_TRUE(c.Send("GET /livez HTTP/1.1\r\nX-Big: " + std::string(20000, 'a')));
@@ -507,9 +507,9 @@ TEST(HealthServer, AnOversizedRequestHeadIsRefused) {
   EXPECT_EQ(answer.rfind("HTTP/1.1 431 ", 0), 0u) << answer.substr(0, 200);
 }
 
-TEST(HealthServer, KeepAliveIsBoundedInRequests) {
+TEST(HealthAndMetricsServer, KeepAliveIsBoundedInRequests) {
   Fake fake;
-  HealthServer server;
+  HealthAndMetricsServer server;
   HttpLimits limits;
   limits.max_requests_per_connection = 3;
   ASSERT_TRUE(server.Start("127.0.0.1:0", fake.Handlers(), limits).ok());
@@ -525,9 +525,9 @@ TEST(HealthServer, KeepAliveIsBoundedInRequests) {
   EXPECT_NE(answer.find("Connection: close"), std::string::npos) << answer;
 }
 
-TEST(HealthServer, StopNeverWaitsForAClientInTheMiddleOfARequest) {
+TEST(HealthAndMetricsServer, StopNeverWaitsForAClientInTheMiddleOfARequest) {
   Fake fake;
-  HealthServer server;
+  HealthAndMetricsServer server;
   HttpLimits limits;
   limits.request_deadline = 60s;  // the client alone would hold the connection a minute
   ASSERT_TRUE(server.Start("127.0.0.1:0", fake.Handlers(), limits).ok());

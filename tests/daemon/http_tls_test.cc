@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-#include "http_server.h"
+#include "daemon/serving/http_server.h"
 #include "support/subprocess.h"
 
 namespace txn_recoveryd {
@@ -127,8 +127,8 @@ CurlResult Curl(int port, const std::string& path, std::vector<std::string> args
   return r;
 }
 
-HealthHandlers Handlers() {
-  return HealthHandlers{
+HealthAndMetricsHandlers Handlers() {
+  return HealthAndMetricsHandlers{
       .metrics = [] { return std::string("# TYPE up gauge\nup 1\n"); },
       .live = [](std::string*) { return true; },
       .ready = [](std::string*) { return true; },
@@ -178,7 +178,7 @@ std::string ReadAll(int fd) {
 }
 
 TEST(HttpTls, ServesTheProbesAndMetricsToAClientThatTrustsItsCa) {
-  HealthServer server;
+  HealthAndMetricsServer server;
   ASSERT_TRUE(server.Start("127.0.0.1:0", Handlers(), {}, Security("plain-tls.yml", "")).ok());
   CurlResult r = Curl(server.port(), "/livez", {"--cacert", TestPki().File("ca.crt")});
   EXPECT_EQ(r.exit, 0);
@@ -190,7 +190,7 @@ TEST(HttpTls, ServesTheProbesAndMetricsToAClientThatTrustsItsCa) {
 }
 
 TEST(HttpTls, AClientTrustingAnotherCaRefusesTheServerWhichKeepsServing) {
-  HealthServer server;
+  HealthAndMetricsServer server;
   ASSERT_TRUE(server.Start("127.0.0.1:0", Handlers(), {}, Security("other-ca.yml", "")).ok());
   CurlResult r = Curl(server.port(), "/livez", {"--cacert", TestPki().File("other-ca.crt")});
   EXPECT_EQ(r.exit, 60) << "curl: the peer's certificate cannot be verified";
@@ -201,7 +201,7 @@ TEST(HttpTls, AClientTrustingAnotherCaRefusesTheServerWhichKeepsServing) {
 }
 
 TEST(HttpTls, PlainHttpToTheTlsPortIsAnswered400AndClosedAndTheServerKeepsServing) {
-  HealthServer server;
+  HealthAndMetricsServer server;
   ASSERT_TRUE(server.Start("127.0.0.1:0", Handlers(), {}, Security("plain-http.yml", "")).ok());
   int fd = Connect(server.port());
   ASSERT_GE(fd, 0);
@@ -219,7 +219,7 @@ TEST(HttpTls, PlainHttpToTheTlsPortIsAnswered400AndClosedAndTheServerKeepsServin
 
 TEST(HttpTls, RequireAndVerifyClientCertAdmitsOnlyCertificatesOfTheClientCa) {
   const Pki& pki = TestPki();
-  HealthServer server;
+  HealthAndMetricsServer server;
   ASSERT_TRUE(server
                   .Start("127.0.0.1:0", Handlers(), {},
                          Security("mtls.yml",
@@ -249,7 +249,7 @@ TEST(HttpTls, RequireAndVerifyClientCertAdmitsOnlyCertificatesOfTheClientCa) {
 TEST(HttpTls, AHalfHandshakeIsClosedAtTheRequestDeadlineWhileAnotherClientIsServed) {
   HttpLimits limits;
   limits.request_deadline = 700ms;
-  HealthServer server;
+  HealthAndMetricsServer server;
   ASSERT_TRUE(server.Start("127.0.0.1:0", Handlers(), limits, Security("stall.yml", "")).ok());
   int stalled = Connect(server.port());
   ASSERT_GE(stalled, 0);
@@ -273,7 +273,7 @@ TEST(HttpTls, StalledHandshakesInEverySlotAreEvictedForANewClient) {
   HttpLimits limits;
   limits.max_connections = 3;
   limits.request_deadline = 10s;
-  HealthServer server;
+  HealthAndMetricsServer server;
   ASSERT_TRUE(server.Start("127.0.0.1:0", Handlers(), limits, Security("evict.yml", "")).ok());
   std::vector<int> stalled;
   for (int i = 0; i < 3; ++i) {
@@ -300,7 +300,7 @@ httplib::Client Plain(int port) {
 TEST(HttpAuth, MetricsNeedCredentialsAndTheProbesDoNot) {
   const std::string users = "basic_auth_users:\n  prometheus: " + Bcrypt("s3cret", 4) +
                             "\n  other: " + Bcrypt("other-password", 4) + "\n";
-  HealthServer server;
+  HealthAndMetricsServer server;
   ASSERT_TRUE(
       server.Start("127.0.0.1:0", Handlers(), {}, Security("auth.yml", kNoTls, users)).ok());
   httplib::Client client = Plain(server.port());
@@ -333,7 +333,7 @@ TEST(HttpAuth, OverTlsWithCurlAndTheConfiguredHeaders) {
       "http_server_config:\n  headers:\n    X-Content-Type-Options: nosniff\n"
       "basic_auth_users:\n  prometheus: " +
       Bcrypt("s3cret", 4) + "\n";
-  HealthServer server;
+  HealthAndMetricsServer server;
   ASSERT_TRUE(server.Start("127.0.0.1:0", Handlers(), {}, Security("tls-auth.yml", "", rest)).ok());
   const std::vector<std::string> trust = {"--cacert", TestPki().File("ca.crt")};
   EXPECT_EQ(Curl(server.port(), "/metrics", trust).status, 401);
@@ -365,7 +365,7 @@ TEST(HttpAuth, AuthorizationHeadersAreParsedAsRfc7617Says) {
 // whose password was verified before keep their answers within a fraction of a second.
 TEST(HttpAuth, AFloodOfWrongPasswordsLeavesTheProbesAndCachedScrapersAnswered) {
   const std::string users = "basic_auth_users:\n  prometheus: " + Bcrypt("s3cret", 11) + "\n";
-  HealthServer server;
+  HealthAndMetricsServer server;
   ASSERT_TRUE(
       server.Start("127.0.0.1:0", Handlers(), {}, Security("flood.yml", kNoTls, users)).ok());
   {

@@ -10,8 +10,9 @@
 #include <sstream>
 #include <string>
 
-#include "ids.h"
-#include "logging.h"
+#include "daemon/base/ids.h"
+#include "daemon/base/journal_stream.h"
+#include "daemon/logging/logging.h"
 
 namespace txn_recoveryd {
 namespace {

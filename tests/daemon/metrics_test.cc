@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "metrics.h"
+#include "daemon/serving/metrics.h"
 
 namespace txn_recoveryd {
 namespace {

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "notifier.h"
+#include "daemon/serving/notifier.h"
 #include "support/deadline.h"
 
 namespace txn_recoveryd {

@@ -1,7 +1,7 @@
 // The process_* metrics (process_metrics.h) from /proc/<pid>/stat.
 #include <gtest/gtest.h>
 
-#include "process_metrics.h"
+#include "daemon/serving/process_metrics.h"
 
 namespace txn_recoveryd {
 namespace {

@@ -7,6 +7,7 @@
 
 #include "support/bank.h"
 #include "support/daemon_process.h"
+#include "support/database_suites.h"
 #include "support/operations_app.h"
 #include "support/tagged_insert_app.h"
 #include "support/test_env.h"
@@ -41,6 +42,8 @@ profile = "tagged-insert"
 tagged_collections = ["orders", "lines"]
 )";
 }
+
+TXN_RECOVERY_DATABASE_SUITE(ProfilesCli);
 
 TEST(ProfilesCli, OneSweepRecoversATransferAnOperationsAndATaggedInsertWatch) {
   auto backend = TestBackend::Create("mongo");

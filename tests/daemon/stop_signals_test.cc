@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
-#include "stop_signals.h"
+#include "daemon/run/stop_signals.h"
 
 namespace txn_recoveryd {
 namespace {

@@ -14,10 +14,12 @@
 #include <string>
 #include <vector>
 
+#include "daemon/commands/sweep_textfile.h"
 #include "support/bank.h"
 #include "support/daemon_process.h"
+#include "support/database_suites.h"
+#include "support/exposition.h"
 #include "support/test_env.h"
-#include "sweep_textfile.h"
 
 namespace txn_recovery::testing {
 namespace {
@@ -33,14 +35,6 @@ std::string ReadAll(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
-}
-
-// The value of one sample line ("name{labels}") of a text exposition, or -1 if absent.
-double Sample(const std::string& text, const std::string& series) {
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
-  return -1;
 }
 
 // A fresh directory for the collector's files.
@@ -64,26 +58,29 @@ TEST(SweepTextfile, SaysWhenTheRunEndedHowItEndedAndWhatItDidToEachWatch) {
   f.watches.push_back({"bank", true, 3, 1, 0, 2});
   f.watches.push_back({"orders", false, 0, 0, 4, 0});
   const std::string text = RenderSweepTextfile(f, 1, 1700000000.5, 2.25);
-  EXPECT_EQ(Sample(text, "txn_recoveryd_oneshot_sweep_last_run_timestamp_seconds"), 1700000000.5);
-  EXPECT_EQ(Sample(text, "txn_recoveryd_oneshot_sweep_success"), 0) << "exit 1 is no success";
-  EXPECT_EQ(Sample(text, "txn_recoveryd_oneshot_sweep_exit_code"), 1);
-  EXPECT_EQ(Sample(text, "txn_recoveryd_oneshot_sweep_duration_seconds"), 2.25);
-  EXPECT_EQ(Sample(text, "txn_recoveryd_oneshot_sweep_watch_success{watch=\"bank\"}"), 1);
-  EXPECT_EQ(Sample(text, "txn_recoveryd_oneshot_sweep_watch_success{watch=\"orders\"}"), 0);
+  EXPECT_EQ(SeriesValue(text, "txn_recoveryd_oneshot_sweep_last_run_timestamp_seconds"),
+            1700000000.5);
+  EXPECT_EQ(SeriesValue(text, "txn_recoveryd_oneshot_sweep_success"), 0) << "exit 1 is no success";
+  EXPECT_EQ(SeriesValue(text, "txn_recoveryd_oneshot_sweep_exit_code"), 1);
+  EXPECT_EQ(SeriesValue(text, "txn_recoveryd_oneshot_sweep_duration_seconds"), 2.25);
+  EXPECT_EQ(SeriesValue(text, "txn_recoveryd_oneshot_sweep_watch_success{watch=\"bank\"}"), 1);
+  EXPECT_EQ(SeriesValue(text, "txn_recoveryd_oneshot_sweep_watch_success{watch=\"orders\"}"), 0);
   // Labels in the order of their names, as the registry writes them.
   auto bank = [](const std::string& outcome) {
     return "txn_recoveryd_oneshot_sweep_transactions{outcome=\"" + outcome + "\",watch=\"bank\"}";
   };
-  EXPECT_EQ(Sample(text, bank("resolved")), 3) << text;
-  EXPECT_EQ(Sample(text, bank("quarantined")), 1);
-  EXPECT_EQ(Sample(text, bank("failed")), 0);
-  EXPECT_EQ(Sample(text, bank("busy")), 2);
+  EXPECT_EQ(SeriesValue(text, bank("resolved")), 3) << text;
+  EXPECT_EQ(SeriesValue(text, bank("quarantined")), 1);
+  EXPECT_EQ(SeriesValue(text, bank("failed")), 0);
+  EXPECT_EQ(SeriesValue(text, bank("busy")), 2);
   EXPECT_EQ(
-      Sample(text, "txn_recoveryd_oneshot_sweep_transactions{outcome=\"failed\",watch=\"orders\"}"),
+      SeriesValue(text,
+                  "txn_recoveryd_oneshot_sweep_transactions{outcome=\"failed\",watch=\"orders\"}"),
       4);
   // Typed, as node_exporter requires of what it serves.
   EXPECT_NE(text.find("# TYPE txn_recoveryd_oneshot_sweep_success gauge\n"), std::string::npos);
-  EXPECT_EQ(Sample(RenderSweepTextfile({}, 0, 1, 1), "txn_recoveryd_oneshot_sweep_success"), 1);
+  EXPECT_EQ(SeriesValue(RenderSweepTextfile({}, 0, 1, 1), "txn_recoveryd_oneshot_sweep_success"),
+            1);
 }
 
 TEST(SweepTextfile, ReplacesTheFileInOneStepAndLeavesNothingElseInTheDirectory) {
@@ -115,6 +112,8 @@ TEST(SweepTextfile, ADirectoryThatCannotBeWrittenIsAnErrorThatNamesIt) {
   EXPECT_NE(s.message().find("/nonexistent/textfiles"), std::string::npos) << s.message();
 }
 
+TXN_RECOVERY_DATABASE_SUITE(SweepTextfileCli);
+
 TEST(SweepTextfileCli, TheSweepWritesItsFiguresAfterItsWork) {
   auto backend = TestBackend::Create("mongo");
   ASSERT_TRUE(backend->error().empty()) << backend->error();
@@ -133,15 +132,16 @@ TEST(SweepTextfileCli, TheSweepWritesItsFiguresAfterItsWork) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(bank.State(id), "done");
   const std::string text = ReadAll(dir + "/" + kSweepTextfileName);
-  EXPECT_EQ(Sample(text, "txn_recoveryd_oneshot_sweep_success"), 1) << text;
-  EXPECT_EQ(Sample(text, "txn_recoveryd_oneshot_sweep_exit_code"), 0);
-  EXPECT_GE(Sample(text, "txn_recoveryd_oneshot_sweep_last_run_timestamp_seconds"), before);
-  EXPECT_LE(Sample(text, "txn_recoveryd_oneshot_sweep_last_run_timestamp_seconds"),
+  EXPECT_EQ(SeriesValue(text, "txn_recoveryd_oneshot_sweep_success"), 1) << text;
+  EXPECT_EQ(SeriesValue(text, "txn_recoveryd_oneshot_sweep_exit_code"), 0);
+  EXPECT_GE(SeriesValue(text, "txn_recoveryd_oneshot_sweep_last_run_timestamp_seconds"), before);
+  EXPECT_LE(SeriesValue(text, "txn_recoveryd_oneshot_sweep_last_run_timestamp_seconds"),
             static_cast<double>(std::time(nullptr)) + 1);
-  EXPECT_GE(Sample(text, "txn_recoveryd_oneshot_sweep_duration_seconds"), 0);
-  EXPECT_EQ(Sample(text, "txn_recoveryd_oneshot_sweep_watch_success{watch=\"bank\"}"), 1);
+  EXPECT_GE(SeriesValue(text, "txn_recoveryd_oneshot_sweep_duration_seconds"), 0);
+  EXPECT_EQ(SeriesValue(text, "txn_recoveryd_oneshot_sweep_watch_success{watch=\"bank\"}"), 1);
   EXPECT_EQ(
-      Sample(text, "txn_recoveryd_oneshot_sweep_transactions{outcome=\"resolved\",watch=\"bank\"}"),
+      SeriesValue(text,
+                  "txn_recoveryd_oneshot_sweep_transactions{outcome=\"resolved\",watch=\"bank\"}"),
       1)
       << text;
   EXPECT_EQ(Names(dir), std::vector<std::string>{kSweepTextfileName});
@@ -158,23 +158,24 @@ TEST(SweepTextfileCli, AFailedRunIsWrittenTooWithItsExitCode) {
   ProcessResult r = RunTxnRecoveryd({"sweep", "--config", down, "--textfile-dir", dir});
   ASSERT_EQ(r.exit_code, 69) << r.err;
   std::string text = ReadAll(file);
-  EXPECT_EQ(Sample(text, "txn_recoveryd_oneshot_sweep_success"), 0) << text;
-  EXPECT_EQ(Sample(text, "txn_recoveryd_oneshot_sweep_exit_code"), 69);
-  EXPECT_EQ(Sample(text, "txn_recoveryd_oneshot_sweep_watch_success{watch=\"bank\"}"), 0);
+  EXPECT_EQ(SeriesValue(text, "txn_recoveryd_oneshot_sweep_success"), 0) << text;
+  EXPECT_EQ(SeriesValue(text, "txn_recoveryd_oneshot_sweep_exit_code"), 69);
+  EXPECT_EQ(SeriesValue(text, "txn_recoveryd_oneshot_sweep_watch_success{watch=\"bank\"}"), 0);
 
   // A configuration that does not load: no watch is known, the run is still reported.
   const std::string bad = WriteTestFile("_bad.toml", "[daemon]\ninterval = 5\n");
   r = RunTxnRecoveryd({"sweep", "--config", bad, "--textfile-dir", dir});
   ASSERT_EQ(r.exit_code, 78) << r.err;
   text = ReadAll(file);
-  EXPECT_EQ(Sample(text, "txn_recoveryd_oneshot_sweep_success"), 0) << text;
-  EXPECT_EQ(Sample(text, "txn_recoveryd_oneshot_sweep_exit_code"), 78);
+  EXPECT_EQ(SeriesValue(text, "txn_recoveryd_oneshot_sweep_success"), 0) << text;
+  EXPECT_EQ(SeriesValue(text, "txn_recoveryd_oneshot_sweep_exit_code"), 78);
   EXPECT_EQ(text.find("watch_success"), std::string::npos) << text;
 
   // A dry run acts on nothing, so it writes no figures: refused as a usage error.
   r = RunTxnRecoveryd({"sweep", "--config", bad, "--dry-run", "--textfile-dir", dir});
   EXPECT_EQ(r.exit_code, 64) << r.err;
-  EXPECT_EQ(Sample(ReadAll(file), "txn_recoveryd_oneshot_sweep_exit_code"), 78) << "left alone";
+  EXPECT_EQ(SeriesValue(ReadAll(file), "txn_recoveryd_oneshot_sweep_exit_code"), 78)
+      << "left alone";
 }
 
 }  // namespace

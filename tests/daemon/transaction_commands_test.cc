@@ -6,11 +6,14 @@
 
 #include "support/bank.h"
 #include "support/daemon_process.h"
+#include "support/database_suites.h"
 #include "support/test_env.h"
 #include "txn_recovery/engine/membership.h"
 
 namespace txn_recovery::testing {
 namespace {
+
+TXN_RECOVERY_DATABASE_SUITE(OneTransaction);
 
 class OneTransaction : public ::testing::Test {
  protected:

@@ -10,10 +10,10 @@
 #include <fstream>
 #include <string>
 
-#include "config.h"
-#include "http_server.h"
+#include "daemon/configuration/config.h"
+#include "daemon/serving/http_server.h"
+#include "daemon/serving/web_config.h"
 #include "support/subprocess.h"
-#include "web_config.h"
 
 namespace txn_recoveryd {
 namespace {

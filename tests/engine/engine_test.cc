@@ -14,6 +14,7 @@
 
 #include "support/bank.h"
 #include "support/crash_at_every_write.h"
+#include "support/database_suites.h"
 #include "support/fault_store.h"
 #include "support/malformed_txns.h"
 #include "support/tagged_insert_app.h"
@@ -599,6 +600,8 @@ TEST(SweepMemory, WhetherFinishedTransactionsCarryATimeIsRememberedOnlyOnceOneHa
   ASSERT_TRUE(memory->FinishedCarryTimes(t.ns).has_value());
   EXPECT_TRUE(*memory->FinishedCarryTimes(t.ns));
 }
+
+TXN_RECOVERY_DATABASE_SUITE(RefusedWriteOnTheServer);
 
 TEST(RefusedWriteOnTheServer, ADollarFieldOnOneTransactionChargesNoNeighbour) {
   auto backend = TestBackend::Create("mongo");

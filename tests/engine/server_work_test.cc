@@ -21,14 +21,15 @@
 #include <thread>
 
 #include "support/bank.h"
+#include "support/database_suites.h"
 #include "support/scenario.h"
+#include "support/server_probe.h"
 #include "support/test_env.h"
 #include "support/watch_config.h"
 #include "txn_recovery/base/recovery_record.h"
 #include "txn_recovery/engine/quarantine_records.h"
 #include "txn_recovery/engine/sweeper.h"
 #include "txn_recovery/stores/mongo_store.h"
-#include "txn_recovery/stores/query_log.h"
 #include "txn_recovery/tools/indexes.h"
 #include "txn_recovery/tools/inspect.h"
 #include "txn_recovery/tools/orphans.h"
@@ -130,6 +131,8 @@ new = ["new"]
 )"},
 };
 
+TXN_RECOVERY_DATABASE_SUITE(IdleServerWork);
+
 class IdleServerWork : public ::testing::TestWithParam<int> {
  protected:
   void SetUp() override {
@@ -142,7 +145,7 @@ class IdleServerWork : public ::testing::TestWithParam<int> {
     // Does this server answer explain at all?
     QueryPlan plan;
     Status s =
-        mongo_->Explain({ReadQuery::Kind::kFind, watch_.ns, Filter().Eq("_id", 1), {}}, &plan);
+        Explain(mongo_, {ReadQuery::Kind::kFind, watch_.ns, Filter().Eq("_id", 1), {}}, &plan);
     if (!s.ok())
       GTEST_SKIP() << "this server does not answer explain (" << s.ToString()
                    << "); the benchmark's idle rows measure it instead";
@@ -222,7 +225,7 @@ class IdleServerWork : public ::testing::TestWithParam<int> {
     a.reads = log.reads();
     for (const ReadQuery& q : a.reads) {
       QueryPlan plan;
-      Must(mongo_->Explain(q, &plan));
+      Must(Explain(mongo_, q, &plan));
       a.plans.push_back(plan);
     }
     return a;
@@ -240,7 +243,7 @@ class IdleServerWork : public ::testing::TestWithParam<int> {
                     {}};
     QueryPlan plan;
     for (int i = 0; i < 120; ++i) {
-      Must(mongo_->Explain(probe, &plan));
+      Must(Explain(mongo_, probe, &plan));
       if (!plan.collection_scan) return;
       std::this_thread::sleep_for(std::chrono::milliseconds(500));
     }
@@ -254,7 +257,7 @@ class IdleServerWork : public ::testing::TestWithParam<int> {
     ASSERT_FALSE(reads.empty()) << who << " sent no read at all";
     for (const ReadQuery& q : reads) {
       QueryPlan plan;
-      Must(mongo_->Explain(q, &plan));
+      Must(Explain(mongo_, q, &plan));
       SCOPED_TRACE(std::string(who) + ": " + q.ToString() + "\n  plan: " + plan.summary);
       EXPECT_FALSE(plan.collection_scan) << "a collection scan";
       EXPECT_LE(plan.keys_examined, bound) << "index keys read beyond the work there is";
@@ -353,9 +356,9 @@ TEST_P(IdleServerWork, TheMeasureSeesAReadThatWalksTheHistory) {
                        Filter().In(p.state_field, p.states.TerminalSpellings()),
                        {}};
   QueryPlan was, now;
-  Must(mongo_->Explain(walk, &was));
+  Must(Explain(mongo_, walk, &was));
   FillHistory(kHistorySmall, kHistoryLarge);
-  Must(mongo_->Explain(walk, &now));
+  Must(Explain(mongo_, walk, &now));
   SCOPED_TRACE("with " + std::to_string(kHistorySmall) + " finished: " + was.summary + "\n  with " +
                std::to_string(kHistoryLarge) + ": " + now.summary);
   const bool grew = now.keys_examined > 5 * was.keys_examined + kGrowthSlackKeys ||
@@ -371,6 +374,8 @@ std::string ShapeName(const ::testing::TestParamInfo<int>& info) {
 INSTANTIATE_TEST_SUITE_P(EveryShape, IdleServerWork,
                          ::testing::Range(0, static_cast<int>(std::size(kShapes))), ShapeName);
 
+TXN_RECOVERY_DATABASE_SUITE(IdleServerWorkWithStuckTransfers);
+
 // Stuck transfers among the history: the sweep reads them and their participants, and
 // nothing of the finished history.
 TEST(IdleServerWorkWithStuckTransfers, TheSweepReadsTheStuckAndTheirParticipantsOnly) {
@@ -381,7 +386,7 @@ TEST(IdleServerWorkWithStuckTransfers, TheSweepReadsTheStuckAndTheirParticipants
   Bank bank(mongo, backend->database());
   WatchSpec watch = bank.Watch();
   QueryPlan plan;
-  if (!mongo->Explain({ReadQuery::Kind::kFind, watch.ns, Filter().Eq("_id", 1), {}}, &plan).ok())
+  if (!Explain(mongo, {ReadQuery::Kind::kFind, watch.ns, Filter().Eq("_id", 1), {}}, &plan).ok())
     GTEST_SKIP() << "this server does not answer explain";
   bank.Open(20);
   DateTime now;
@@ -406,8 +411,8 @@ TEST(IdleServerWorkWithStuckTransfers, TheSweepReadsTheStuckAndTheirParticipants
   std::vector<IndexCheck> checks;
   Must(EnsureIndexes(mongo, watch, /*create=*/true, &checks));
   for (int i = 0; i < 120; ++i) {
-    Must(mongo->Explain({ReadQuery::Kind::kFind, watch.ns, Filter().Eq("state", "done"), {}},
-                        &plan));
+    Must(Explain(mongo, {ReadQuery::Kind::kFind, watch.ns, Filter().Eq("state", "done"), {}},
+                 &plan));
     if (!plan.collection_scan) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
@@ -427,7 +432,7 @@ TEST(IdleServerWorkWithStuckTransfers, TheSweepReadsTheStuckAndTheirParticipants
   EXPECT_EQ(total, 20 * 1000) << "money neither created nor lost";
   for (const Value& id : stuck) EXPECT_EQ(bank.State(id), "done") << id.ToString();
   for (const ReadQuery& q : log.reads()) {
-    Must(mongo->Explain(q, &plan));
+    Must(Explain(mongo, q, &plan));
     SCOPED_TRACE(q.ToString() + "\n  plan: " + plan.summary);
     EXPECT_TRUE(!plan.collection_scan || QuarantineRecordsRead(q, watch));
     EXPECT_LE(plan.keys_examined, 2 * kStuck + kRangeSlack);

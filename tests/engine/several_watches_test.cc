@@ -5,10 +5,10 @@
 
 #include <sstream>
 
-#include "exit_codes.h"
+#include "daemon/base/exit_codes.h"
+#include "daemon/commands/sweep_command.h"
 #include "support/bank.h"
 #include "support/test_env.h"
-#include "sweep_command.h"
 
 namespace txn_recovery::testing {
 namespace {

@@ -15,7 +15,7 @@
 #include <map>
 #include <string>
 
-#include "config.h"
+#include "daemon/configuration/config.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static const std::string path = [] {

@@ -12,9 +12,10 @@
 #include <limits>
 #include <sstream>
 
-#include "config.h"
+#include "daemon/configuration/config.h"
 #include "support/crash_at_every_write.h"
 #include "support/daemon_process.h"
+#include "support/database_suites.h"
 #include "support/scenario.h"
 #include "support/test_env.h"
 #include "support/watch_config.h"
@@ -340,6 +341,8 @@ TEST_P(WrongDescription, TheProbeReportsEachDocumentThatDoesNotFitAndEachMissing
 
 INSTANTIATE_TEST_SUITE_P(Backends, WrongDescription, ::testing::Values("memory", "mongo"),
                          [](const auto& info) { return info.param; });
+
+TXN_RECOVERY_DATABASE_SUITE(CheckConfigProbe);
 
 TEST(CheckConfigProbe, TheCommandNamesThePathAndExits78WhenNoDocumentFits) {
   TestUri uri = FindTestUri();

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <fstream>
 
-#include "config.h"
+#include "daemon/configuration/config.h"
 
 namespace txn_recoveryd {
 namespace {

@@ -15,6 +15,7 @@
 
 #include "support/bank.h"
 #include "support/daemon_process.h"
+#include "support/database_suites.h"
 #include "support/test_env.h"
 #include "support/wire_proxy.h"
 #include "txn_recovery/engine/membership.h"
@@ -27,6 +28,8 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 using Fate = WireProxy::Fate;
 using Verdict = WireProxy::Verdict;
+
+TXN_RECOVERY_DATABASE_SUITE(ForgedWire);
 
 class ForgedWire : public ::testing::Test {
  protected:

@@ -10,6 +10,7 @@
 
 #include "support/bank.h"
 #include "support/daemon_process.h"
+#include "support/database_suites.h"
 #include "support/test_env.h"
 
 namespace txn_recovery::testing {
@@ -40,6 +41,8 @@ std::string WatchOf(const std::string& database) {
   return "server_selection_timeout = \"3s\"\n[[watch]]\nname = \"bank\"\ndatabase = \"" + database +
          "\"\n";
 }
+
+TXN_RECOVERY_DATABASE_SUITE(Tls);
 
 // A bank on the test server with one transfer stuck in `pending` for two minutes.
 class Tls : public ::testing::Test {

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "logging.h"
+#include "daemon/logging/logging.h"
 #include "support/daemon_process.h"
 #include "txn_recovery/stores/uri_redaction.h"
 

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <random>
 
+#include "support/server_probe.h"
 #include "txn_recovery/stores/memory_store.h"
 #include "txn_recovery/stores/mongo_store.h"
 
@@ -17,9 +18,9 @@ TestUri FindTestUri() {
   if (std::getenv("TXN_RECOVERY_TEST_UNLABELLED") != nullptr &&
       ::testing::UnitTest::GetInstance()->current_test_info() != nullptr) {
     const std::string why =
-        "this test uses the test database, but tests/CMakeLists.txt does not label it "
-        "`database` (add its name to DATABASE_TESTS there), so it would run against one "
-        "engine only";
+        "this test uses the test database, but is not labelled `database`: declare its "
+        "suite with TXN_RECOVERY_DATABASE_SUITE (tests/support/database_suites.h), or name "
+        "its instance on the server `mongo...`, or it would run against one engine only";
     ADD_FAILURE() << why;
     return {false, why};
   }
@@ -84,7 +85,7 @@ class MongoBackend final : public TestBackend {
       error_ = "test server " + RedactUri(uri.uri_or_reason) + " unreachable: " + s.ToString();
   }
   ~MongoBackend() override {
-    if (store_ && error_.empty()) (void)store_->DropDatabase(database_);
+    if (store_ && error_.empty()) (void)DropDatabase(store_.get(), database_);
   }
   Store* store() override { return store_.get(); }
   Clock* clock() override { return Clock::Real(); }

@@ -1,8 +1,8 @@
 // Where the database tests find their server: TXN_RECOVERY_TEST_URI if set (a real mongod
 // or replica set), otherwise the embedded server the CTest fixture started and recorded in
 // the file named by TXN_RECOVERY_TESTDB_URI_FILE. No server is a test failure, never a skip.
-// Under ctest, a test that is not labelled `database` (TXN_RECOVERY_TEST_UNLABELLED set)
-// fails as soon as it asks for the server.
+// Under ctest, a test that is not labelled `database` (TXN_RECOVERY_TEST_UNLABELLED set;
+// database_suites.h says which are) fails as soon as it asks for the server.
 #pragma once
 
 #include <memory>

@@ -7,7 +7,7 @@
 #include <fstream>
 #include <stdexcept>
 
-#include "config.h"
+#include "daemon/configuration/config.h"
 
 namespace txn_recovery::testing {
 

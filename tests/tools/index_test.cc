@@ -6,6 +6,7 @@
 
 #include "support/bank.h"
 #include "support/daemon_process.h"
+#include "support/database_suites.h"
 #include "support/test_env.h"
 #include "support/watch_config.h"
 #include "txn_recovery/stores/memory_store.h"
@@ -291,6 +292,8 @@ TEST_P(Indexes, UpdateEachAppliesEveryRequestOnItsOwnAndSumsWhatMatched) {
 INSTANTIATE_TEST_SUITE_P(Backends, Indexes, ::testing::Values("memory", "mongo"),
                          [](const auto& info) { return info.param; });
 
+TXN_RECOVERY_DATABASE_SUITE(WireStats);
+
 TEST(WireStats, MongoStoreCountsCommandsAndTheDocumentsTheyReturn) {
   auto backend = TestBackend::Create("mongo");
   ASSERT_TRUE(backend->error().empty()) << backend->error();
@@ -340,6 +343,8 @@ std::string WriteConfig(const std::string& database, bool manage,
                                     "\n[[watch]]\nname = \"bank\"\ndatabase = \"" + database +
                                     "\"\n" + watch_lines);
 }
+
+TXN_RECOVERY_DATABASE_SUITE(IndexesCli);
 
 TEST(IndexesCli, WithoutManageIndexesTheSweepWarnsAndInspectListsWhatIsMissing) {
   auto backend = TestBackend::Create("mongo");

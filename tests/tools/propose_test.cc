@@ -14,6 +14,7 @@
 
 #include "support/bank.h"
 #include "support/daemon_process.h"
+#include "support/database_suites.h"
 #include "support/operations_app.h"
 #include "support/tagged_insert_app.h"
 #include "support/test_env.h"
@@ -463,6 +464,8 @@ TEST_P(Propose, NothingOfTheDatabaseIsWritten) {
 
   EXPECT_EQ(Everything(), before);
 }
+
+TXN_RECOVERY_DATABASE_SUITE(CheckConfigProbe);
 
 // The command as an operator runs it: `propose` prints a configuration that check-config
 // --probe reads without a complaint (the proposal's whole text, comments and all, is the file).

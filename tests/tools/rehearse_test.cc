@@ -12,9 +12,10 @@
 #include <fstream>
 #include <thread>
 
-#include "rehearse_command.h"
+#include "daemon/commands/rehearse_command.h"
 #include "support/bank.h"
 #include "support/daemon_process.h"
+#include "support/database_suites.h"
 #include "support/test_env.h"
 #include "support/watch_config.h"
 #include "txn_recovery/tools/rehearse.h"
@@ -179,6 +180,8 @@ TEST(RehearsePrivileges, TheMissingActionIsNamedFromTheUsersPrivileges) {
                   Document{{"authInfo", Document{{"authenticatedUsers", Array{}}}}}, "bank", needed)
                   .empty());
 }
+
+TXN_RECOVERY_DATABASE_SUITE(RehearseCommand);
 
 // The command as an operator runs it, on the test server: a table, or JSON, and exit 0.
 TEST(RehearseCommand, EveryWatchOfTheFilePassesAndTheJsonReportSaysSo) {

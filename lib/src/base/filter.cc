@@ -349,64 +349,76 @@ Update& Update::CurrentDate(std::string path) {
   return *this;
 }
 
+namespace {
+
+Status CannotCreate(const std::string& path) {
+  return Status::ServerError("cannot create field in non-document at " + path);
+}
+
+Status ApplyInc(const UpdateOp& op, Document* doc) {
+  if (!op.value.is_number())
+    return Status::InvalidArgument("$inc amount is not a number at " + op.path);
+  const Value* current = doc->GetPath(op.path);
+  if (current == nullptr)
+    return doc->SetPath(op.path, op.value) ? Status::Ok() : CannotCreate(op.path);
+  auto sum = AddNumbers(*current, op.value);
+  if (!sum)
+    return Status::ServerError("cannot apply $inc to a value of non-numeric type " +
+                               std::string(current->type_name()) + " at " + op.path);
+  doc->SetPath(op.path, *sum);
+  return Status::Ok();
+}
+
+Status ApplyPush(const UpdateOp& op, Document* doc) {
+  const Value* current = doc->GetPath(op.path);
+  if (current == nullptr)
+    return doc->SetPath(op.path, Array{op.value}) ? Status::Ok() : CannotCreate(op.path);
+  if (!current->is_array())
+    return Status::ServerError("the field " + op.path + " must be an array but is of type " +
+                               std::string(current->type_name()));
+  Array arr = *current->as_array();
+  arr.push_back(op.value);
+  doc->SetPath(op.path, std::move(arr));
+  return Status::Ok();
+}
+
+Status ApplyPull(const UpdateOp& op, Document* doc) {
+  const Value* current = doc->GetPath(op.path);
+  if (current == nullptr) return Status::Ok();
+  if (!current->is_array())
+    return Status::ServerError("cannot apply $pull to a non-array value at " + op.path);
+  Array arr = *current->as_array();
+  std::erase_if(arr, [&](const Value& e) { return e == op.value; });
+  doc->SetPath(op.path, std::move(arr));
+  return Status::Ok();
+}
+
+Status ApplyOne(const UpdateOp& op, Document* doc, DateTime now) {
+  switch (op.kind) {
+    case UpdateOp::Kind::kSet:
+      return doc->SetPath(op.path, op.value) ? Status::Ok() : CannotCreate(op.path);
+    case UpdateOp::Kind::kUnset:
+      doc->UnsetPath(op.path);
+      return Status::Ok();
+    case UpdateOp::Kind::kCurrentDate:
+      return doc->SetPath(op.path, now) ? Status::Ok() : CannotCreate(op.path);
+    case UpdateOp::Kind::kInc:
+      return ApplyInc(op, doc);
+    case UpdateOp::Kind::kPush:
+      return ApplyPush(op, doc);
+    case UpdateOp::Kind::kPull:
+      return ApplyPull(op, doc);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status Update::ApplyTo(Document* doc, DateTime now) const {
   for (const auto& op : ops_) {
     if (op.path == "_id" && op.kind != UpdateOp::Kind::kSet)
       return Status::InvalidArgument("cannot modify _id");
-    switch (op.kind) {
-      case UpdateOp::Kind::kSet:
-        if (!doc->SetPath(op.path, op.value))
-          return Status::ServerError("cannot create field in non-document at " + op.path);
-        break;
-      case UpdateOp::Kind::kUnset:
-        doc->UnsetPath(op.path);
-        break;
-      case UpdateOp::Kind::kCurrentDate:
-        if (!doc->SetPath(op.path, now))
-          return Status::ServerError("cannot create field in non-document at " + op.path);
-        break;
-      case UpdateOp::Kind::kInc: {
-        if (!op.value.is_number())
-          return Status::InvalidArgument("$inc amount is not a number at " + op.path);
-        const Value* current = doc->GetPath(op.path);
-        if (current == nullptr) {
-          if (!doc->SetPath(op.path, op.value))
-            return Status::ServerError("cannot create field in non-document at " + op.path);
-          break;
-        }
-        auto sum = AddNumbers(*current, op.value);
-        if (!sum)
-          return Status::ServerError("cannot apply $inc to a value of non-numeric type " +
-                                     std::string(current->type_name()) + " at " + op.path);
-        doc->SetPath(op.path, *sum);
-        break;
-      }
-      case UpdateOp::Kind::kPush: {
-        const Value* current = doc->GetPath(op.path);
-        if (current == nullptr) {
-          if (!doc->SetPath(op.path, Array{op.value}))
-            return Status::ServerError("cannot create field in non-document at " + op.path);
-          break;
-        }
-        if (!current->is_array())
-          return Status::ServerError("the field " + op.path + " must be an array but is of type " +
-                                     std::string(current->type_name()));
-        Array arr = *current->as_array();
-        arr.push_back(op.value);
-        doc->SetPath(op.path, std::move(arr));
-        break;
-      }
-      case UpdateOp::Kind::kPull: {
-        const Value* current = doc->GetPath(op.path);
-        if (current == nullptr) break;
-        if (!current->is_array())
-          return Status::ServerError("cannot apply $pull to a non-array value at " + op.path);
-        Array arr = *current->as_array();
-        std::erase_if(arr, [&](const Value& e) { return e == op.value; });
-        doc->SetPath(op.path, std::move(arr));
-        break;
-      }
-    }
+    if (Status s = ApplyOne(op, doc, now); !s.ok()) return s;
   }
   return Status::Ok();
 }

@@ -8,8 +8,8 @@
 #include <type_traits>
 #include <variant>
 
+#include "engine/lease.h"
 #include "engine/requests.h"
-#include "engine/writer.h"
 
 namespace txn_recovery {
 namespace {
@@ -106,18 +106,20 @@ void HashValue(const Value& v, Fnv1a* h) {
 }
 
 bool ParseMember(const Document& doc, MemberRecord* out) {
-  const Value* id = doc.Get("_id");
-  const Value* heartbeat = doc.Get("heartbeat");
+  const Value* id = doc.Get(requests::member_record::kId);
+  const Value* heartbeat = doc.Get(requests::member_record::kHeartbeat);
   if (id == nullptr || !id->is_string() || heartbeat == nullptr || !heartbeat->is_datetime())
     return false;
   out->id = *id->as_string();
   out->heartbeat = *heartbeat->as_datetime();
-  if (const Value* v = doc.Get("host"); v && v->is_string()) out->host = *v->as_string();
-  if (const Value* v = doc.Get("version"); v && v->is_string()) out->version = *v->as_string();
-  if (const Value* v = doc.Get("format");
+  if (const Value* v = doc.Get(requests::member_record::kHost); v && v->is_string())
+    out->host = *v->as_string();
+  if (const Value* v = doc.Get(requests::member_record::kVersion); v && v->is_string())
+    out->version = *v->as_string();
+  if (const Value* v = doc.Get(requests::member_record::kFormat);
       v && v->is_number() && *v->as_double() >= 1 && *v->as_double() < 1e9)
     out->format = static_cast<std::int64_t>(*v->as_double());
-  if (const Value* v = doc.Get("watches"); v && v->is_array())
+  if (const Value* v = doc.Get(requests::member_record::kWatches); v && v->is_array())
     for (const Value& w : *v->as_array())
       if (w.is_string()) out->watches.push_back(*w.as_string());
   return true;
@@ -183,7 +185,7 @@ Share ShareOf(const std::vector<MemberRecord>& live, const std::string& self_id,
 }
 
 Status Heartbeat(Store* store, const Namespace& ns, const MemberRecord& self) {
-  Writer writer(store);
+  LeaseFreeWriter writer(store, LeaseFree::kMembership);
   const LabelledRequest beat{"heartbeat of " + self.id, requests::MemberHeartbeat(self)};
   // Create once, then update; the record may be removed between the two by a member that
   // found it expired (a fresh record carries the epoch), so the pair is tried again.
@@ -224,7 +226,7 @@ Status ReadMembers(Store* store, const Namespace& ns, const Filter& f,
 
 Status LiveMembers(Store* store, const Namespace& ns, std::chrono::milliseconds expiry,
                    DateTime server_now, std::vector<MemberRecord>* live) {
-  return ReadMembers(store, ns, Filter().Gte("heartbeat", Cutoff(server_now, expiry)), live);
+  return ReadMembers(store, ns, requests::LiveMembers(Cutoff(server_now, expiry)), live);
 }
 
 Status ExpiredMembers(Store* store, const Namespace& ns, std::chrono::milliseconds expiry,
@@ -235,8 +237,9 @@ Status ExpiredMembers(Store* store, const Namespace& ns, std::chrono::millisecon
 Status RemoveExpired(Store* store, const Namespace& ns, std::chrono::milliseconds expiry,
                      DateTime server_now, std::int64_t* removed) {
   WriteResult r;
-  Status s = Writer(store).Many(ns, "remove expired members",
-                                requests::ExpiredMembers(Cutoff(server_now, expiry)), nullptr, &r);
+  Status s = LeaseFreeWriter(store, LeaseFree::kMembership)
+                 .Many(ns, "remove expired members",
+                       requests::ExpiredMembers(Cutoff(server_now, expiry)), nullptr, &r);
   if (removed) *removed = r.modified;
   return s;
 }
@@ -247,7 +250,7 @@ Status ClaimOrphanScan(Store* store, const Namespace& ns, const std::string& col
   *claimed = false;
   DateTime now;
   if (Status s = store->ServerTime(&now); !s.ok()) return s;
-  Writer writer(store);
+  LeaseFreeWriter writer(store, LeaseFree::kMembership);
   const LabelledRequest claim{"claim the orphan scan of " + collection,
                               requests::OrphanScanClaim(collection, self_id, Cutoff(now, period))};
   // Claim, else create the record (a concurrent creator's duplicate key is harmless) and
@@ -269,7 +272,8 @@ Status ClaimOrphanScan(Store* store, const Namespace& ns, const std::string& col
 
 Status Leave(Store* store, const Namespace& ns, const std::string& self_id) {
   WriteResult r;
-  return Writer(store).Many(ns, "leave the fleet", requests::Member(self_id), nullptr, &r);
+  return LeaseFreeWriter(store, LeaseFree::kMembership)
+      .Many(ns, "leave the fleet", requests::Member(self_id), nullptr, &r);
 }
 
 }  // namespace txn_recovery

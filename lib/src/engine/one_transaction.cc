@@ -1,7 +1,7 @@
 #include "txn_recovery/engine/one_transaction.h"
 
+#include "engine/lease.h"
 #include "engine/requests.h"
-#include "engine/writer.h"
 #include "txn_recovery/engine/quarantine_records.h"
 
 namespace txn_recovery {
@@ -110,11 +110,11 @@ Status ReleaseQuarantine(Store* store, const WatchSpec& watch, const Value& id, 
   Document doc;
   if (Status s = Read(store, watch, id, &doc); !s.ok()) return s;
   WriteResult r;
-  if (Status s =
-          Writer(store).One(watch.ns,
-                            {"release the quarantine",
-                             requests::ReleaseQuarantine(id, RecoveryPaths(watch.lease_field))},
-                            &r);
+  if (Status s = LeaseFreeWriter(store, LeaseFree::kOperator)
+                     .One(watch.ns,
+                          {"release the quarantine",
+                           requests::ReleaseQuarantine(id, RecoveryPaths(watch.lease_field))},
+                          &r);
       !s.ok())
     return s;
   *released = r.matched == 1;

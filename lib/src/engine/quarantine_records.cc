@@ -94,8 +94,8 @@ Document QuarantineRecordId(const Namespace& txn_ns, const Value& id) {
   return Document{{"transactions", txn_ns.collection}, {"txn", id}};
 }
 
-Status WriteQuarantineRecord(Store* store, Writer* writer, const Namespace& txn_ns, const Value& id,
-                             const Document& record, DateTime mark_by) {
+Status WriteQuarantineRecord(Store* store, LeaseFreeWriter* writer, const Namespace& txn_ns,
+                             const Value& id, const Document& record, DateTime mark_by) {
   const Namespace ns = QuarantineRecordsOf(txn_ns);
   const Document rid = QuarantineRecordId(txn_ns, id);
   Document doc{{"_id", rid}, {kMarkBy, mark_by}};

@@ -2,7 +2,7 @@
 // quarantine_records.h); the mark that follows is StateMachine's.
 #pragma once
 
-#include "engine/writer.h"
+#include "engine/lease.h"
 #include "txn_recovery/base/document.h"
 #include "txn_recovery/base/status.h"
 #include "txn_recovery/stores/store.h"
@@ -15,7 +15,7 @@ namespace txn_recovery {
 // record read back holds a `markBy` no earlier than `mark_by`: only then may the mark be
 // sent, fenced by `mark_by` (Filter::ServerNowBefore), for no repair deletes the record
 // before that date has passed. A recording writer notes the two writes and reads nothing.
-Status WriteQuarantineRecord(Store* store, Writer* writer, const Namespace& txn_ns, const Value& id,
-                             const Document& record, DateTime mark_by);
+Status WriteQuarantineRecord(Store* store, LeaseFreeWriter* writer, const Namespace& txn_ns,
+                             const Value& id, const Document& record, DateTime mark_by);
 
 }  // namespace txn_recovery

@@ -61,27 +61,31 @@ std::optional<ClaimMove> ClaimMoveOf(const Transaction& txn, Action action, bool
 }
 
 Document NewMember(const std::string& id) {
-  return Document{{"_id", id}, {"heartbeat", DateTime{0}}};
+  return Document{{member_record::kId, id}, {member_record::kHeartbeat, DateTime{0}}};
 }
 
 UpdateRequest MemberHeartbeat(const MemberRecord& self) {
   Array watches;
   for (const std::string& w : self.watches) watches.emplace_back(w);
   Update u;
-  u.Set("host", self.host)
-      .Set("version", self.version)
-      .Set("watches", std::move(watches))
-      .Set("format", RecoveryRecord::kFormat)
-      .CurrentDate("heartbeat");
+  u.Set(member_record::kHost, self.host)
+      .Set(member_record::kVersion, self.version)
+      .Set(member_record::kWatches, std::move(watches))
+      .Set(member_record::kFormat, RecoveryRecord::kFormat)
+      .CurrentDate(member_record::kHeartbeat);
   return {Member(self.id), std::move(u)};
 }
 
 Filter ExpiredMembers(DateTime cutoff) {
-  return Filter().Lt("heartbeat", cutoff);
+  return Filter().Lt(member_record::kHeartbeat, cutoff);
+}
+
+Filter LiveMembers(DateTime cutoff) {
+  return Filter().Gte(member_record::kHeartbeat, cutoff);
 }
 
 Filter Member(const std::string& id) {
-  return Filter().Eq("_id", id);
+  return Filter().Eq(member_record::kId, id);
 }
 
 namespace {
@@ -132,8 +136,9 @@ UpdateRequest Claim(const Transaction& txn, Action action, bool nothing_to_write
   if (move && IsTerminal(move->state)) {
     RecordEnd(&u, move->state, action, paths, lease);
   } else {
-    u.Set(paths.Lease(),
-          Document{{"owner", lease.owner}, {"expires", lease.expires}, {"claim", lease.claim}});
+    u.Set(paths.Lease(), Document{{RecoveryPaths::kLeaseOwner, lease.owner},
+                                  {RecoveryPaths::kLeaseExpires, lease.expires},
+                                  {RecoveryPaths::kLeaseClaim, lease.claim}});
   }
   u.Set(paths.Format(), RecoveryRecord::kFormat);
   return {std::move(f), std::move(u)};
@@ -204,7 +209,7 @@ UpdateRequest LateUndo(const ParticipantStep& step, const Value& txn_id, TxnStat
 
 std::pair<UpdateRequest, UpdateRequest> Untrace(const Filter& participant, const Value& txn_id,
                                                 const RecoveryPaths& paths) {
-  const Value only_this(Document{{"finished", Array{txn_id}}});
+  const Value only_this(Document{{RecoveryPaths::kFinished, Array{txn_id}}});
   Filter whole = participant;
   whole.Eq(paths.field(), only_this);
   Filter part = participant;
@@ -221,7 +226,7 @@ bool TraceIsAll(const Document& participant, const Value& txn_id, const Recovery
     return sub == nullptr || (d != nullptr && d->empty());
   }
   return Filter()
-      .Eq(paths.field(), Value(Document{{"finished", Array{txn_id}}}))
+      .Eq(paths.field(), Value(Document{{RecoveryPaths::kFinished, Array{txn_id}}}))
       .Matches(participant);
 }
 
@@ -249,9 +254,9 @@ UpdateRequest Quarantine(const Value& txn_id, const Document& record, const Reco
 UpdateRequest QuarantineReplacing(const Value& txn_id, const Value& held, const Document& record,
                                   const RecoveryPaths& paths) {
   Update u;
-  u.Set(paths.field(),
-        Document{
-            {"quarantine", record}, {"replacedValue", held}, {"format", RecoveryRecord::kFormat}});
+  u.Set(paths.field(), Document{{RecoveryPaths::kQuarantine, record},
+                                {RecoveryPaths::kReplacedValue, held},
+                                {RecoveryPaths::kFormat, RecoveryRecord::kFormat}});
   return {Filter().Eq("_id", txn_id).Eq(paths.field(), held), std::move(u)};
 }
 

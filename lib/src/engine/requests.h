@@ -137,6 +137,16 @@ UpdateRequest SetPause(bool paused, const std::string& by);
 
 // ---- Fleet membership (membership.h) ---------------------------------------------------
 
+// The fields of a member record: written by the heartbeat here, read back by membership.cc.
+namespace member_record {
+inline constexpr const char* kId = "_id";
+inline constexpr const char* kHeartbeat = "heartbeat";  // the server's time of the last one
+inline constexpr const char* kHost = "host";
+inline constexpr const char* kVersion = "version";
+inline constexpr const char* kWatches = "watches";
+inline constexpr const char* kFormat = "format";
+}  // namespace member_record
+
 // A member's record as first created: its heartbeat the epoch, so that it counts as
 // expired (and is removable) until the heartbeat that follows stamps the server's time.
 Document NewMember(const std::string& id);
@@ -145,6 +155,8 @@ UpdateRequest MemberHeartbeat(const MemberRecord& self);
 // The records whose last heartbeat is before `cutoff` (the server's clock), compared by
 // the delete itself so that a record heartbeated since it was listed is not matched.
 Filter ExpiredMembers(DateTime cutoff);
+// The records heartbeated at `cutoff` or since: the live members.
+Filter LiveMembers(DateTime cutoff);
 // One member's record.
 Filter Member(const std::string& id);
 // The record of the orphan scans of `collection`, kept in the members collection beside the

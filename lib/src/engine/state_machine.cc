@@ -9,9 +9,9 @@
 #include <random>
 #include <utility>
 
+#include "engine/lease.h"
 #include "engine/quarantine_write.h"
 #include "engine/requests.h"
-#include "engine/writer.h"
 
 namespace txn_recovery {
 
@@ -71,7 +71,7 @@ ExecuteResult StateMachine::Execute(const Transaction& txn, Action action) {
 Status StateMachine::RecordFailure(const Value& id, std::string_view error,
                                    std::int64_t* failures) {
   std::optional<Document> after;
-  Writer writer(store_);
+  LeaseFreeWriter writer(store_, LeaseFree::kFailureCount);
   if (Status s = writer.OneAndRead(
           txn_ns_, {"count the failure", requests::RecordFailure(id, error, paths_)}, &after);
       !s.ok())
@@ -90,15 +90,17 @@ Status StateMachine::StampFirstSeen(const std::vector<Value>& ids, BulkResult* r
   stamps.reserve(ids.size());
   for (const Value& id : ids)
     stamps.push_back({"stamp the first sighting", requests::StampFirstSeen(id, *profile_, paths_)});
-  return Writer(store_).Each(txn_ns_, std::move(stamps), result);
+  return LeaseFreeWriter(store_, LeaseFree::kFirstSighting)
+      .Each(txn_ns_, std::move(stamps), result);
 }
 
 Status StateMachine::Quarantine(const Value& id, std::string_view reason) {
-  Writer writer(store_);
+  LeaseFreeWriter writer(store_, LeaseFree::kQuarantine);
   return QuarantineThrough(&writer, id, reason);
 }
 
-Status StateMachine::QuarantineThrough(Writer* writer, const Value& id, std::string_view reason) {
+Status StateMachine::QuarantineThrough(LeaseFreeWriter* writer, const Value& id,
+                                       std::string_view reason) {
   const Document record{{"reason", std::string(reason)}, {"by", lease_.owner}};
   const std::string what = "quarantine: " + std::string(reason);
   // The record in the daemon's own collection first, then the mark, which lands only
@@ -131,7 +133,7 @@ Status StateMachine::QuarantineThrough(Writer* writer, const Value& id, std::str
   return writer->One(txn_ns_, {"record when", requests::QuarantinedNow(id, paths_)}, &r);
 }
 
-Status StateMachine::Marked(const Writer& writer, const WriteResult& mark) {
+Status StateMachine::Marked(const LeaseFreeWriter& writer, const WriteResult& mark) {
   if (writer.recording() || mark.matched > 0) return Status::Ok();
   // The transaction is gone, or the mark reached the server after its record's markBy (a
   // stall): not quarantined; its record goes at the next sweep's repair, and the next

@@ -163,28 +163,56 @@ class Sweeper::Pass {
 
   // Streams the candidates to the workers (or, with one worker, processes them here).
   Status Stream() {
-    FindOptions find_options;
-    find_options.batch_size = s_->options_.batch_size;
     // The pace bound (pace.h) holds back the reading of the candidates, a chunk at a time,
     // never a dry run, which writes nothing: a candidate waits before it is read, not
     // between its read and its claim, so that what the claim and the conformance trace's
     // read rest on is as fresh as unpaced. Each server batch is then one chunk.
     const std::shared_ptr<Pace> pace = s_->options_.dry_run ? nullptr : s_->options_.pace;
+    const std::size_t chunk = ChunkSize(pace.get());
+    FindOptions find_options;
+    find_options.batch_size = pace ? static_cast<std::int32_t>(chunk) : s_->options_.batch_size;
+    if (s_->options_.share) find_options.projection = {"_id"};
+    std::unique_ptr<Cursor> cursor;
+    if (Status st = OpenCandidates(find_options, &cursor); !st.ok()) return st;
     const int workers = std::max(1, s_->options_.workers);
-    const std::size_t capacity =
-        static_cast<std::size_t>(std::max<std::int32_t>(1, s_->options_.batch_size));
+    WorkQueue queue(Capacity());
+    std::vector<std::thread> threads;
+    if (workers > 1) {
+      for (int i = 0; i < workers; ++i) {
+        threads.emplace_back([&] {
+          std::vector<Document> docs;
+          while (queue.PopSome(&docs, chunk))
+            if (!Stopping()) Process(docs);
+        });
+      }
+    }
+    Status status = Drain(cursor.get(), pace.get(), chunk, workers > 1 ? &queue : nullptr);
+    queue.Close();
+    for (auto& t : threads) t.join();
+    return status;
+  }
+
+  std::size_t Capacity() const {
+    return static_cast<std::size_t>(std::max<std::int32_t>(1, s_->options_.batch_size));
+  }
+
+  // The candidates driven together: a bulk, or paced, at most a twentieth of a second's
+  // worth of this member's part of the bound: the same pace in short bursts, so that the
+  // application's writes that meet one wait less (docs/benchmarks.md, "Live traffic while a
+  // backlog drains").
+  std::size_t ChunkSize(const Pace* pace) const {
     std::size_t chunk = std::clamp<std::size_t>(
-        static_cast<std::size_t>(std::max<std::int32_t>(1, s_->options_.bulk_size)), 1, capacity);
-    // Paced, a bulk is at most a twentieth of a second's worth of this member's part of the
-    // bound: the same pace in short bursts, so that the application's writes that meet one
-    // wait less (docs/benchmarks.md, "Live traffic while a backlog drains").
+        static_cast<std::size_t>(std::max<std::int32_t>(1, s_->options_.bulk_size)), 1, Capacity());
     if (pace && pace->rate() > 0) {
       const double per_second = pace->rate() / std::max<std::uint32_t>(1, members_.load());
       chunk = std::clamp<std::size_t>(static_cast<std::size_t>(per_second / kBurstsPerSecond), 1,
                                       chunk);
     }
-    if (pace) find_options.batch_size = static_cast<std::int32_t>(chunk);
-    if (s_->options_.share) find_options.projection = {"_id"};
+    return chunk;
+  }
+
+  // The cursor over the watch's candidates (this member's share of them, in a fleet).
+  Status OpenCandidates(const FindOptions& find_options, std::unique_ptr<Cursor>* cursor) {
     // Without a memory (a one-shot sweep) the probe is not sent: it is the walk the daemon
     // asks once; the finished transactions are taken to carry times, as most applications
     // write them (SweepMemory).
@@ -197,23 +225,17 @@ class Sweeper::Pass {
           s_->store_, watch_.ns, CandidateReads(watch_, server_start_, finished_carry_times),
           find_options);
     };
-    std::unique_ptr<Cursor> cursor =
-        s_->options_.share ? std::make_unique<ShareCursor>(this, candidates) : candidates();
-    WorkQueue queue(capacity);
-    std::vector<std::thread> threads;
-    if (workers > 1) {
-      for (int i = 0; i < workers; ++i) {
-        threads.emplace_back([&] {
-          std::vector<Document> docs;
-          while (queue.PopSome(&docs, chunk))
-            if (!Stopping()) Process(docs);
-        });
-      }
-    }
-    Status status = Status::Ok();
+    *cursor = s_->options_.share ? std::make_unique<ShareCursor>(this, candidates) : candidates();
+    return Status::Ok();
+  }
+
+  // Reads the candidates, a chunk at a time under the pace, into `queue` (workers) or
+  // processing each chunk here (`queue` null).
+  Status Drain(Cursor* cursor, Pace* pace, std::size_t chunk, WorkQueue* queue) {
     Document doc;
     std::vector<Document> pending;
     std::size_t paced = 0;  // candidates the pace has let through and not yet read
+    Status status = Status::Ok();
     while (true) {
       if (Stopping()) {
         status = Status::Aborted("sweep stopped before it was complete");
@@ -228,8 +250,8 @@ class Sweeper::Pass {
       if (status = cursor->Next(&doc, &has); !status.ok() || !has) break;
       if (pace) --paced;
       summary_->examined++;
-      if (workers > 1) {
-        queue.Push(std::move(doc));
+      if (queue) {
+        queue->Push(std::move(doc));
         continue;
       }
       pending.push_back(std::move(doc));
@@ -239,8 +261,6 @@ class Sweeper::Pass {
       }
     }
     if (!pending.empty() && !Stopping()) Process(pending);
-    queue.Close();
-    for (auto& t : threads) t.join();
     return status;
   }
 

@@ -1,7 +1,7 @@
 #include "txn_recovery/engine/watch.h"
 
+#include "engine/lease.h"
 #include "engine/requests.h"
-#include "engine/writer.h"
 
 namespace txn_recovery {
 
@@ -20,7 +20,7 @@ Status SetPaused(Store* store, const WatchSpec& watch, bool paused, const std::s
   if (Status s = store->FindOne(ns, Filter().Eq("_id", "pause"), &existing); !s.ok()) return s;
   // There is no upsert in the Store algebra: create the document once (a concurrent
   // creator may win; its duplicate-key error is harmless), then update it.
-  Writer writer(store);
+  LeaseFreeWriter writer(store, LeaseFree::kOperator);
   if (!existing) (void)writer.Insert(ns, "create the pause switch", {requests::PauseSwitch()});
   WriteResult r;
   if (Status s = writer.One(ns, {"switch the pause", requests::SetPause(paused, by)}, &r); !s.ok())

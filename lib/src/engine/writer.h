@@ -4,8 +4,11 @@
 // that a dry run and `explain` are the engine itself rehearsing, not a second walk of the
 // program that could drift from what runs.
 //
-// The lease-deadline rule is not here: the execution's sender (engine/batch_send.cc) decides
-// which writes go under a lease and adds their fence before handing them over.
+// A Writer sends only through one of two holders, its friends: the execution's LeasedSender
+// (engine/leased_sender.h), which applies the lease-deadline rule and the fence to every
+// write of an action, and a LeaseFreeWriter (engine/lease.h), which names, from a closed
+// list, why its writes need no lease. Code holding neither cannot write: the methods that
+// send are private.
 #pragma once
 
 #include <string>
@@ -33,6 +36,14 @@ class Writer {
 
   bool recording() const { return record_ != nullptr; }
 
+  // A line in the record that sends nothing ("(nothing: already applied) debit 100 …"), so
+  // that a rehearsal says why a write is absent. Nothing when sending.
+  void Note(const Namespace& ns, std::string what);
+
+ private:
+  friend class LeasedSender;
+  friend class LeaseFreeWriter;
+
   // One unordered bulk of single-document updates (Store::UpdateEach). Recording: each
   // matched and modified. Taken by value: a caller that has no further use for its requests
   // moves them in, and they are sent without a copy.
@@ -51,11 +62,6 @@ class Writer {
   // Inserts `docs` (InsertMany). Recording: a line per document, without filter.
   Status Insert(const Namespace& ns, const std::string& what, const std::vector<Document>& docs);
 
-  // A line in the record that sends nothing ("(nothing: already applied) debit 100 …"), so
-  // that a rehearsal says why a write is absent. Nothing when sending.
-  void Note(const Namespace& ns, std::string what);
-
- private:
   Store* store_;
   std::vector<PlannedWrite>* record_ = nullptr;
 };

@@ -288,6 +288,63 @@ std::vector<MarkerLocation> MarkerLocationsOf(const StepsProfile& p, const Names
   return out;
 }
 
+namespace {
+
+bool Overlaps(const std::string& a, const std::string& b) {
+  return a == b || a.rfind(b + ".", 0) == 0 || b.rfind(a + ".", 0) == 0;
+}
+
+// The fields step `s` changes (its inc and set, at `at`) and their paths. A changed field
+// that is (or contains, or lies within) the key, _id, the marker or another changed field
+// would move the participant out of its own target or guard, or make one change undo
+// another: no exact inverse.
+void CheckChangedFields(const StepSpec& s, const std::string& at, const std::string& marker,
+                        ConfigProblems* mine) {
+  std::vector<std::string> changed;
+  auto field = [&](const std::string& key, const std::string& f) {
+    if (!FieldPathOk(key, f, mine)) return;
+    if (Overlaps(f, marker) || Overlaps(f, s.key) || Overlaps(f, "_id")) {
+      mine->push_back({key, "must not change the step's key, _id or its marker '" + marker +
+                                "' (nor a field within or around them)"});
+      return;
+    }
+    for (const auto& other : changed)
+      if (Overlaps(f, other))
+        mine->push_back({key, "'" + f + "' and '" + other + "' are changed by one step"});
+    changed.push_back(f);
+  };
+  for (const auto& inc : s.inc) {
+    field(at + "inc." + inc.field, inc.field);
+    (void)FieldPathOk(at + "inc." + inc.field, inc.path, mine);
+  }
+  for (const auto& set : s.set) {
+    field(at + "set." + set.field, set.field);
+    (void)FieldPathOk(at + "set." + set.field, set.path, mine);
+    if (set.previous_path.empty())
+      mine->push_back({at + "previous." + set.field,
+                       "is required: the path of the value '" + set.field + "' had (its inverse)"});
+    else
+      (void)FieldPathOk(at + "previous." + set.field, set.previous_path, mine);
+  }
+}
+
+// One document per key value: steps on one collection and marker must find their
+// participants by the same key, or two of them could name one document (and the second
+// would look applied once the first had pushed the marker).
+void CheckKeysAgree(const StepsProfile& p, std::size_t i, const std::string& at,
+                    const std::string& marker, ConfigProblems* mine) {
+  const StepSpec& s = p.steps[i];
+  for (std::size_t j = 0; j < i; ++j) {
+    const StepSpec& o = p.steps[j];
+    const std::string& other_marker = o.marker_field.empty() ? p.marker_field : o.marker_field;
+    if (o.collection == s.collection && other_marker == marker && o.key != s.key)
+      mine->push_back({at + "key", "'" + s.key + "' differs from steps[" + std::to_string(j) +
+                                       "].key '" + o.key + "' on the same collection and marker"});
+  }
+}
+
+}  // namespace
+
 ConfigProblems StepsProfile::Validate() const {
   ConfigProblems out;
   (void)FieldPathOk("marker_field", marker_field, &out);  // appends
@@ -302,52 +359,12 @@ ConfigProblems StepsProfile::Validate() const {
     if (!s.marker_field.empty()) (void)FieldPathOk(at + "marker", s.marker_field, &mine);
     const std::string& marker = s.marker_field.empty() ? marker_field : s.marker_field;
     if (s.inc.empty() && s.set.empty()) mine.push_back({at + "inc", "the step changes nothing"});
-    // A changed field that is (or contains, or lies within) the key, _id, the marker or
-    // another changed field would move the participant out of its own target or guard, or
-    // make one change undo another: no exact inverse.
-    std::vector<std::string> changed;
-    auto overlaps = [](const std::string& a, const std::string& b) {
-      return a == b || a.rfind(b + ".", 0) == 0 || b.rfind(a + ".", 0) == 0;
-    };
-    auto field = [&](const std::string& key, const std::string& f) {
-      if (!FieldPathOk(key, f, &mine)) return;
-      if (overlaps(f, marker) || overlaps(f, s.key) || overlaps(f, "_id")) {
-        mine.push_back({key, "must not change the step's key, _id or its marker '" + marker +
-                                 "' (nor a field within or around them)"});
-        return;
-      }
-      for (const auto& other : changed)
-        if (overlaps(f, other))
-          mine.push_back({key, "'" + f + "' and '" + other + "' are changed by one step"});
-      changed.push_back(f);
-    };
-    for (const auto& inc : s.inc) {
-      field(at + "inc." + inc.field, inc.field);
-      (void)FieldPathOk(at + "inc." + inc.field, inc.path, &mine);
-    }
-    for (const auto& set : s.set) {
-      field(at + "set." + set.field, set.field);
-      (void)FieldPathOk(at + "set." + set.field, set.path, &mine);
-      if (set.previous_path.empty())
-        mine.push_back({at + "previous." + set.field, "is required: the path of the value '" +
-                                                          set.field + "' had (its inverse)"});
-      else
-        (void)FieldPathOk(at + "previous." + set.field, set.previous_path, &mine);
-    }
+    CheckChangedFields(s, at, marker, &mine);
     for (const auto& g : s.guards) {
       (void)FieldPathOk(at + "guard", g.field, &mine);
       (void)FieldPathOk(at + "guard", g.path, &mine);
     }
-    // One document per key value: steps on one collection and marker must find their
-    // participants by the same key, or two of them could name one document (and the second
-    // would look applied once the first had pushed the marker).
-    for (std::size_t j = 0; j < i; ++j) {
-      const StepSpec& o = steps[j];
-      const std::string& other_marker = o.marker_field.empty() ? marker_field : o.marker_field;
-      if (o.collection == s.collection && other_marker == marker && o.key != s.key)
-        mine.push_back({at + "key", "'" + s.key + "' differs from steps[" + std::to_string(j) +
-                                        "].key '" + o.key + "' on the same collection and marker"});
-    }
+    CheckKeysAgree(*this, i, at, marker, &mine);
     // Every problem of a step is reported on the `steps` key, whose position the loader
     // knows; the message names the step.
     for (auto& p : mine) out.push_back({"steps", p.key + ": " + p.problem});

@@ -1,6 +1,7 @@
 // Conversions between the document model and BSON, and of the Filter/Update algebra to
 // MongoDB query and update documents.
 #include <cstring>
+#include <limits>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -258,6 +259,25 @@ Status AppendServerClockPredicate(bson_t* out, const Predicate& p, const DateTim
   return Status::Ok();
 }
 
+// The operator of a comparison with one value.
+const char* OperatorOf(Predicate::Op op) {
+  return op == Predicate::Op::kNe       ? "$ne"
+         : op == Predicate::Op::kLt     ? "$lt"
+         : op == Predicate::Op::kGt     ? "$gt"
+         : op == Predicate::Op::kGte    ? "$gte"
+         : op == Predicate::Op::kOfType ? "$type"
+                                        : "$lte";
+}
+
+// {key: {op: value}}
+Status AppendOperator(bson_t* out, const char* key, const char* op, const Value& value) {
+  bson_t cond;
+  bson_append_document_begin(out, key, -1, &cond);
+  if (Status s = AppendValue(&cond, op, value); !s.ok()) return s;
+  bson_append_document_end(out, &cond);
+  return Status::Ok();
+}
+
 // {path: {$op: value}} (or {path: value} for equality, which also means "contains" on
 // arrays, as the algebra requires).
 Status AppendPredicate(bson_t* out, const Predicate& p, const DateTime* daemon_clock) {
@@ -271,28 +291,12 @@ Status AppendPredicate(bson_t* out, const Predicate& p, const DateTime* daemon_c
     case Predicate::Op::kGt:
     case Predicate::Op::kGte:
     case Predicate::Op::kLte:
-    case Predicate::Op::kOfType: {
-      const char* op = p.op == Predicate::Op::kNe       ? "$ne"
-                       : p.op == Predicate::Op::kLt     ? "$lt"
-                       : p.op == Predicate::Op::kGt     ? "$gt"
-                       : p.op == Predicate::Op::kGte    ? "$gte"
-                       : p.op == Predicate::Op::kOfType ? "$type"
-                                                        : "$lte";
-      bson_append_document_begin(out, k, -1, &cond);
-      if (Status s = AppendValue(&cond, op, p.value); !s.ok()) return s;
-      bson_append_document_end(out, &cond);
-      return Status::Ok();
-    }
+    case Predicate::Op::kOfType:
+      return AppendOperator(out, k, OperatorOf(p.op), p.value);
     case Predicate::Op::kIn:
-    case Predicate::Op::kNin: {
-      bson_append_document_begin(out, k, -1, &cond);
-      if (Status s = AppendValue(&cond, p.op == Predicate::Op::kIn ? "$in" : "$nin",
-                                 Value(Array(p.values)));
-          !s.ok())
-        return s;
-      bson_append_document_end(out, &cond);
-      return Status::Ok();
-    }
+    case Predicate::Op::kNin:
+      return AppendOperator(out, k, p.op == Predicate::Op::kIn ? "$in" : "$nin",
+                            Value(Array(p.values)));
     case Predicate::Op::kExists:
     case Predicate::Op::kNotExists:
       bson_append_document_begin(out, k, -1, &cond);
@@ -339,32 +343,41 @@ static std::string_view KeyOf(const Predicate& p, const DateTime* daemon_clock) 
   return p.path;
 }
 
-Status FilterToBson(const Filter& filter, bson_t* out, const DateTime* daemon_clock) {
-  if (filter.all().empty() && filter.any_of().empty()) return Status::Ok();
-  bool distinct = true;
-  for (std::size_t i = 0; i < filter.all().size() && distinct; ++i)
-    for (std::size_t j = 0; j < i && distinct; ++j)
+// Whether no two predicates of `filter` are written under the same top-level key.
+static bool KeysDistinct(const Filter& filter, const DateTime* daemon_clock) {
+  for (std::size_t i = 0; i < filter.all().size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
       if (!KeyOf(filter.all()[i], daemon_clock).empty() &&
           KeyOf(filter.all()[i], daemon_clock) == KeyOf(filter.all()[j], daemon_clock))
-        distinct = false;
-  if (distinct) {
+        return false;
+  return true;
+}
+
+// {$or: [alternative, ...]}
+static Status AppendAnyOf(bson_t* out, const std::vector<Filter>& any_of,
+                          const DateTime* daemon_clock) {
+  bson_t or_array;
+  bson_append_array_begin(out, "$or", -1, &or_array);
+  std::uint32_t j = 0;
+  for (const auto& alt : any_of) {
+    const char* key;
+    char kb[16];
+    bson_uint32_to_string(j++, &key, kb, sizeof kb);
+    bson_t alt_doc;
+    bson_append_document_begin(&or_array, key, -1, &alt_doc);
+    if (Status s = FilterToBson(alt, &alt_doc, daemon_clock); !s.ok()) return s;
+    bson_append_document_end(&or_array, &alt_doc);
+  }
+  bson_append_array_end(out, &or_array);
+  return Status::Ok();
+}
+
+Status FilterToBson(const Filter& filter, bson_t* out, const DateTime* daemon_clock) {
+  if (filter.all().empty() && filter.any_of().empty()) return Status::Ok();
+  if (KeysDistinct(filter, daemon_clock)) {
     for (const auto& p : filter.all())
       if (Status s = AppendPredicate(out, p, daemon_clock); !s.ok()) return s;
-    if (!filter.any_of().empty()) {
-      bson_t or_array;
-      bson_append_array_begin(out, "$or", -1, &or_array);
-      std::uint32_t j = 0;
-      for (const auto& alt : filter.any_of()) {
-        const char* key;
-        char kb[16];
-        bson_uint32_to_string(j++, &key, kb, sizeof kb);
-        bson_t alt_doc;
-        bson_append_document_begin(&or_array, key, -1, &alt_doc);
-        if (Status s = FilterToBson(alt, &alt_doc, daemon_clock); !s.ok()) return s;
-        bson_append_document_end(&or_array, &alt_doc);
-      }
-      bson_append_array_end(out, &or_array);
-    }
+    if (!filter.any_of().empty()) return AppendAnyOf(out, filter.any_of(), daemon_clock);
     return Status::Ok();
   }
   bson_t and_array;
@@ -383,20 +396,9 @@ Status FilterToBson(const Filter& filter, bson_t* out, const DateTime* daemon_cl
     bson_append_document_end(&and_array, &clause);
   }
   if (!filter.any_of().empty()) {
-    bson_t clause, or_array;
+    bson_t clause;
     bson_append_document_begin(&and_array, next_key(buf, sizeof buf), -1, &clause);
-    bson_append_array_begin(&clause, "$or", -1, &or_array);
-    std::uint32_t j = 0;
-    for (const auto& alt : filter.any_of()) {
-      const char* key;
-      char kb[16];
-      bson_uint32_to_string(j++, &key, kb, sizeof kb);
-      bson_t alt_doc;
-      bson_append_document_begin(&or_array, key, -1, &alt_doc);
-      if (Status s = FilterToBson(alt, &alt_doc, daemon_clock); !s.ok()) return s;
-      bson_append_document_end(&or_array, &alt_doc);
-    }
-    bson_append_array_end(&clause, &or_array);
+    if (Status s = AppendAnyOf(&clause, filter.any_of(), daemon_clock); !s.ok()) return s;
     bson_append_document_end(&and_array, &clause);
   }
   bson_append_array_end(out, &and_array);
@@ -454,6 +456,50 @@ Status UpdateToBson(const Update& update, bson_t* out) {
     bson_append_document_end(out, &child);
   }
   return Status::Ok();
+}
+
+namespace {
+
+// The limit a find is sent with. A read without one is sent with a limit no read reaches:
+// DocumentDB answers a find without a limit or a sort from a cursor it resumes by heap
+// position, and each getMore runs the query again and skips to that position, so a read of
+// N documents in batches of B reads its index range N/B times (N²/B: a sweep of
+// 300,000 stuck transactions spent 129.7 s of the server's time in getMore, 42.7 ms each). A
+// find with a limit it holds as a PostgreSQL cursor instead, run once, each getMore
+// reading on from where the last stopped. Other servers run a limit as a count.
+// docs/compatibility.md, "a cursor's next batch".
+std::int64_t LimitSent(const FindOptions& options) {
+  return options.limit > 0 ? options.limit : std::numeric_limits<std::int32_t>::max();
+}
+
+// {hint: {<key>: <dir>, ...}} when the read names an index.
+void AppendHint(bson_t* out, const std::vector<std::pair<std::string, int>>& hint) {
+  if (hint.empty()) return;
+  bson_t keys;
+  bson_append_document_begin(out, "hint", -1, &keys);
+  for (const auto& [path, dir] : hint) bson_append_int32(&keys, path.c_str(), -1, dir);
+  bson_append_document_end(out, &keys);
+}
+
+}  // namespace
+
+void AppendFindOptions(const FindOptions& options, bson_t* out) {
+  if (options.sort_ascending_by) {
+    bson_t sort;
+    bson_append_document_begin(out, "sort", -1, &sort);
+    bson_append_int32(&sort, options.sort_ascending_by->c_str(), -1, 1);
+    bson_append_document_end(out, &sort);
+  }
+  bson_append_int64(out, "limit", -1, LimitSent(options));
+  if (options.batch_size > 0) bson_append_int32(out, "batchSize", -1, options.batch_size);
+  if (!options.projection.empty()) {
+    bson_t projection;
+    bson_append_document_begin(out, "projection", -1, &projection);
+    for (const std::string& path : options.projection)
+      bson_append_int32(&projection, path.c_str(), -1, 1);
+    bson_append_document_end(out, &projection);
+  }
+  AppendHint(out, options.hint);
 }
 
 }  // namespace txn_recovery::mongo

@@ -168,4 +168,8 @@ Document FromBson(const bson_t* bson);
 Status FilterToBson(const Filter& filter, bson_t* out, const DateTime* daemon_clock = nullptr);
 Status UpdateToBson(const Update& update, bson_t* out);
 
+// A find's options as MongoStore::Find sends them: the sort, the limit (one no read reaches
+// when the read sets none), the batch size when set, the projection, the hint.
+void AppendFindOptions(const FindOptions& options, bson_t* out);
+
 }  // namespace txn_recovery::mongo

@@ -249,17 +249,16 @@ struct Rendered {
   std::vector<std::string> secrets;
 };
 
-Rendered Render(const mongoc_uri_t* uri) {
-  Rendered r;
-  std::string& out = r.text;
-  const char* srv = mongoc_uri_get_srv_hostname(uri);
-  out = srv ? "mongodb+srv://" : "mongodb://";
+// user[:****]@ (the password kept in `secrets`), then the SRV name or the hosts.
+std::string AuthorityText(const mongoc_uri_t* uri, const char* srv,
+                          std::vector<std::string>* secrets) {
+  std::string out;
   if (const char* user = mongoc_uri_get_username(uri)) {
     out += PercentEncode(user);
     if (const char* password = mongoc_uri_get_password(uri)) {
       out += ':';
       out += kMask;
-      r.secrets.emplace_back(password);
+      secrets->emplace_back(password);
     }
     out += '@';
   }
@@ -274,24 +273,29 @@ Rendered Render(const mongoc_uri_t* uri) {
       out += h->family == AF_UNIX ? PercentEncode(h->host) : std::string(h->host_and_port);
     }
   }
+  return out;
+}
+
+// Every option the URI sets, as KEY=VALUE, the secret values masked (and kept in `secrets`).
+std::vector<std::string> OptionsText(const mongoc_uri_t* uri, std::vector<std::string>* secrets) {
   std::vector<std::string> options;
   bson_iter_t it;
   if (const bson_t* opts = mongoc_uri_get_options(uri); opts && bson_iter_init(&it, opts)) {
     while (bson_iter_next(&it)) {
       std::string key = Lower(bson_iter_key(&it));
       if (key == MONGOC_URI_APPNAME) continue;  // the daemon's own name, set on every open
-      options.push_back(OptionText(key, &it, &r.secrets));
+      options.push_back(OptionText(key, &it, secrets));
     }
   }
   if (const bson_t* creds = mongoc_uri_get_credentials(uri); creds && bson_iter_init(&it, creds)) {
     while (bson_iter_next(&it)) {
       std::string key = Lower(bson_iter_key(&it));
       if (key == MONGOC_URI_AUTHMECHANISMPROPERTIES) {
-        std::string list = MechanismPropertiesText(&it, &r.secrets);
+        std::string list = MechanismPropertiesText(&it, secrets);
         if (!list.empty()) options.push_back("authMechanismProperties=" + list);
         continue;
       }
-      options.push_back(OptionText(key, &it, &r.secrets));
+      options.push_back(OptionText(key, &it, secrets));
     }
   }
   if (const bson_t* compressors = mongoc_uri_get_compressors(uri);
@@ -304,7 +308,16 @@ Rendered Render(const mongoc_uri_t* uri) {
   if (const mongoc_read_concern_t* rc = mongoc_uri_get_read_concern(uri))
     if (const char* level = mongoc_read_concern_get_level(rc))
       options.push_back(std::string("readConcernLevel=") + level);
+  return options;
+}
 
+Rendered Render(const mongoc_uri_t* uri) {
+  Rendered r;
+  std::string& out = r.text;
+  const char* srv = mongoc_uri_get_srv_hostname(uri);
+  out = srv ? "mongodb+srv://" : "mongodb://";
+  out += AuthorityText(uri, srv, &r.secrets);
+  const std::vector<std::string> options = OptionsText(uri, &r.secrets);
   const char* database = mongoc_uri_get_database(uri);
   if ((database && *database) || !options.empty()) out += '/';
   if (database) out += PercentEncode(database);

@@ -8,9 +8,55 @@
 
 namespace txn_recovery {
 
+namespace {
+
+// A tagged-insert's tag is how its documents are found (finished, deleted, counted), so
+// it is always required. A marker array is only read by with the participant's key, which
+// its own index serves; the marker and the trace a finish leaves (only the participants
+// carrying one are in its index) serve the orphan scan alone, and only when the operator
+// asks for them (WatchSpec::orphan_scan_indexes): on DocumentDB every application write
+// of a participant would maintain them.
+void AddMarkerIndexes(const WatchSpec& watch, std::vector<RequiredIndex>* out) {
+  const RecoveryPaths paths(watch.lease_field);
+  for (const MarkerLocation& loc : watch.profile.MarkerLocations(watch.ns)) {
+    if (loc.scalar) {
+      out->push_back({loc.ns, IndexSpec{{{loc.field, 1}}, ""},
+                      "finding the documents a transaction inserted, to finish, delete or count "
+                      "them"});
+    } else if (watch.orphan_scan_indexes) {
+      out->push_back({loc.ns, IndexSpec{{{loc.field, 1}}, ""},
+                      "the orphan scan's look for markers left behind (orphan_scan_indexes)"});
+      out->push_back({loc.ns, IndexSpec{{{paths.Finished(), 1}}, "", true},
+                      "the orphan scan's look for traces of finished transactions (only the "
+                      "participants carrying one are in it; orphan_scan_indexes)"});
+    }
+  }
+}
+
+// Participants found by a key other than _id (a transfer's participant_key, a described
+// step's key): every step's write and read names its participant by it.
+void AddParticipantKeyIndexes(const WatchSpec& watch, std::vector<RequiredIndex>* out) {
+  const Profile& p = watch.profile;
+  std::vector<std::pair<Namespace, std::string>> keys;
+  if (const TransferProfile* t = p.transfer())
+    keys.emplace_back(Namespace{watch.ns.database, t->participants_collection}, t->participant_key);
+  if (const StepsProfile* st = p.steps())
+    for (const StepSpec& step : st->steps)
+      keys.emplace_back(Namespace{watch.ns.database, step.collection}, step.key);
+  for (const auto& [ns, key] : keys) {
+    if (key == "_id") continue;
+    bool seen = false;
+    for (const RequiredIndex& r : *out)
+      seen = seen || (r.ns == ns && r.spec.keys.size() == 1 && r.spec.keys[0].first == key);
+    if (!seen)
+      out->push_back({ns, IndexSpec{{{key, 1}}, ""}, "finding each participant by " + key});
+  }
+}
+
+}  // namespace
+
 std::vector<RequiredIndex> RequiredIndexes(const WatchSpec& watch) {
   const Profile& p = watch.profile;
-  const RecoveryPaths paths(watch.lease_field);
   std::vector<RequiredIndex> out;
   // Every alternative of the candidate query is a range of one of these: a state, then a
   // range of what its age is read from. Ordered (IndexSpec::ordered), or DocumentDB walks
@@ -35,40 +81,8 @@ std::vector<RequiredIndex> RequiredIndexes(const WatchSpec& watch) {
   // daemon's own records (quarantine_records.h), so that the application's writes do not
   // maintain one more index (docs/benchmarks.md, "What the daemon's indexes cost the
   // application"). The partial index earlier builds made is left to the operator.
-  // A tagged-insert's tag is how its documents are found (finished, deleted, counted), so
-  // it is always required. A marker array is only read by with the participant's key, which
-  // its own index serves; the marker and the trace a finish leaves (only the participants
-  // carrying one are in its index) serve the orphan scan alone, and only when the operator
-  // asks for them (WatchSpec::orphan_scan_indexes): on DocumentDB every application write
-  // of a participant would maintain them.
-  for (const MarkerLocation& loc : p.MarkerLocations(watch.ns)) {
-    if (loc.scalar) {
-      out.push_back({loc.ns, IndexSpec{{{loc.field, 1}}, ""},
-                     "finding the documents a transaction inserted, to finish, delete or count "
-                     "them"});
-    } else if (watch.orphan_scan_indexes) {
-      out.push_back({loc.ns, IndexSpec{{{loc.field, 1}}, ""},
-                     "the orphan scan's look for markers left behind (orphan_scan_indexes)"});
-      out.push_back({loc.ns, IndexSpec{{{paths.Finished(), 1}}, "", true},
-                     "the orphan scan's look for traces of finished transactions (only the "
-                     "participants carrying one are in it; orphan_scan_indexes)"});
-    }
-  }
-  // Participants found by a key other than _id (a transfer's participant_key, a described
-  // step's key): every step's write and read names its participant by it.
-  std::vector<std::pair<Namespace, std::string>> keys;
-  if (const TransferProfile* t = p.transfer())
-    keys.emplace_back(Namespace{watch.ns.database, t->participants_collection}, t->participant_key);
-  if (const StepsProfile* st = p.steps())
-    for (const StepSpec& step : st->steps)
-      keys.emplace_back(Namespace{watch.ns.database, step.collection}, step.key);
-  for (const auto& [ns, key] : keys) {
-    if (key == "_id") continue;
-    bool seen = false;
-    for (const RequiredIndex& r : out)
-      seen = seen || (r.ns == ns && r.spec.keys.size() == 1 && r.spec.keys[0].first == key);
-    if (!seen) out.push_back({ns, IndexSpec{{{key, 1}}, ""}, "finding each participant by " + key});
-  }
+  AddMarkerIndexes(watch, &out);
+  AddParticipantKeyIndexes(watch, &out);
   return out;
 }
 

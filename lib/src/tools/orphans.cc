@@ -2,8 +2,8 @@
 
 #include <set>
 
+#include "engine/lease.h"
 #include "engine/requests.h"
-#include "engine/writer.h"
 
 namespace txn_recovery {
 
@@ -96,11 +96,11 @@ class OrphanScan {
       for (const Value& txn_id : ended) {
         auto [whole, part] = requests::Untrace(Filter().Eq("_id", *pid), txn_id, paths);
         BulkResult r;
-        if (Status s = Writer(store_).Each(
-                loc.ns,
-                {{"remove the finish's trace", std::move(whole)},
-                 {"or pull it from the daemon's sub-document", std::move(part)}},
-                &r);
+        if (Status s = LeaseFreeWriter(store_, LeaseFree::kOrphanScan)
+                           .Each(loc.ns,
+                                 {{"remove the finish's trace", std::move(whole)},
+                                  {"or pull it from the daemon's sub-document", std::move(part)}},
+                                 &r);
             !s.ok())
           return s;
         summary_->traces_removed += r.matched;

@@ -218,6 +218,31 @@ struct Context {
   }
 };
 
+// The top-level fields of `sample` that could tag a transaction whose _id is like `id`.
+std::set<std::string> TagCandidates(const std::vector<Document>& sample, const Value& id) {
+  std::set<std::string> fields;
+  for (const Document& d : sample)
+    for (const auto& [k, v] : d)
+      if (k != "_id" && IsKeyLike(v) && v.storage().index() == id.storage().index())
+        fields.insert(k);
+  return fields;
+}
+
+// The transactions among `ids` that `field` of the documents of `ns` names.
+Status NamedBy(Store* store, const Namespace& ns, const std::string& field,
+               const std::vector<Value>& ids, std::set<std::string>* named) {
+  FindOptions o;
+  o.projection = {field};
+  std::unique_ptr<Cursor> cursor;
+  if (Status s = store->Find(ns, Filter().In(field, ids), o, &cursor); !s.ok()) return s;
+  Document d;
+  for (bool has = true;;) {
+    if (Status s = cursor->Next(&d, &has); !s.ok()) return s;
+    if (!has) return Status::Ok();
+    if (const Value* v = d.Get(field)) named->insert(v->ToString());
+  }
+}
+
 class Inferrer {
  public:
   Inferrer(Store* store, std::string database, const ProposeOptions& options,
@@ -332,27 +357,14 @@ Status Inferrer::FindTags(const std::string& collection, const std::vector<const
     const std::vector<Document>* few = nullptr;
     if (Status s = Few(other, &few); !s.ok()) return s;
     const std::vector<Document>& sample = *few;
-    std::set<std::string> fields;
-    for (const Document& d : sample)
-      for (const auto& [k, v] : d)
-        if (k != "_id" && IsKeyLike(v) && v.storage().index() == ids.front().storage().index())
-          fields.insert(k);
+    const std::set<std::string> fields = TagCandidates(sample, ids.front());
     // Each candidate field: the transactions it names. A tag is removed when its transaction
     // finishes; a field that keeps naming the transaction (a record of where a document came
     // from) names more of them.
     std::vector<std::pair<std::string, std::set<std::string>>> found;
     for (const std::string& f : fields) {
-      FindOptions o;
-      o.projection = {f};
-      std::unique_ptr<Cursor> cursor;
-      if (Status s = store_->Find({db_, other}, Filter().In(f, ids), o, &cursor); !s.ok()) return s;
       std::set<std::string> named;
-      Document d;
-      for (bool has = true;;) {
-        if (Status s = cursor->Next(&d, &has); !s.ok()) return s;
-        if (!has) break;
-        if (const Value* v = d.Get(f)) named.insert(v->ToString());
-      }
+      if (Status s = NamedBy(store_, {db_, other}, f, ids, &named); !s.ok()) return s;
       if (!named.empty()) found.emplace_back(f, std::move(named));
     }
     if (found.empty()) continue;
@@ -991,6 +1003,35 @@ std::string WatchToml(const std::string& database, const std::string& collection
 
 }  // namespace
 
+namespace {
+
+// A collection of several shapes of document (`shapes`): each one's proposal shown, the
+// choice left to the operator.
+Status ProposeMixed(Inferrer* inferrer, const std::string& database,
+                    const std::vector<std::vector<const Document*>>& shapes,
+                    CollectionProposal* c) {
+  c->verdict = Verdict::kMixed;
+  c->why = std::to_string(shapes.size()) +
+           " shapes of document in one collection; a watch reads one: each is shown, "
+           "choose (or separate the collections)";
+  for (const auto& group : shapes) {
+    Inferred part;
+    if (Status s = inferrer->Run(c->collection, group, &part); !s.ok()) return s;
+    std::string block = "shape of " + Of(std::ssize(group), c->sampled) + " documents: ";
+    if (part.out.verdict == Verdict::kNotTransactions) {
+      c->evidence.push_back(block + "no transaction: " + part.out.why);
+      continue;
+    }
+    c->evidence.push_back(block + "profile " + part.out.profile);
+    for (const auto& e : part.out.evidence) c->evidence.push_back("  " + e);
+    std::istringstream lines(WatchToml(database, c->collection, part));
+    for (std::string line; std::getline(lines, line);) c->watch_toml += "# " + line + "\n";
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status Propose(Store* store, const std::string& database, const ProposeOptions& options,
                Proposal* proposal) {
   proposal->database = database;
@@ -1024,23 +1065,7 @@ Status Propose(Store* store, const std::string& database, const ProposeOptions& 
     }
     const auto shapes = Shapes(docs, options.lease_field);
     if (shapes.size() > 1) {
-      c.verdict = Verdict::kMixed;
-      c.why = std::to_string(shapes.size()) +
-              " shapes of document in one collection; a watch reads one: each is shown, "
-              "choose (or separate the collections)";
-      for (const auto& group : shapes) {
-        Inferred part;
-        if (Status s = inferrer.Run(name, group, &part); !s.ok()) return s;
-        std::string block = "shape of " + Of(std::ssize(group), c.sampled) + " documents: ";
-        if (part.out.verdict == Verdict::kNotTransactions) {
-          c.evidence.push_back(block + "no transaction: " + part.out.why);
-          continue;
-        }
-        c.evidence.push_back(block + "profile " + part.out.profile);
-        for (const auto& e : part.out.evidence) c.evidence.push_back("  " + e);
-        std::istringstream lines(WatchToml(database, name, part));
-        for (std::string line; std::getline(lines, line);) c.watch_toml += "# " + line + "\n";
-      }
+      if (Status s = ProposeMixed(&inferrer, database, shapes, &c); !s.ok()) return s;
       proposal->collections.push_back(std::move(c));
       continue;
     }

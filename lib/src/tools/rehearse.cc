@@ -107,16 +107,16 @@ std::vector<Plan> Plans(const Profile& p, const Thresholds& t, std::size_t n) {
   return plans;
 }
 
-// The transaction document of the watch's shape for scenario `s`, and its participants as
-// they were before it (by collection, then key value).
-Document Shape(const Profile& p, const std::string& database, int s,
-               std::map<std::string, std::map<std::string, Document>>* participants,
-               std::mt19937_64* rng, std::int64_t now_millis) {
-  Document doc;
-  const std::string tag = "r" + std::to_string(s) + "p";
-  auto participant = [&](const std::string& coll, const std::string& key, const std::string& value,
-                         const std::string& marker) -> Document& {
-    Document& d = (*participants)[coll][value];
+// The participants of one scenario as they were before it (by collection, then key value),
+// each made on first use, with an empty marker array.
+struct ParticipantsBefore {
+  std::map<std::string, std::map<std::string, Document>>* all;
+  std::mt19937_64* rng;
+  std::int64_t now_millis;
+
+  Document& Of(const std::string& coll, const std::string& key, const std::string& value,
+               const std::string& marker) {
+    Document& d = (*all)[coll][value];
     if (d.empty()) {
       if (key == "_id") {
         d.Set("_id", value);
@@ -127,50 +127,74 @@ Document Shape(const Profile& p, const std::string& database, int s,
       d.SetPath(marker, Array{});
     }
     return d;
-  };
-  (void)database;
-  if (const TransferProfile* t = p.transfer()) {
-    doc.SetPath(t->source_field, tag + "0");
-    doc.SetPath(t->destination_field, tag + "1");
-    doc.SetPath(t->amount_field, std::int32_t{10});
-    for (const char* i : {"0", "1"})
-      participant(t->participants_collection, t->participant_key, tag + i, t->marker_field)
-          .SetPath(t->balance_field, std::int32_t{1000});
-  } else if (const StepsProfile* st = p.steps()) {
-    int i = 0;
-    for (const StepSpec& step : st->steps) {
-      const Value* existing = doc.GetPath(step.key_path);
-      const std::string value =
-          existing && existing->is_string() ? *existing->as_string() : tag + std::to_string(i++);
-      if (!existing) doc.SetPath(step.key_path, value);
-      Document& d = participant(step.collection, step.key, value,
-                                step.marker_field.empty() ? st->marker_field : step.marker_field);
-      for (const StepSpec::Inc& inc : step.inc) {
-        if (!doc.GetPath(inc.path)) doc.SetPath(inc.path, std::int32_t{10});
-        d.SetPath(inc.field, std::int32_t{1000});
-      }
-      for (const StepSpec::Set& set : step.set) {
-        doc.SetPath(set.path, "new");
-        doc.SetPath(set.previous_path, "old");
-        d.SetPath(set.field, "old");
-      }
-      for (const StepSpec::Guard& g : step.guards)
-        if (!doc.GetPath(g.path)) doc.SetPath(g.path, std::int32_t{10});
-    }
-  } else if (const OperationsProfile* op = p.operations()) {
-    Array ops;
-    for (int i = 0; i < 2; ++i) {
-      const std::string id = tag + std::to_string(i);
-      Document o;
-      o.Set(op->collection_key, op->collections.front());
-      o.Set(op->id_key, id);
-      o.Set(op->inc_key, Document{{"amount", std::int32_t{10}}});
-      ops.push_back(o);
-      participant(op->collections.front(), "_id", id, op->marker_field)
-          .Set("amount", std::int32_t{1000});
-    }
-    doc.SetPath(op->operations_field, ops);
   }
+};
+
+void ShapeTransfer(const TransferProfile& t, const std::string& tag, ParticipantsBefore* before,
+                   Document* doc) {
+  doc->SetPath(t.source_field, tag + "0");
+  doc->SetPath(t.destination_field, tag + "1");
+  doc->SetPath(t.amount_field, std::int32_t{10});
+  for (const char* i : {"0", "1"})
+    before->Of(t.participants_collection, t.participant_key, tag + i, t.marker_field)
+        .SetPath(t.balance_field, std::int32_t{1000});
+}
+
+void ShapeSteps(const StepsProfile& st, const std::string& tag, ParticipantsBefore* before,
+                Document* doc) {
+  int i = 0;
+  for (const StepSpec& step : st.steps) {
+    const Value* existing = doc->GetPath(step.key_path);
+    const std::string value =
+        existing && existing->is_string() ? *existing->as_string() : tag + std::to_string(i++);
+    if (!existing) doc->SetPath(step.key_path, value);
+    Document& d = before->Of(step.collection, step.key, value,
+                             step.marker_field.empty() ? st.marker_field : step.marker_field);
+    for (const StepSpec::Inc& inc : step.inc) {
+      if (!doc->GetPath(inc.path)) doc->SetPath(inc.path, std::int32_t{10});
+      d.SetPath(inc.field, std::int32_t{1000});
+    }
+    for (const StepSpec::Set& set : step.set) {
+      doc->SetPath(set.path, "new");
+      doc->SetPath(set.previous_path, "old");
+      d.SetPath(set.field, "old");
+    }
+    for (const StepSpec::Guard& g : step.guards)
+      if (!doc->GetPath(g.path)) doc->SetPath(g.path, std::int32_t{10});
+  }
+}
+
+void ShapeOperations(const OperationsProfile& op, const std::string& tag,
+                     ParticipantsBefore* before, Document* doc) {
+  Array ops;
+  for (int i = 0; i < 2; ++i) {
+    const std::string id = tag + std::to_string(i);
+    Document o;
+    o.Set(op.collection_key, op.collections.front());
+    o.Set(op.id_key, id);
+    o.Set(op.inc_key, Document{{"amount", std::int32_t{10}}});
+    ops.push_back(o);
+    before->Of(op.collections.front(), "_id", id, op.marker_field)
+        .Set("amount", std::int32_t{1000});
+  }
+  doc->SetPath(op.operations_field, ops);
+}
+
+// The transaction document of the watch's shape for scenario `s`, and its participants as
+// they were before it (by collection, then key value).
+Document Shape(const Profile& p, const std::string& database, int s,
+               std::map<std::string, std::map<std::string, Document>>* participants,
+               std::mt19937_64* rng, std::int64_t now_millis) {
+  Document doc;
+  const std::string tag = "r" + std::to_string(s) + "p";
+  ParticipantsBefore before{participants, rng, now_millis};
+  (void)database;
+  if (const TransferProfile* t = p.transfer())
+    ShapeTransfer(*t, tag, &before, &doc);
+  else if (const StepsProfile* st = p.steps())
+    ShapeSteps(*st, tag, &before, &doc);
+  else if (const OperationsProfile* op = p.operations())
+    ShapeOperations(*op, tag, &before, &doc);
   return doc;
 }
 

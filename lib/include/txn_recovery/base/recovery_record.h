@@ -22,46 +22,81 @@ namespace txn_recovery {
 
 class RecoveryPaths {
  public:
+  // The keys of the sub-document, each spelled here and nowhere else: the paths below, the
+  // engine's writes (engine/requests.cc) and RecoveryRecord::Read are built from them.
+  static constexpr const char* kLease = "lease";
+  static constexpr const char* kLeaseOwner = "owner";
+  static constexpr const char* kLeaseExpires = "expires";
+  static constexpr const char* kLeaseClaim = "claim";
+  static constexpr const char* kQuarantine = "quarantine";
+  static constexpr const char* kQuarantineReason = "reason";
+  static constexpr const char* kQuarantineBy = "by";
+  static constexpr const char* kQuarantinedAt = "quarantinedAt";
+  // What a quarantine found in place of the sub-document (not a document), kept for the
+  // operator beside the quarantine record that replaced it.
+  static constexpr const char* kReplacedValue = "replacedValue";
+  static constexpr const char* kFirstSeen = "firstSeen";
+  static constexpr const char* kFailures = "failures";
+  static constexpr const char* kLastError = "lastError";
+  static constexpr const char* kResolvedBy = "resolvedBy";
+  static constexpr const char* kResolvedAction = "resolvedAction";
+  static constexpr const char* kOutcome = "outcome";
+  static constexpr const char* kResolvedAt = "resolvedAt";
+  static constexpr const char* kResolvedClaim = "resolvedClaim";
+  static constexpr const char* kFinished = "finished";
+  static constexpr const char* kFormat = "format";
+
   explicit RecoveryPaths(std::string field) : field_(std::move(field)) {}
 
   const std::string& field() const noexcept { return field_; }
   // {owner, expires, claim}: who drives the transaction, until when (server time), and
   // the nonce of the bulk claim that took it.
-  std::string Lease() const { return field_ + ".lease"; }
-  std::string LeaseOwner() const { return field_ + ".lease.owner"; }
-  std::string LeaseExpires() const { return field_ + ".lease.expires"; }
-  std::string LeaseClaim() const { return field_ + ".lease.claim"; }
+  std::string Lease() const { return Path(kLease); }
+  std::string LeaseOwner() const { return Path(kLease, kLeaseOwner); }
+  std::string LeaseExpires() const { return Path(kLease, kLeaseExpires); }
+  std::string LeaseClaim() const { return Path(kLease, kLeaseClaim); }
   // {reason, by}, and when: set aside for an operator.
-  std::string Quarantine() const { return field_ + ".quarantine"; }
-  std::string QuarantineReason() const { return field_ + ".quarantine.reason"; }
-  std::string QuarantinedAt() const { return field_ + ".quarantinedAt"; }
+  std::string Quarantine() const { return Path(kQuarantine); }
+  std::string QuarantineReason() const { return Path(kQuarantine, kQuarantineReason); }
+  std::string QuarantinedAt() const { return Path(kQuarantinedAt); }
   // The server's time when a sweep first saw a transaction that carries no time of its own
   // (MissingTime::kFirstSeen): written once, never changed.
-  std::string FirstSeen() const { return field_ + ".firstSeen"; }
+  std::string FirstSeen() const { return Path(kFirstSeen); }
   // Failed attempts in a row, and the last error.
-  std::string Failures() const { return field_ + ".failures"; }
-  std::string LastError() const { return field_ + ".lastError"; }
+  std::string Failures() const { return Path(kFailures); }
+  std::string LastError() const { return Path(kLastError); }
   // How the daemon ended the transaction.
-  std::string ResolvedBy() const { return field_ + ".resolvedBy"; }
-  std::string ResolvedAction() const { return field_ + ".resolvedAction"; }
-  std::string Outcome() const { return field_ + ".outcome"; }
-  std::string ResolvedAt() const { return field_ + ".resolvedAt"; }
+  std::string ResolvedBy() const { return Path(kResolvedBy); }
+  std::string ResolvedAction() const { return Path(kResolvedAction); }
+  std::string Outcome() const { return Path(kOutcome); }
+  std::string ResolvedAt() const { return Path(kResolvedAt); }
   // The nonce of the claim under which it was ended: a bulk whose counts disagree finds
   // its own terminal moves by it (a cancel takes no lease to find them by).
-  std::string ResolvedClaim() const { return field_ + ".resolvedClaim"; }
+  std::string ResolvedClaim() const { return Path(kResolvedClaim); }
   // On a participant (not a transaction): the transactions whose marker the daemon pulled
   // from it while finishing them. A marker found next to its transaction's id here was
   // pushed after the pull: a late duplicate, undone rather than pulled. Removed by the
   // late-write check (or the orphan scan) once the transaction is terminal.
-  std::string Finished() const { return field_ + ".finished"; }
+  std::string Finished() const { return Path(kFinished); }
   // The format of the sub-document (RecoveryRecord::kFormat), written with its first write.
-  std::string Format() const { return field_ + ".format"; }
+  std::string Format() const { return Path(kFormat); }
 
   // The values of Outcome().
   static constexpr std::string_view kCommitted = "committed";
   static constexpr std::string_view kRolledBack = "rolled back";
 
  private:
+  std::string Path(std::string_view key) const {
+    std::string path = field_;
+    path.append(".").append(key);
+    return path;
+  }
+  std::string Path(std::string_view key, std::string_view sub) const {
+    std::string path = Path(key);
+    path.append(".").append(sub);
+    return path;
+  }
+
   std::string field_;
 };
 

@@ -25,7 +25,7 @@
 
 namespace txn_recovery {
 
-class Writer;  // lib/src/engine/writer.h: the one writer
+class LeaseFreeWriter;  // lib/src/engine/lease.h: the writes made without a lease
 
 // How a transaction ended up after Execute.
 enum class Outcome {
@@ -140,9 +140,9 @@ class StateMachine {
 
  private:
   class Batch;
-  Status QuarantineThrough(Writer* writer, const Value& id, std::string_view reason);
+  Status QuarantineThrough(LeaseFreeWriter* writer, const Value& id, std::string_view reason);
   // Whether `mark`, the quarantine's write of the mark, marked the transaction.
-  static Status Marked(const Writer& writer, const WriteResult& mark);
+  static Status Marked(const LeaseFreeWriter& writer, const WriteResult& mark);
   Store* store_;
   Clock* clock_;
   Namespace txn_ns_;

@@ -11,7 +11,6 @@
 #include <string>
 #include <string_view>
 
-#include "txn_recovery/stores/query_log.h"
 #include "txn_recovery/stores/store.h"
 #include "txn_recovery/stores/uri_redaction.h"  // RedactUri, for every caller that shows a URI
 
@@ -110,19 +109,10 @@ class MongoStore final : public Store {
   // cursor batch or findAndModify value.
   bool GetWireStats(WireStats* stats) const override;
 
-  // How the server runs `query`, by its own account (the explain command with
-  // "executionStats": the read is executed, nothing is written), sent exactly as Find or
-  // Count would send it (a count is the aggregation the driver sends for it). For tests and
-  // the benchmark. ServerError when the server does not answer explain (mongo-java-server).
-  Status Explain(const ReadQuery& query, QueryPlan* plan);
-
   // Runs a command that only reads (buildInfo, hello, connectionStatus) against `database`
   // and returns its reply: what `rehearse` reports of the server and checks of the user's
   // privileges before it creates anything.
   Status RunReadCommand(const std::string& database, const Document& command, Document* reply);
-
-  // Drops a database (tests and the demo only).
-  Status DropDatabase(const std::string& database);
 
   // Who compares with the server's clock in filters: kAuto until the server has refused
   // $$NOW (then kDaemon), or what the options said.
