@@ -252,11 +252,8 @@ void ScanOne(const Config& config, txn_recovery::Store* store, const SweepComman
              const txn_recovery::LeaseOptions& lease, WatchRun* run) {
   if (!options.orphans || run->summary.paused || run->status.IsUnavailable()) return;
   const auto& watch = *run->watch;
-  txn_recovery::OrphanOptions orphan_options;
+  txn_recovery::OrphanOptions orphan_options = OrphanOptionsFor(config, lease);
   orphan_options.dry_run = options.dry_run;
-  orphan_options.lease = lease;
-  orphan_options.batch_size = config.sweep.batch_size;
-  orphan_options.marker_cap = config.sweep.marker_cap;
   run->scanned = true;
   run->orphan_status = txn_recovery::ScanOrphans(
       store, txn_recovery::Clock::Real(), watch, orphan_options,
@@ -441,7 +438,7 @@ txn_recovery::SweepOptions ConfiguredSweepOptions(const Config& config) {
   options.workers = config.sweep.workers;
   options.batch_size = config.sweep.batch_size;
   options.bulk_size = config.sweep.bulk_size;
-  options.lease.duration = config.sweep.lease_duration;
+  options.lease = LeaseOptionsFor(config);
   options.max_failures = config.sweep.max_failures;
   if (config.sweep.pace > 0)
     options.pace = std::make_shared<txn_recovery::Pace>(txn_recovery::Clock::Real(),

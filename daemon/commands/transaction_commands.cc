@@ -67,9 +67,8 @@ int Locate(const Config& config, txn_recovery::Store* store, const std::string& 
 }
 
 txn_recovery::LeaseOptions LeaseFor(const Config& config) {
-  txn_recovery::LeaseOptions lease;
+  txn_recovery::LeaseOptions lease = LeaseOptionsFor(config);
   lease.owner = txn_recovery::MakeOwnerId();
-  lease.duration = config.sweep.lease_duration;
   return lease;
 }
 
@@ -118,8 +117,10 @@ void PrintExplanation(const WatchSpec& w, const Value& id, const txn_recovery::E
     out << "  state: " << txn_recovery::TxnStateName(e.txn.state) << " (written "
         << e.txn.state_as_read.ToString() << ")\n"
         << "  age: "
-        << (e.age ? txn_recovery::FormatAge(*e.age) + " on the server's clock, from "
-                  : std::string("none yet: "))
+        << (e.age
+                ? txn_recovery::FormatDuration(*e.age, txn_recovery::DurationPrecision::kSeconds) +
+                      " on the server's clock, from "
+                : std::string("none yet: "))
         << e.age_source << "\n"
         << "  decision: " << e.decision << "\n"
         << "  a sweep now would: " << ActionName(e.action)

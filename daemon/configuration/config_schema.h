@@ -1,10 +1,12 @@
-// The configuration's one schema: every key the file accepts, with its type, default,
-// bounds, the profiles it belongs to, where the loaded value lives and one line of
-// documentation. The loader, the environment overlay (TXN_RECOVERYD_*), the unknown-key
-// check, check-config's description and the CLI's log options read this table; the
-// documentation (docs/configuration.md, the man page, config/txn-recoveryd.toml and the
-// shell completions) is checked against it by tests/docs_test.cc. A key is added here,
-// and nowhere else in the code.
+// The configuration's one schema: every key the file accepts, with its type, bounds, the
+// profiles it belongs to, where the loaded value lives and one line of documentation. Its
+// default is not typed here: it is the value a default Config or DefaultWatch holds in that
+// place (the library's own, config.h), rendered by DefaultFor (config_describe.h). The
+// loader, the environment overlay (TXN_RECOVERYD_*), the unknown-key check, check-config's
+// description and the CLI's log options read this table; the documentation
+// (docs/configuration.md, the man page, config/txn-recoveryd.toml and the shell
+// completions) is checked against it by tests/docs_test.cc. A key is added here, and
+// nowhere else in the code.
 #pragma once
 
 #include <chrono>
@@ -69,18 +71,15 @@ struct KeySpec {
   std::string_view section = {};
   std::string_view key = {};
   KeyType type = KeyType::kString;
-  // The value as the file spells it ("\"5s\"", "125", "[\"done\"]"); "" for none. Where the
-  // profile decides, the value of the profiles not named, then "; PROFILE[, PROFILE]:
-  // VALUE" for each other value.
-  std::string_view default_value = {};
   // Integers and numbers: the accepted range. Durations: the least (in ms; 0: any positive).
   double min = 0, max = 0;
   // Strings: the accepted values, as an error message lists them ("\"a\", \"b\" or \"c\"").
   std::string_view choices = {};
-  std::string_view why_min = {};  // the reason for a duration's least value, said with it
-  unsigned profiles = 0;          // watch keys: the profiles it belongs to
-  unsigned flags = 0;             // KeyFlag
-  std::string_view state = {};    // [watch.states]: the state this spelling names
+  // The reason for a duration's least value, said with it; null for none.
+  std::string (*why_min)() = nullptr;
+  unsigned profiles = 0;        // watch keys: the profiles it belongs to
+  unsigned flags = 0;           // KeyFlag
+  std::string_view state = {};  // [watch.states]: the state this spelling names
   Field field = nullptr;
   std::string_view doc = {};  // one line: what the key does
 };
@@ -102,9 +101,6 @@ std::string FullName(const KeySpec& spec);
 std::string VariableName(const KeySpec& spec);
 // The profile's bit; 0 for a name that is none.
 unsigned ProfileBit(std::string_view profile);
-// The default of `spec` in a watch of `profile` (any profile for a key outside [[watch]]),
-// as the file spells it; "" for none.
-std::string DefaultFor(const KeySpec& spec, std::string_view profile);
 // The accepted values of a string key ("text", "json", "journal"); empty when any string.
 std::vector<std::string> Choices(const KeySpec& spec);
 // "text, json or journal".

@@ -53,10 +53,7 @@ bool OrphanScans::Mine(const Config& config, const txn_recovery::WatchSpec& w) {
 
 void OrphanScans::ScanAll(const Config& config, txn_recovery::Store* store,
                           const txn_recovery::LeaseOptions& lease, RoundOutcome* out) {
-  txn_recovery::OrphanOptions options;
-  options.lease = lease;
-  options.batch_size = config.sweep.batch_size;
-  options.marker_cap = config.sweep.marker_cap;
+  txn_recovery::OrphanOptions options = OrphanOptionsFor(config, lease);
   options.stop = requests_.stop_flag();
   options.progress = [this] { watchdog_.Progress(); };
   using Kind = txn_recovery::OrphanFinding::Kind;

@@ -81,7 +81,7 @@ class Daemon {
   Notifier notifier_;
   LoopRequests requests_;
   // Until the configuration says otherwise.
-  DrainDeadline drain_{milliseconds(8'000)};
+  DrainDeadline drain_{DaemonConfig{}.drain_deadline};
   RunSignals signals_{&requests_, &drain_, &notifier_};
   Watchdog watchdog_{&notifier_};
   DatabaseStatus database_{&metrics_, &requests_};

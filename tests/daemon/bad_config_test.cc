@@ -175,7 +175,10 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"missing_uri", "[sweep]\nworkers = 2\n" WATCH, 0, "mongodb.uri"},
         Case{"uri_file_missing", "[mongodb]\nuri_file = \"/nonexistent/uri\"\n" WATCH, 2,
              "mongodb.uri_file"},
-        Case{"no_watch", "[mongodb]\nuri = \"mongodb://h\"\n", 0, "watch"}),
+        Case{"no_watch", "[mongodb]\nuri = \"mongodb://h\"\n", 0, "watch"},
+        Case{"lease_under_its_margin",
+             "[mongodb]\nuri = \"mongodb://h\"\n[sweep]\nlease = \"10s\"\n" WATCH, 4,
+             "sweep.lease"}),
     [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

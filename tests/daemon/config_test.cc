@@ -7,9 +7,12 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <map>
 
+#include "daemon/commands/sweep_command.h"
 #include "daemon/configuration/config.h"
+#include "daemon/configuration/config_schema.h"
 
 namespace txn_recoveryd {
 namespace {
@@ -157,6 +160,114 @@ TEST_F(ConfigFile, TheFleetsTimesFollowTheIntervalUnlessSet) {
                          Env(), &c)
                   .ok());
   EXPECT_EQ(c.fleet.overdue_after, std::chrono::minutes(1)) << "the expiry itself is allowed";
+}
+
+// Each default is typed once, in the library's struct (or the daemon's Config where the
+// library has none): a file that sets nothing hands the library exactly its own defaults,
+// so that no second copy can part from them unnoticed.
+TEST_F(ConfigFile, AFileThatSetsNothingHandsTheLibraryItsOwnDefaults) {
+  Config c;
+  ASSERT_TRUE(LoadConfig(Write(kMinimal), Env(), &c).ok());
+  const txn_recovery::MongoOptions mongo = MongoOptionsFor(c), library_mongo;
+  EXPECT_EQ(mongo.server_selection_timeout, library_mongo.server_selection_timeout);
+  EXPECT_EQ(mongo.socket_timeout, library_mongo.socket_timeout);
+  EXPECT_EQ(mongo.write_concern, library_mongo.write_concern);
+  EXPECT_EQ(mongo.write_concern_timeout, library_mongo.write_concern_timeout);
+  EXPECT_EQ(mongo.read_concern, library_mongo.read_concern);
+  EXPECT_EQ(mongo.server_clock, library_mongo.server_clock);
+
+  const txn_recovery::SweepOptions library_sweep;
+  EXPECT_EQ(c.sweep.workers, library_sweep.workers);
+  EXPECT_EQ(c.sweep.batch_size, library_sweep.batch_size);
+  EXPECT_EQ(c.sweep.bulk_size, library_sweep.bulk_size);
+  EXPECT_EQ(c.sweep.max_failures, library_sweep.max_failures);
+  const txn_recovery::LeaseOptions lease = LeaseOptionsFor(c), library_lease;
+  EXPECT_EQ(lease.duration, library_lease.duration);
+  EXPECT_EQ(lease.margin, library_lease.margin);
+  const txn_recovery::OrphanOptions orphans = OrphanOptionsFor(c, lease), library_orphans;
+  EXPECT_EQ(orphans.marker_cap, library_orphans.marker_cap);
+  // One [sweep] batch_size serves the sweep and the orphan scan: their defaults must agree.
+  EXPECT_EQ(orphans.batch_size, library_orphans.batch_size);
+
+  const txn_recovery::FleetMemberOptions library_fleet;
+  EXPECT_EQ(c.fleet.members_collection, library_fleet.members_collection);
+  EXPECT_EQ(c.fleet.heartbeat, library_fleet.heartbeat) << "daemon.interval's default";
+  EXPECT_EQ(c.fleet.expiry, library_fleet.expiry) << "3 x heartbeat";
+
+  const txn_recovery::WatchSpec& w = c.watches.at(0);
+  const txn_recovery::WatchSpec library_watch;
+  const txn_recovery::Thresholds library_thresholds;
+  EXPECT_EQ(w.thresholds.resume_after, library_thresholds.resume_after);
+  EXPECT_EQ(w.thresholds.rollback_after, library_thresholds.rollback_after);
+  EXPECT_EQ(w.thresholds.initial_timeout, library_thresholds.initial_timeout);
+  EXPECT_EQ(w.thresholds.late_write_window, library_thresholds.late_write_window);
+  EXPECT_EQ(w.thresholds.max_clock_skew, library_thresholds.max_clock_skew);
+  const txn_recovery::RetentionPolicy library_retention;
+  EXPECT_EQ(w.retention.batch_size, library_retention.batch_size);
+  EXPECT_EQ(w.retention.pause_between_batches, library_retention.pause_between_batches);
+  EXPECT_EQ(w.retention.max_batches, library_retention.max_batches);
+  EXPECT_EQ(w.lease_field, library_watch.lease_field);
+  EXPECT_EQ(w.profile.kind(), library_watch.profile.kind());
+  for (const auto state : txn_recovery::kAllTxnStates)
+    EXPECT_EQ(w.profile.states.For(state), library_watch.profile.states.For(state))
+        << txn_recovery::TxnStateName(state);
+  EXPECT_EQ(w.profile.states.resuming, library_watch.profile.states.resuming);
+}
+
+// The least lease is explained by the lease-deadline margin the library keeps, not by a
+// copy of it that could say another.
+TEST_F(ConfigFile, AShortLeaseIsRefusedWithTheMarginTheLibraryKeeps) {
+  Config c;
+  txn_recovery::Status s =
+      LoadConfig(Write(std::string("[sweep]\nlease = \"5s\"\n") + kMinimal), Env(), &c);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(
+      s.message().find("sweep.lease: must be at least 15s (the daemon stops writing " +
+                       FormatDuration(txn_recovery::LeaseOptions{}.margin) + " before it expires)"),
+      std::string::npos)
+      << s.message();
+}
+
+// The lease and the orphan scan's options are built from [sweep] in one place, for `run`,
+// the one-shot `sweep` (and its --orphans), `rehearse` and the operator's commands alike.
+TEST_F(ConfigFile, TheLeaseAndTheOrphanScanTakeTheirTermsFromTheSweepSection) {
+  Config c;
+  ASSERT_TRUE(LoadConfig(Write(std::string("[sweep]\nlease = \"2m\"\nbatch_size = 50\n"
+                                           "marker_cap = 4\n") +
+                               kMinimal),
+                         Env(), &c)
+                  .ok());
+  const txn_recovery::LeaseOptions lease = LeaseOptionsFor(c);
+  EXPECT_EQ(lease.duration, std::chrono::minutes(2));
+  EXPECT_EQ(lease.margin, txn_recovery::LeaseOptions{}.margin) << "no key sets the margin";
+  EXPECT_TRUE(lease.owner.empty()) << "the caller names itself";
+  EXPECT_EQ(ConfiguredSweepOptions(c).lease.duration, lease.duration);
+  const txn_recovery::OrphanOptions orphans = OrphanOptionsFor(c, lease);
+  EXPECT_EQ(orphans.lease.duration, std::chrono::minutes(2));
+  EXPECT_EQ(orphans.batch_size, 50);
+  EXPECT_EQ(orphans.marker_cap, 4);
+  EXPECT_FALSE(orphans.dry_run);
+}
+
+// What the schema documents as each default (and docs/configuration.md, the man page and
+// the example state, tests/docs_test.cc) is rendered from the same values, with the
+// duration formatter: a default changed in the library changes its documentation.
+TEST(Defaults, AreDocumentedAsTheLibraryAndTheDaemonHoldThem) {
+  EXPECT_EQ(DefaultFor(SchemaKey("sweep", "lease"), ""),
+            "\"" + FormatDuration(txn_recovery::LeaseOptions{}.duration) + "\"");
+  EXPECT_EQ(DefaultFor(SchemaKey("daemon", "drain_deadline"), ""),
+            "\"" + FormatDuration(DaemonConfig{}.drain_deadline) + "\"");
+  EXPECT_EQ(DefaultFor(SchemaKey("watch", "resume_after"), "transfer"),
+            "\"" + FormatDuration(txn_recovery::Thresholds{}.resume_after) + "\"");
+  EXPECT_EQ(DefaultText(SchemaKey("watch", "state_field")),
+            R"("state"; operations, tagged-insert: "status")");
+  EXPECT_EQ(
+      DefaultText(SchemaKey("watch.states", "cancelled")),
+      R"(["cancelled", "canceled"]; operations: ["canceled", "cancelled"]; tagged-insert: [])");
+  EXPECT_EQ(DefaultFor(SchemaKey("watch.steps", "key"), "steps"), R"("_id")");
+  EXPECT_EQ(DefaultText(SchemaKey("watch", "profile")), R"("transfer")");
+  EXPECT_EQ(DefaultText(SchemaKey("fleet", "heartbeat")), "") << "unset: daemon.interval";
+  EXPECT_EQ(DefaultText(SchemaKey("watch", "name")), "") << "required";
 }
 
 TEST_F(ConfigFile, EnvironmentOverridesTheFile) {
@@ -359,6 +470,30 @@ TEST(Duration, CompoundDurationsAreWrittenAsGoAndPrometheusWriteThem) {
   }
   EXPECT_EQ(FormatDuration(minutes(90)), "1h30m");
   EXPECT_EQ(FormatDuration(milliseconds(1500)), "1s500ms");
+}
+
+// An age as explain and a decision's row show it: to the second, and truncated, never
+// rounded up, so that an age shown beside a threshold has reached it only if the age has.
+TEST(Duration, AnAgeIsWrittenToTheSecondTruncatedNeverRoundedUp) {
+  using namespace std::chrono;
+  auto age = [](milliseconds m) {
+    return FormatDuration(m, txn_recovery::DurationPrecision::kSeconds);
+  };
+  EXPECT_EQ(age(minutes(12) + milliseconds(31'482)), "12m31s");
+  EXPECT_EQ(FormatDuration(minutes(12) + milliseconds(31'482)), "12m31s482ms") << "exact";
+  EXPECT_EQ(age(milliseconds(59'999)), "59s") << "under a threshold of 1m, as the age is";
+  EXPECT_EQ(age(minutes(1)), "1m");
+  EXPECT_EQ(age(hours(2) + minutes(5) + milliseconds(999)), "2h5m");
+  EXPECT_EQ(age(hours(24 * 3) + seconds(1)), "3d1s");
+  EXPECT_EQ(age(milliseconds(250)), "250ms") << "under a second: its milliseconds";
+  EXPECT_EQ(age(milliseconds(0)), "0ms");
+  EXPECT_EQ(age(-seconds(3) - milliseconds(700)), "-3s") << "ahead of the clock";
+  EXPECT_EQ(age(milliseconds(-400)), "-400ms");
+  EXPECT_EQ(age(milliseconds(std::numeric_limits<std::int64_t>::min())), "-106751991167d7h12m55s");
+  // What an age says reads back as a duration, the age truncated.
+  milliseconds d;
+  ASSERT_TRUE(ParseDuration(age(minutes(90) + milliseconds(1)), &d).ok());
+  EXPECT_EQ(d, minutes(90));
 }
 
 TEST_F(ConfigFile, ThresholdsMayBeCompoundDurations) {

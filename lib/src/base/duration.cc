@@ -57,13 +57,15 @@ Status ParseDuration(std::string_view text, std::chrono::milliseconds* out) {
   return Status::Ok();
 }
 
-std::string FormatDuration(std::chrono::milliseconds d) {
+std::string FormatDuration(std::chrono::milliseconds d, DurationPrecision precision) {
   long long ms = d.count();
   if (ms == 0) return "0ms";
   std::string out;
   if (ms < 0) out.push_back('-');
+  // The magnitude, unsigned: the most negative count has no positive counterpart.
   unsigned long long left =
       ms < 0 ? 0ULL - static_cast<unsigned long long>(ms) : static_cast<unsigned long long>(ms);
+  if (precision == DurationPrecision::kSeconds && left >= 1000) left -= left % 1000;
   for (const auto& unit : kDurationUnits) {
     auto per = static_cast<unsigned long long>(unit.millis);
     if (left >= per) {

@@ -61,10 +61,8 @@ Action Decide(const Transaction& txn, DateTime now, const Thresholds& thresholds
 Action DecideIgnoringAge(const Transaction& txn, DateTime now, const Thresholds& thresholds);
 
 // The row of the decision table that applies to `txn` at `now`, and why, in words:
-// "pending, 12m31s old: at least resume_after (1m), under rollback_after (30m): resume".
+// "pending, 12m31s old: at least resume_after (1m), under rollback_after (30m): resume"
+// (ages and thresholds to the second: FormatDuration's DurationPrecision::kSeconds).
 std::string DecisionRow(const Transaction& txn, DateTime now, const Thresholds& thresholds);
-
-// "12m31s", "2h5m", "-3s" (ahead of the clock): an age as operators read it.
-std::string FormatAge(std::chrono::milliseconds age);
 
 }  // namespace txn_recovery

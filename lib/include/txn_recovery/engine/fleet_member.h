@@ -31,6 +31,9 @@
 
 namespace txn_recovery {
 
+// members_collection's default is the daemon's [fleet] default. The daemon derives heartbeat
+// (daemon.interval) and expiry (3 x heartbeat) when the file leaves them unset: its
+// tests hold its defaults to these.
 struct FleetMemberOptions {
   std::string members_collection = "txn_recoveryd_members";  // in each watch's database
   std::chrono::milliseconds heartbeat{std::chrono::seconds(10)};

@@ -65,6 +65,9 @@ class SweepMemory {
   std::map<std::string, Sightings> sightings_;
 };
 
+// Its defaults are the daemon's too ([sweep] workers, batch_size, bulk_size, max_failures):
+// the daemon's configuration and its documentation are rendered from them, and its tests
+// fail until docs/configuration.md, the man page and the example say what they say.
 struct SweepOptions {
   bool dry_run =
       false;  // rehearse (StateMachine::RehearseBatch): read, decide, report; write nothing

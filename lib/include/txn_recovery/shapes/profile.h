@@ -62,6 +62,10 @@ inline bool IsTerminal(TxnState s) noexcept {
 // A list may be empty where the profile allows it: tagged-insert has no initial state, and
 // by default (tagged inserts) ends a rollback in the `done` spelling, so its cancelled list is
 // empty and Written(kCancelled) is the first spelling of `done`.
+//
+// These spellings (and each profile's, Profile::Operations() ...) are the defaults of a
+// watch's [watch.states] in the daemon's configuration, whose documentation is rendered
+// from them.
 struct StateAliases {
   std::vector<std::string> initial{"initial"};
   std::vector<std::string> pending{"pending"};

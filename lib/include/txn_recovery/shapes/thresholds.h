@@ -8,6 +8,9 @@
 
 namespace txn_recovery {
 
+// The defaults are also a watch's in the daemon's configuration, whose documentation is
+// rendered from them (a change here is a change there, caught by its tests until the
+// documents follow).
 struct Thresholds {
   std::chrono::milliseconds resume_after{std::chrono::minutes(1)};
   std::chrono::milliseconds rollback_after{std::chrono::minutes(30)};

@@ -55,6 +55,9 @@ struct OrphanFinding {
 };
 std::string_view OrphanKindName(OrphanFinding::Kind k) noexcept;
 
+// The daemon's [sweep] marker_cap defaults to marker_cap's default here; one [sweep]
+// batch_size serves the sweep and this scan, so batch_size's default must stay
+// SweepOptions::batch_size's (the daemon's tests hold the two together).
 struct OrphanOptions {
   bool dry_run = false;  // look and report; undo nothing
   LeaseOptions lease;
