@@ -37,9 +37,9 @@
 #include "txn_recovery/stores/mongo_store.h"
 #include "txn_recovery/stores/store.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 struct Config;
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon
 
 namespace txn_recovery::bench {
 
@@ -284,7 +284,7 @@ struct ServerWork {
 
 // The bench's configuration file as the daemon reads it, the URI from the environment the
 // daemons get (never the file).
-txn_recoveryd::Config DaemonConfig(const std::string& config_path, const std::string& uri);
+txn_recovery::daemon::Config DaemonConfig(const std::string& config_path, const std::string& uri);
 
 // The same sweep as `txn-recoveryd sweep --json` (the daemon's RunSweep on the daemon's
 // configuration file), run in this process through a QueryLog, then every read it sent

@@ -515,10 +515,12 @@ class Takeover {
   Takeover(Session& session, Fleets* fleets) : s_(session), fleets_(fleets) {
     const Options& o = s_.o;
     std::chrono::milliseconds heartbeat, interval;
-    Check(txn_recoveryd::ParseDuration(o.takeover_heartbeat, &heartbeat), "--takeover-heartbeat");
-    Check(txn_recoveryd::ParseDuration(o.takeover_expiry, &expiry_), "--takeover-expiry");
-    Check(txn_recoveryd::ParseDuration(o.takeover_interval, &interval), "--takeover-interval");
-    Check(txn_recoveryd::ParseDuration(o.takeover_lease, &lease_), "--takeover-lease");
+    Check(txn_recovery::daemon::ParseDuration(o.takeover_heartbeat, &heartbeat),
+          "--takeover-heartbeat");
+    Check(txn_recovery::daemon::ParseDuration(o.takeover_expiry, &expiry_), "--takeover-expiry");
+    Check(txn_recovery::daemon::ParseDuration(o.takeover_interval, &interval),
+          "--takeover-interval");
+    Check(txn_recovery::daemon::ParseDuration(o.takeover_lease, &lease_), "--takeover-lease");
     fs_.interval = o.takeover_interval;
     fs_.heartbeat = o.takeover_heartbeat;
     fs_.expiry = o.takeover_expiry;

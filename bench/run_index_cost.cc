@@ -13,7 +13,7 @@ namespace txn_recovery::bench {
 
 void Session::RunIndexCost() {
   // The transfer watch as the daemon reads it, for the indexes it requires on the accounts.
-  const txn_recoveryd::Config daemon_config = DaemonConfig(config, o.uri);
+  const txn_recovery::daemon::Config daemon_config = DaemonConfig(config, o.uri);
   const auto transfer =
       std::find_if(daemon_config.watches.begin(), daemon_config.watches.end(),
                    [](const WatchSpec& w) { return w.profile.transfer() != nullptr; });

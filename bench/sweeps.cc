@@ -219,9 +219,9 @@ Writes Counted(WireCounter* counter) {
 
 // The bench's configuration file as the daemon reads it, the URI from the environment the
 // daemons get (never the file).
-txn_recoveryd::Config DaemonConfig(const std::string& config_path, const std::string& uri) {
-  txn_recoveryd::Config config;
-  Check(txn_recoveryd::LoadConfig(
+txn_recovery::daemon::Config DaemonConfig(const std::string& config_path, const std::string& uri) {
+  txn_recovery::daemon::Config config;
+  Check(txn_recovery::daemon::LoadConfig(
             config_path,
             [&](const std::string& name) -> std::optional<std::string> {
               if (name == "TXN_RECOVERYD_MONGODB_URI") return uri;
@@ -243,12 +243,12 @@ ServerWork ExamineSweep(MongoStore* store, const std::string& config_path, const
   ServerWork w;
   w.explained =
       Explain(store, {ReadQuery::Kind::kFind, probe, Filter().Eq("_id", 1), {}}, &plan).ok();
-  const txn_recoveryd::Config config = DaemonConfig(config_path, uri);
+  const txn_recovery::daemon::Config config = DaemonConfig(config_path, uri);
   QueryLog log(store);
-  txn_recoveryd::SweepCommandOptions options;
+  txn_recovery::daemon::SweepCommandOptions options;
   options.json = true;
   std::ostringstream report;
-  if (int code = txn_recoveryd::RunSweep(config, &log, options, report); code != 0)
+  if (int code = txn_recovery::daemon::RunSweep(config, &log, options, report); code != 0)
     throw std::runtime_error("the in-process sweep exited " + std::to_string(code));
   std::int64_t widest = -1;
   for (const ReadQuery& q : log.reads()) {
@@ -304,8 +304,9 @@ ServerWork ExamineSweep(MongoStore* store, const std::string& config_path, const
 // starts, as a fleet finds them in production: on DocumentDB the first daemon to create
 // them waited 10-12 s for 2,000 transfers, which a drain time must not include.
 void CreateIndexes(Store* store, const std::string& config_path, const std::string& uri) {
-  const txn_recoveryd::Config config = DaemonConfig(config_path, uri);
-  Check(txn_recoveryd::PrepareIndexes(config, store, /*dry_run=*/false), "create the indexes");
+  const txn_recovery::daemon::Config config = DaemonConfig(config_path, uri);
+  Check(txn_recovery::daemon::PrepareIndexes(config, store, /*dry_run=*/false),
+        "create the indexes");
 }
 
 }  // namespace txn_recovery::bench

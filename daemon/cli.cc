@@ -26,7 +26,7 @@
 #include "daemon/run/config_source.h"
 #include "txn_recovery/stores/mongo_store.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 std::string VersionText() {
   return std::string(TXN_RECOVERYD_VERSION) + " (revision " + Revision() + ")";
@@ -381,4 +381,4 @@ int Main(int argc, char** argv) {
   return rc;
 }
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

@@ -19,7 +19,7 @@ namespace CLI {
 class App;
 }  // namespace CLI
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 // What the command line said.
 struct CliOptions {
@@ -49,4 +49,4 @@ int GuardInternalErrors(const std::function<int()>& command);
 // The whole program; returns the exit code.
 int Main(int argc, char** argv);
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

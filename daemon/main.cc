@@ -3,5 +3,5 @@
 #include "daemon/cli.h"
 
 int main(int argc, char** argv) {
-  return txn_recoveryd::Main(argc, argv);
+  return txn_recovery::daemon::Main(argc, argv);
 }

@@ -21,7 +21,7 @@
 #include "daemon/configuration/config.h"
 #include "daemon/configuration/config_schema.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 namespace {
 
 namespace fs = std::filesystem;
@@ -584,4 +584,4 @@ TEST(ContainerImage, ShipsNoConfigurationAndCarriesItsLabelsAndHealthcheck) {
 }
 
 }  // namespace
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

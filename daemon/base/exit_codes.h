@@ -5,7 +5,7 @@
 
 #include "txn_recovery/base/status.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 inline constexpr int kExitOk = 0;
 // Some transaction was quarantined or could not be finished.
@@ -34,4 +34,4 @@ inline int ExitForStatus(const txn_recovery::Status& s) {
   return kExitIncomplete;
 }
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

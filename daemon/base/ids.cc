@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <type_traits>
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 nlohmann::json IdJson(const txn_recovery::Value& id) {
   using namespace txn_recovery;
@@ -75,4 +75,4 @@ std::vector<txn_recovery::Value> IdCandidates(std::string_view text, std::string
   return out;
 }
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

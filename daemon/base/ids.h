@@ -11,7 +11,7 @@
 
 #include "txn_recovery/base/document.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 // The value as MongoDB Extended JSON (relaxed): "abc", 42, 1.5, {"$oid": "54fd..."},
 // {"$date": {"$numberLong": "..."}}, null, documents and arrays recursively.
@@ -27,4 +27,4 @@ std::string IdText(const txn_recovery::Value& id);
 // set) when `text` is JSON of no _id type.
 std::vector<txn_recovery::Value> IdCandidates(std::string_view text, std::string* problem);
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

@@ -2,7 +2,7 @@
 
 #include <sys/stat.h>
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 bool StreamIsJournal(std::string_view journal_stream, int fd) {
   std::size_t colon = journal_stream.find(':');
@@ -29,4 +29,4 @@ bool StreamIsJournal(std::string_view journal_stream, int fd) {
          static_cast<unsigned long long>(st.st_ino) == ino;
 }
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

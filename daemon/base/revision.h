@@ -4,7 +4,7 @@
 
 #include <string>
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 const char* Revision();
 
@@ -12,4 +12,4 @@ const char* Revision();
 // `inspect` can tell the members that run another build than its own.
 std::string MemberVersion();
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

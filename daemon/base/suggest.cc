@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 std::size_t EditDistance(std::string_view a, std::string_view b) {
   std::vector<std::size_t> row(b.size() + 1);
@@ -32,4 +32,4 @@ std::string Closest(std::string_view name, const std::vector<std::string>& candi
   return closest;
 }
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

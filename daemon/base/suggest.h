@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 // Levenshtein distance between `a` and `b`.
 std::size_t EditDistance(std::string_view a, std::string_view b);
@@ -17,4 +17,4 @@ std::size_t EditDistance(std::string_view a, std::string_view b);
 // otherwise, or when `name` is itself a candidate. The first of equally close ones wins.
 std::string Closest(std::string_view name, const std::vector<std::string>& candidates);
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

@@ -1,6 +1,6 @@
 #include "daemon/commands/fleet_view.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 FleetView ReadFleetView(const Config& config, txn_recovery::Store* store,
                         const txn_recovery::WatchSpec& w) {
@@ -36,4 +36,4 @@ nlohmann::json FleetJson(const FleetView& v, const txn_recovery::Value& id) {
            holder ? nlohmann::json{{"id", holder->id}, {"host", holder->host}} : nlohmann::json()}};
 }
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

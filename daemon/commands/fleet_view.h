@@ -15,7 +15,7 @@
 #include "txn_recovery/engine/watch.h"
 #include "txn_recovery/stores/store.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 struct FleetView {
   bool on = false;                                           // the configuration's fleet is enabled
@@ -35,4 +35,4 @@ std::string FleetText(const FleetView& v, const txn_recovery::Value& id);
 // {bucket, members, held_by: {id, host} or null}; {bucket, error} when the list failed.
 nlohmann::json FleetJson(const FleetView& v, const txn_recovery::Value& id);
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

@@ -4,7 +4,7 @@
 
 #include "daemon/logging/logging.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 std::string DescribeMissing(const txn_recovery::IndexCheck& c) {
   return "missing index " + c.index.spec.ToString() + " on " + c.index.ns.ToString() +
@@ -45,4 +45,4 @@ txn_recovery::Status PrepareIndexes(const Config& config, txn_recovery::Store* s
   return txn_recovery::Status::Ok();
 }
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

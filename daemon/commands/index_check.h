@@ -9,7 +9,7 @@
 #include "txn_recovery/stores/store.h"
 #include "txn_recovery/tools/indexes.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 // Checks every watch's indexes and, with config.sweep.manage_indexes and not `dry_run`,
 // creates the missing ones. Logs a warning per missing index (naming the collection, the
@@ -25,4 +25,4 @@ txn_recovery::Status PrepareIndexes(const Config& config, txn_recovery::Store* s
 // "missing index {state: 1, lastModified: 1} on bank.transactions (needed by ...)"
 std::string DescribeMissing(const txn_recovery::IndexCheck& check);
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

@@ -13,7 +13,7 @@
 #include "txn_recovery/tools/indexes.h"
 #include "txn_recovery/tools/inspect.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 using txn_recovery::Status;
 
@@ -303,4 +303,4 @@ int RunPause(const Config& config, txn_recovery::Store* store, bool paused, std:
   return code;
 }
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

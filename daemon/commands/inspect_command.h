@@ -7,7 +7,7 @@
 #include "daemon/configuration/config.h"
 #include "txn_recovery/stores/store.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 // What is stuck right now, per watch and state, the oldest age, whether the watch is
 // paused, and every quarantined transaction with its reason. Reads only.
@@ -25,4 +25,4 @@ int RunProbe(const Config& config, txn_recovery::Store* store, std::int64_t limi
 // same database stops acting on the watch at its next sweep, without being stopped.
 int RunPause(const Config& config, txn_recovery::Store* store, bool paused, std::ostream& out);
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

@@ -5,7 +5,7 @@
 #include "daemon/base/exit_codes.h"
 #include "txn_recovery/tools/propose.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 using txn_recovery::CollectionProposal;
 
@@ -62,4 +62,4 @@ int ConnectionConfig(const std::string& config_path, bool path_given, Config* co
   return kExitOk;
 }
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

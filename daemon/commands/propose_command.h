@@ -10,7 +10,7 @@
 #include "daemon/configuration/config.h"
 #include "txn_recovery/stores/store.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 struct ProposeCommandOptions {
   std::string database;             // --database (required)
@@ -30,4 +30,4 @@ int RunPropose(txn_recovery::Store* store, const ProposeCommandOptions& options,
 int ConnectionConfig(const std::string& config_path, bool path_given, Config* config,
                      std::ostream& err);
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

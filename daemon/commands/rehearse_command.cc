@@ -9,7 +9,7 @@
 #include "txn_recovery/base/clock.h"
 #include "txn_recovery/tools/rehearse.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 std::vector<std::string> MissingActions(const txn_recovery::Document& status,
                                         const std::string& database,
@@ -180,4 +180,4 @@ int RunRehearse(const Config& config, txn_recovery::MongoStore* store, bool json
   return code;
 }
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

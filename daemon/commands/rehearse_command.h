@@ -11,7 +11,7 @@
 #include "daemon/configuration/config.h"
 #include "txn_recovery/stores/mongo_store.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 // Prints a table per watch (or, with `json`, one JSON document): the scratch collections, each
 // scenario and whether every invariant held, the time taken. Exit 0 when every invariant of
@@ -35,4 +35,4 @@ std::vector<std::string> MissingActions(const txn_recovery::Document& connection
                                         const std::string& database,
                                         const std::vector<std::string>& needed);
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

@@ -18,7 +18,7 @@
 #include "txn_recovery/engine/sweeper.h"
 #include "txn_recovery/tools/retention.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 using txn_recovery::Action;
 using txn_recovery::Outcome;
@@ -502,4 +502,4 @@ int RunSweep(const Config& config, txn_recovery::Store* store, const SweepComman
   return code;
 }
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

@@ -12,7 +12,7 @@
 #include "txn_recovery/stores/store.h"
 #include "txn_recovery/tools/orphans.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 struct SweepCommandOptions {
   bool dry_run = false;  // plan, write nothing, and list every planned action
@@ -53,4 +53,4 @@ txn_recovery::SweepOptions ConfiguredSweepOptions(const Config& config);
 int RunSweep(const Config& config, txn_recovery::Store* store, const SweepCommandOptions& options,
              std::ostream& out);
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

@@ -10,7 +10,7 @@
 
 #include "daemon/serving/metrics.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 using txn_recovery::Status;
 
@@ -90,4 +90,4 @@ Status WriteSweepTextfile(const std::string& dir, const std::string& content) {
   return Status::Ok();
 }
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

@@ -12,7 +12,7 @@
 
 #include "txn_recovery/base/status.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 // The file's name in DIR. node_exporter reads only the files named *.prom.
 inline constexpr const char* kSweepTextfileName = "txn-recoveryd-sweep.prom";
@@ -47,4 +47,4 @@ std::string RenderSweepTextfile(const SweepFigures& figures, int exit_code, doub
 // The temporary file is removed when anything fails.
 txn_recovery::Status WriteSweepTextfile(const std::string& dir, const std::string& content);
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

@@ -12,7 +12,7 @@
 #include "txn_recovery/engine/membership.h"
 #include "txn_recovery/engine/one_transaction.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 using txn_recovery::Status;
 using txn_recovery::Value;
@@ -260,4 +260,4 @@ int RunRelease(const Config& config, txn_recovery::Store* store, const Transacti
   return code;
 }
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

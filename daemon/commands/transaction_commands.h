@@ -12,7 +12,7 @@
 #include "daemon/configuration/config.h"
 #include "txn_recovery/stores/store.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 struct TransactionCommand {
   std::string id;  // as typed: JSON ("abc", 42, {"$oid": "..."}) or a plain string
@@ -31,4 +31,4 @@ int RunRetry(const Config& config, txn_recovery::Store* store, const Transaction
 int RunRelease(const Config& config, txn_recovery::Store* store, const TransactionCommand& c,
                std::ostream& out);
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

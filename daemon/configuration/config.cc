@@ -13,7 +13,7 @@
 #include "daemon/serving/http_server.h"
 #include "txn_recovery/stores/mongo_store.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 using txn_recovery::WatchSpec;
 
@@ -404,4 +404,4 @@ std::optional<WatchSpec> DefaultWatch(std::string_view profile, const Config& co
   return w;
 }
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

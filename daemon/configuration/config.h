@@ -22,7 +22,7 @@
 #include "txn_recovery/stores/mongo_store.h"
 #include "txn_recovery/tools/orphans.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 // The name of a ServerClock as mongodb.server_clock spells it ("auto", "server", "daemon");
 // nullopt for any other name.
@@ -195,4 +195,4 @@ txn_recovery::OrphanOptions OrphanOptionsFor(const Config& config,
 using txn_recovery::FormatDuration;
 using txn_recovery::ParseDuration;
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

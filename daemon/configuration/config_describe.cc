@@ -10,7 +10,7 @@
 #include "daemon/configuration/config_schema.h"
 #include "txn_recovery/stores/mongo_store.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 using txn_recovery::WatchSpec;
 
@@ -269,4 +269,4 @@ std::string DefaultText(const KeySpec& spec) {
   return text;
 }
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

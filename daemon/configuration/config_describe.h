@@ -9,7 +9,7 @@ namespace txn_recovery {
 struct WatchSpec;
 }
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 struct Config;
 struct KeySpec;
@@ -30,4 +30,4 @@ std::string DefaultFor(const KeySpec& spec, std::string_view profile);
 // each other value ("\"state\"; operations, tagged-insert: \"status\""); "" for none.
 std::string DefaultText(const KeySpec& spec);
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

@@ -12,7 +12,7 @@
 #include "daemon/configuration/config_reading.h"
 #include "daemon/configuration/config_schema.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 EnvLookup ProcessEnv() {
   return [](const std::string& name) -> std::optional<std::string> {
@@ -143,4 +143,4 @@ Status OverlayEnvironment(const EnvLookup& env, toml::table* root) {
   return Status::Ok();
 }
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

@@ -11,7 +11,7 @@
 
 #include "txn_recovery/base/status.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 // Looks up an environment variable; injectable so tests need not touch the real one.
 using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;
@@ -32,4 +32,4 @@ std::vector<std::string> ProcessEnvironmentNames();
 txn_recovery::Status ReadVariable(const EnvLookup& env, const std::string& name,
                                   std::optional<std::string>* out);
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

@@ -5,7 +5,7 @@
 
 #include "daemon/base/suggest.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 using txn_recovery::WatchSpec;
 
@@ -146,4 +146,4 @@ Status ReadKeys(const Reader& r, const toml::table& t, const std::string& prefix
   return problems.status();
 }
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

@@ -19,7 +19,7 @@
 #include "daemon/configuration/config_schema.h"
 #include "txn_recovery/base/status.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 using txn_recovery::Status;
 
@@ -198,4 +198,4 @@ Status LoadWatches(const Reader& r, const toml::table& root, Config* config);
 // variable (config_environment.cc).
 Status OverlayEnvironment(const EnvLookup& env, toml::table* root);
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

@@ -11,7 +11,7 @@
 #include "txn_recovery/shapes/profile.h"
 #include "txn_recovery/tools/retention.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 namespace {
 
 using txn_recovery::WatchSpec;
@@ -879,4 +879,4 @@ std::string ProfilesText(const KeySpec& spec) {
   return out;
 }
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

@@ -21,7 +21,7 @@ namespace txn_recovery {
 struct WatchSpec;
 }
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 struct Config;
 enum class LogFormat;
@@ -113,4 +113,4 @@ std::string_view TypeName(KeyType type);
 // "transfer, operations"; "every profile"; "" outside [[watch]].
 std::string ProfilesText(const KeySpec& spec);
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

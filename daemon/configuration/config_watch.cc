@@ -8,7 +8,7 @@
 #include "daemon/configuration/config_reading.h"
 #include "txn_recovery/shapes/config_problem.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 using txn_recovery::Profile;
 using txn_recovery::WatchSpec;
@@ -379,4 +379,4 @@ Status LoadWatches(const Reader& r, const toml::table& root, Config* c) {
   return problems.status();
 }
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

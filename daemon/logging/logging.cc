@@ -22,7 +22,7 @@
 
 #include "daemon/base/ids.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 namespace {
 
 thread_local LogFields::List t_fields;
@@ -318,4 +318,4 @@ txn_recovery::DriverLogSink DriverLogToSpdlog() {
   };
 }
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

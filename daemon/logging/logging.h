@@ -28,7 +28,7 @@
 #include "daemon/configuration/config.h"
 #include "txn_recovery/stores/mongo_store.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 // Where journald listens for native entries.
 inline constexpr const char* kJournalSocket = "/run/systemd/journal/socket";
@@ -90,4 +90,4 @@ class LogFields {
 // The sink to hand to txn_recovery::MongoDriver: forwards driver messages to spdlog.
 txn_recovery::DriverLogSink DriverLogToSpdlog();
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

@@ -6,7 +6,7 @@
 
 #include "daemon/configuration/config_schema.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 using txn_recovery::Status;
 
@@ -71,4 +71,4 @@ bool StoreChanged(const Config& running, const Config& next) {
          next.sweep.workers != running.sweep.workers;
 }
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

@@ -12,7 +12,7 @@
 #include "txn_recovery/base/status.h"
 #include "txn_recovery/stores/mongo_store.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 class ConfigSource {
  public:
@@ -41,4 +41,4 @@ txn_recovery::Status OpenStore(const Config& config,
 // Whether `next` needs another connection than `running` has.
 bool StoreChanged(const Config& running, const Config& next);
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

@@ -4,7 +4,7 @@
 
 #include "txn_recovery/stores/mongo_store.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 void DatabaseStatus::Reachable(const std::string& uri) {
   authentication_failed_ = false;
@@ -42,4 +42,4 @@ bool DatabaseStatus::Ready(std::string* why) const {
   return true;
 }
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

@@ -9,7 +9,7 @@
 #include "daemon/serving/metrics.h"
 #include "txn_recovery/base/status.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 class DatabaseStatus {
  public:
@@ -35,4 +35,4 @@ class DatabaseStatus {
   std::atomic<bool> authentication_failed_{false};
 };
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

@@ -7,7 +7,7 @@
 #include "daemon/base/exit_codes.h"
 #include "daemon/configuration/config.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 void DrainDeadline::Start() {
   std::chrono::milliseconds deadline = this->deadline();
@@ -36,4 +36,4 @@ void DrainDeadline::Finish() {
   if (deadline.joinable()) deadline.join();
 }
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

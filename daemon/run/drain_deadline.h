@@ -10,7 +10,7 @@
 #include <mutex>
 #include <thread>
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 class DrainDeadline {
  public:
@@ -41,4 +41,4 @@ class DrainDeadline {
   std::thread thread_;
 };
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

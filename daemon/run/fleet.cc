@@ -6,7 +6,7 @@
 #include "daemon/base/revision.h"
 #include "daemon/logging/logging.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 using txn_recovery::Status;
 
@@ -100,4 +100,4 @@ txn_recovery::FleetEvents Fleet::Events() {
   return e;
 }
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

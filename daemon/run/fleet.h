@@ -11,7 +11,7 @@
 #include "daemon/serving/metrics.h"
 #include "txn_recovery/engine/fleet_member.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 class Fleet {
  public:
@@ -59,4 +59,4 @@ class Fleet {
   txn_recovery::FleetMember member_;
 };
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

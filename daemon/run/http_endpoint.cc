@@ -4,7 +4,7 @@
 
 #include "daemon/serving/process_metrics.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 using txn_recovery::Status;
 
@@ -39,4 +39,4 @@ Status StartHttpEndpoint(const HttpConfig& http, Metrics* metrics, const Watchdo
   return Status::Ok();
 }
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

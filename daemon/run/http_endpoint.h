@@ -12,7 +12,7 @@
 #include "daemon/serving/metrics.h"
 #include "txn_recovery/base/status.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 // What the web configuration does to the endpoint, for the log: never a secret. Empty
 // without a web configuration.
@@ -24,4 +24,4 @@ txn_recovery::Status StartHttpEndpoint(const HttpConfig& http, Metrics* metrics,
                                        const Watchdog* watchdog, const DatabaseStatus* database,
                                        std::unique_ptr<HealthAndMetricsServer>* server);
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

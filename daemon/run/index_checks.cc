@@ -2,10 +2,10 @@
 
 #include "daemon/commands/index_check.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 void IndexChecks::CheckOnce(const Config& config, txn_recovery::Store* store) {
   if (!checked_) checked_ = !PrepareIndexes(config, store, false, &deferred_).IsUnavailable();
 }
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

@@ -7,7 +7,7 @@
 #include "txn_recovery/engine/sweeper.h"
 #include "txn_recovery/stores/store.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 class IndexChecks {
  public:
@@ -27,4 +27,4 @@ class IndexChecks {
   bool deferred_ = false;
 };
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <random>
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 class Jitter {
  public:
@@ -25,4 +25,4 @@ class Jitter {
   std::mt19937_64 rng_;
 };
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 using Steady = std::chrono::steady_clock;
 
@@ -44,4 +44,4 @@ void LoopRequests::Wait(std::chrono::milliseconds d, const std::function<void()>
   }
 }
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

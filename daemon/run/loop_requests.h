@@ -8,7 +8,7 @@
 #include <functional>
 #include <mutex>
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 class LoopRequests {
  public:
@@ -37,4 +37,4 @@ class LoopRequests {
   std::atomic<bool> stop_{false};
 };
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

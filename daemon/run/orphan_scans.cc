@@ -10,7 +10,7 @@
 #include "txn_recovery/base/clock.h"
 #include "txn_recovery/tools/orphans.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 using txn_recovery::Status;
 using Steady = std::chrono::steady_clock;
@@ -93,4 +93,4 @@ void OrphanScans::ScanAll(const Config& config, txn_recovery::Store* store,
   }
 }
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

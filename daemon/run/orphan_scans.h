@@ -18,7 +18,7 @@
 #include "txn_recovery/engine/state_machine.h"
 #include "txn_recovery/stores/store.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 class OrphanScans {
  public:
@@ -48,4 +48,4 @@ class OrphanScans {
   std::optional<std::chrono::steady_clock::time_point> next_;  // unset until the first round
 };
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

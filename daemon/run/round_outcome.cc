@@ -4,7 +4,7 @@
 
 #include "daemon/configuration/config.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 namespace {
 
@@ -35,4 +35,4 @@ std::string StatusLine(const RoundOutcome& o, std::chrono::milliseconds took,
   return status;
 }
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 struct RoundOutcome {
   bool database_up = true;
@@ -23,4 +23,4 @@ struct RoundOutcome {
 std::string StatusLine(const RoundOutcome& o, std::chrono::milliseconds took,
                        std::chrono::milliseconds next);
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

@@ -9,7 +9,7 @@
 #include "daemon/base/exit_codes.h"
 #include "daemon/configuration/config.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 namespace {
 
@@ -79,4 +79,4 @@ void RunSignals::On(int sig) {
   requests_.Wake();
 }
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

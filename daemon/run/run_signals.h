@@ -13,7 +13,7 @@
 #include "daemon/run/stop_signals.h"
 #include "daemon/serving/notifier.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 // Blocks the handled signals in the calling thread; before any other thread exists, so that
 // every thread inherits the mask and only the watcher receives them.
@@ -48,4 +48,4 @@ class RunSignals {
   StopSignals stop_signals_;
 };
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

@@ -35,7 +35,7 @@
 #include "txn_recovery/stores/mongo_store.h"
 #include "txn_recovery/tools/retention.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 using txn_recovery::Status;
 using Steady = std::chrono::steady_clock;
@@ -335,4 +335,4 @@ int RunDaemon(const RunOptions& options, const EnvLookup& env) {
   return daemon.Run();
 }
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

@@ -9,7 +9,7 @@
 
 #include "daemon/configuration/config.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 struct RunOptions {
   std::string config_path;
@@ -34,4 +34,4 @@ txn_recovery::Status ApplyOverrides(const RunOptions& options, Config* config);
 // bound at start. Never returns because the database is unreachable.
 int RunDaemon(const RunOptions& options, const EnvLookup& env);
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

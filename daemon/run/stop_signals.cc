@@ -2,7 +2,7 @@
 
 #include <signal.h>
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 StopSignals::Decision StopSignals::On(int sig, Clock::time_point now) {
   if (!first_) {
@@ -13,4 +13,4 @@ StopSignals::Decision StopSignals::On(int sig, Clock::time_point now) {
   return now - *first_ >= grace_ ? Decision::kExitNow : Decision::kIgnore;
 }
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

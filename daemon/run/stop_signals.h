@@ -10,7 +10,7 @@
 #include <chrono>
 #include <optional>
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 class StopSignals {
  public:
@@ -31,4 +31,4 @@ class StopSignals {
   std::optional<Clock::time_point> first_;
 };
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

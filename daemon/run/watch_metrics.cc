@@ -5,7 +5,7 @@
 #include "daemon/logging/logging.h"
 #include "txn_recovery/tools/inspect.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 using txn_recovery::Status;
 using Steady = std::chrono::steady_clock;
@@ -134,4 +134,4 @@ void RoundCounters::Count(txn_recovery::Store* store) {
   wire_counted_ = w;
 }
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

@@ -15,7 +15,7 @@
 #include "txn_recovery/engine/sweeper.h"
 #include "txn_recovery/stores/store.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 // Now, as the timestamp gauges give it: seconds since the epoch.
 double UnixSeconds();
@@ -64,4 +64,4 @@ class RoundCounters {
   txn_recovery::Store::WireStats wire_counted_;  // already in the metrics
 };
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 using Steady = std::chrono::steady_clock;
 using std::chrono::duration_cast;
@@ -29,4 +29,4 @@ bool Watchdog::Live(std::string* why) const {
   return false;
 }
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

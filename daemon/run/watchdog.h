@@ -10,7 +10,7 @@
 
 #include "daemon/serving/notifier.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 class Watchdog {
  public:
@@ -33,4 +33,4 @@ class Watchdog {
   std::chrono::steady_clock::time_point last_watchdog_{};
 };
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

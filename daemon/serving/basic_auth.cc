@@ -10,7 +10,7 @@
 #include <memory>
 #include <stdexcept>
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 namespace {
 
@@ -136,4 +136,4 @@ bool BasicAuth::Verify(const std::string& user, const std::string& password) {
   return true;
 }
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

@@ -21,7 +21,7 @@
 #include <utility>
 #include <vector>
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 class BasicAuth {
  public:
@@ -52,4 +52,4 @@ class BasicAuth {
   std::size_t next_ = 0;  // the entry a full cache replaces next
 };
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

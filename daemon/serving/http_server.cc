@@ -29,7 +29,7 @@
 
 #include "daemon/serving/web_config.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 using txn_recovery::Status;
 using Clock = std::chrono::steady_clock;
@@ -1009,4 +1009,4 @@ void HealthAndMetricsServer::Stop() {
   address_.clear();
 }
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

@@ -59,7 +59,7 @@
 #include "daemon/serving/http_tls.h"
 #include "txn_recovery/base/status.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 // Where to listen: "HOST:PORT", "[IPV6]:PORT", or ":PORT".
 struct ListenAddress {
@@ -177,4 +177,4 @@ class HealthAndMetricsServer {
   std::string address_;
 };
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

@@ -10,7 +10,7 @@
 #include <map>
 #include <string_view>
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 using txn_recovery::Status;
 
@@ -234,4 +234,4 @@ void TlsSession::Shutdown() noexcept {
   ERR_clear_error();
 }
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

@@ -20,7 +20,7 @@
 struct ssl_st;
 struct ssl_ctx_st;
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 class TlsContext {
  public:
@@ -80,4 +80,4 @@ class TlsSession {
   std::unique_ptr<ssl_st, Free> ssl_;
 };
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

@@ -6,7 +6,7 @@
 #include <iterator>
 #include <stdexcept>
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 namespace {
 
 // The buckets of the Prometheus clients' DefBuckets, for a histogram declared without any.
@@ -359,4 +359,4 @@ void DescribeStandardMetrics(Metrics* m, const std::string& version, const std::
   m->Set("txn_recoveryd_build_info", {{"version", version}, {"revision", revision}}, 1);
 }
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

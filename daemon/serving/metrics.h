@@ -27,7 +27,7 @@
 #include <utility>
 #include <vector>
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 // Label name/value pairs in any order: {{"watch", "bank"}, {"state", "pending"}}.
 using Labels = std::vector<std::pair<std::string, std::string>>;
@@ -144,4 +144,4 @@ class StuckAgeEstimate {
 //   txn_recoveryd_log_messages_suppressed_total.
 void DescribeStandardMetrics(Metrics* m, const std::string& version, const std::string& revision);
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

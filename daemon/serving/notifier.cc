@@ -13,7 +13,7 @@
 #include <cstring>
 #include <string>
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 Notifier::Notifier() {
   const char* socket = std::getenv("NOTIFY_SOCKET");
@@ -79,4 +79,4 @@ void Notifier::Watchdog() {
   Send("WATCHDOG=1");
 }
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

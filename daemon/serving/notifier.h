@@ -9,7 +9,7 @@
 #include <optional>
 #include <string_view>
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 class Notifier {
  public:
@@ -33,4 +33,4 @@ class Notifier {
   std::optional<std::chrono::milliseconds> watchdog_interval_;
 };
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

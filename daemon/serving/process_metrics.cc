@@ -8,7 +8,7 @@
 #include <sstream>
 #include <vector>
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 std::optional<ProcessStats> ParseProcStat(const std::string& stat, double boot_time_seconds,
                                           long ticks_per_second, long page_size) {
@@ -99,4 +99,4 @@ void UpdateProcessMetrics(Metrics* m) {
   m->Set("process_max_fds", {}, s->max_fds);
 }
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

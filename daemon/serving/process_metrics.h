@@ -14,7 +14,7 @@
 
 #include "daemon/serving/metrics.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 struct ProcessStats {
   double start_time_seconds = 0;
@@ -36,4 +36,4 @@ std::optional<ProcessStats> ReadProcessStats();
 // Declares the families (once) and sets them from ReadProcessStats(); a no-op without /proc.
 void UpdateProcessMetrics(Metrics* metrics);
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

@@ -14,7 +14,7 @@
 
 #include "daemon/base/suggest.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 using txn_recovery::Status;
 
@@ -311,4 +311,4 @@ Status ParseWebConfig(const std::string& path, WebConfig* out) {
   }
 }
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

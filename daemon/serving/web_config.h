@@ -32,7 +32,7 @@
 
 #include "txn_recovery/base/status.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 
 struct WebTlsConfig {
   // As the file gives them, made absolute against the web configuration's directory.
@@ -69,4 +69,4 @@ txn_recovery::Status ParseWebConfig(const std::string& path, WebConfig* out);
 // to 31, 53 characters of bcrypt's base64.
 bool IsBcryptHash(const std::string& hash);
 
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

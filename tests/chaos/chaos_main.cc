@@ -118,7 +118,7 @@ bool ParseArgs(int argc, char** argv, Options* o, std::string* error) {
         o->seed_given = true;
       } else if (a == "--duration" || a == "--quiesce-timeout" || a == "--failover-every") {
         milliseconds d;
-        if (Status s = txn_recoveryd::ParseDuration(v, &d); !s.ok()) {
+        if (Status s = txn_recovery::daemon::ParseDuration(v, &d); !s.ok()) {
           *error = a + ": " + s.message();
           return false;
         }
@@ -243,7 +243,7 @@ class Run {
     if (int rc = SetUp(); rc != 0) return rc;
     std::cout << "chaos: profile " << o_.profile << ", seed " << o_.seed << ", "
               << (o_.failovers ? std::to_string(o_.failovers) + " failovers"
-                               : txn_recoveryd::FormatDuration(o_.duration) + " of faults")
+                               : txn_recovery::daemon::FormatDuration(o_.duration) + " of faults")
               << ", " << o_.workers << " workers, " << daemons_.size() << " daemon(s), database "
               << database_ << std::endl;
     if (o_.failovers)
@@ -332,23 +332,24 @@ class Run {
     c << "[mongodb]\nuri = \"" << proxied_uri_
       << "\"\nserver_selection_timeout = \"2s\"\nsocket_timeout = \"2s\"\n"
          "[sweep]\nworkers = 2\nbatch_size = 200\npace = 0\nlease = \""
-      << txn_recoveryd::FormatDuration(kLease)
+      << txn_recovery::daemon::FormatDuration(kLease)
       << "\"\nmax_failures = 1000\n"
          "[daemon]\ninterval = \"700ms\"\njitter = 0.3\nbackoff_initial = \"100ms\"\n"
          "backoff_max = \"1s\"\ndrain_deadline = \"3s\"\n"
          // A short heartbeat and expiry, so that a member killed or stopped drops out of
          // the others' view, and one joining enters it, within a fault or two.
          "[fleet]\nheartbeat = \""
-      << txn_recoveryd::FormatDuration(kFleetHeartbeat) << "\"\nexpiry = \""
-      << txn_recoveryd::FormatDuration(kFleetExpiry)
+      << txn_recovery::daemon::FormatDuration(kFleetHeartbeat) << "\"\nexpiry = \""
+      << txn_recovery::daemon::FormatDuration(kFleetExpiry)
       << "\"\n"
          "[log]\nlevel = \"info\"\n"
          "[[watch]]\nname = \"chaos\"\ndatabase = \""
       << database_ << "\"\ncollection = \"" << app_->transactions().collection << "\"\n"
-      << app_->WatchKeys() << "resume_after = \"" << txn_recoveryd::FormatDuration(kResumeAfter)
-      << "\"\nrollback_after = \"" << txn_recoveryd::FormatDuration(kRollbackAfter)
-      << "\"\ninitial_timeout = \"" << txn_recoveryd::FormatDuration(kInitialTimeout)
-      << "\"\nlate_write_window = \"" << txn_recoveryd::FormatDuration(kLateWriteWindow) << "\"\n";
+      << app_->WatchKeys() << "resume_after = \""
+      << txn_recovery::daemon::FormatDuration(kResumeAfter) << "\"\nrollback_after = \""
+      << txn_recovery::daemon::FormatDuration(kRollbackAfter) << "\"\ninitial_timeout = \""
+      << txn_recovery::daemon::FormatDuration(kInitialTimeout) << "\"\nlate_write_window = \""
+      << txn_recovery::daemon::FormatDuration(kLateWriteWindow) << "\"\n";
     return c.str();
   }
 
@@ -752,7 +753,7 @@ class Run {
     quiesce_seconds_ = std::chrono::duration<double>(Clock::now() - quiesce_start).count();
     if (calm < 2)
       violations_.push_back("nothing stuck: still in flight after " +
-                            txn_recoveryd::FormatDuration(o_.quiesce_timeout) +
+                            txn_recovery::daemon::FormatDuration(o_.quiesce_timeout) +
                             " of quiescence: " + std::to_string(app_->InFlight()));
     for (std::size_t i = 0; i < daemons_.size(); ++i) {
       Daemon& d = daemons_[i];
@@ -864,7 +865,7 @@ class Run {
               << "seed " + std::to_string(o_.seed) + ", profile " + o_.profile << " | "
               << std::setw(28)
               << (o_.failovers ? std::to_string(o_.failovers) + " failovers"
-                               : txn_recoveryd::FormatDuration(o_.duration)) +
+                               : txn_recovery::daemon::FormatDuration(o_.duration)) +
                      ", " + std::to_string(initial_daemons_) + " daemon(s) at first"
               << " |\n"
               << rule << "\n";
@@ -876,10 +877,10 @@ class Run {
     std::cout << "replay: txn-recovery-chaos --profile " << o_.profile << " --seed " << o_.seed;
     if (o_.failovers)
       std::cout << " --failovers " << o_.failovers << " --failover-every "
-                << txn_recoveryd::FormatDuration(o_.failover_every) << " --failover-state-dir "
-                << o_.failover_state_dir;
+                << txn_recovery::daemon::FormatDuration(o_.failover_every)
+                << " --failover-state-dir " << o_.failover_state_dir;
     else
-      std::cout << " --duration " << txn_recoveryd::FormatDuration(o_.duration);
+      std::cout << " --duration " << txn_recovery::daemon::FormatDuration(o_.duration);
     std::cout << " --workers " << o_.workers << " --daemons " << initial_daemons_ << std::endl;
   }
 

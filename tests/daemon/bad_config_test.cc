@@ -11,7 +11,7 @@
 #include "daemon/configuration/config.h"
 #include "support/subprocess.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 namespace {
 
 using txn_recovery::testing::Subprocess;
@@ -182,4 +182,4 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

@@ -31,9 +31,9 @@ TEST(Cli, AnExceptionThatEscapesACommandIsAnInternalErrorExit70) {
   // Exit 70 (EX_SOFTWARE) says "a bug": not a configuration to fix or an outage to wait
   // out, which the other codes say, so that a unit's RestartPreventExitStatus= and an
   // operator's script can tell them apart. A command that ends normally keeps its code.
-  EXPECT_EQ(txn_recoveryd::GuardInternalErrors([] { return 69; }), 69);
+  EXPECT_EQ(txn_recovery::daemon::GuardInternalErrors([] { return 69; }), 69);
   ::testing::internal::CaptureStderr();
-  const int rc = txn_recoveryd::GuardInternalErrors(
+  const int rc = txn_recovery::daemon::GuardInternalErrors(
       []() -> int { throw std::logic_error("metric x updated as a gauge"); });
   const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(rc, 70);

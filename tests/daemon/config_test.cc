@@ -14,7 +14,7 @@
 #include "daemon/configuration/config.h"
 #include "daemon/configuration/config_schema.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 namespace {
 
 class ConfigFile : public ::testing::Test {
@@ -668,4 +668,4 @@ TEST_F(ConfigFile, EveryProblemOfAWatchIsReportedAtTheKeyTheFileSetsUnderItsOwnN
 }
 
 }  // namespace
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

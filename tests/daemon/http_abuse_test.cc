@@ -225,7 +225,7 @@ TEST(HttpAbuse, SlowClientsAndAConnectionFloodNeverSilenceLivezNorStopTheSweeps)
   // With the flood at thousands, the daemon holds its calm descriptors plus at most the
   // health endpoint's connection limit (and the few connections its client pool may have
   // opened since: 4 workers + 2).
-  const int limit = txn_recoveryd::HttpLimits{}.max_connections;
+  const int limit = txn_recovery::daemon::HttpLimits{}.max_connections;
   EXPECT_LE(worst_fds, calm + limit + 6)
       << "the daemon's descriptors grew with the flood (" << abuse.connects()
       << " connections so far, " << abuse.flood_open() << " open on the client side)";
@@ -283,7 +283,8 @@ TEST(HttpAbuse, SlowClientsAndAConnectionFloodNeverSilenceLivezNorStopTheSweeps)
 // descriptors: what LimitNOFILE= must cover, or a large pool runs out of descriptors and
 // reports the database down while it is up.
 TEST(HttpAbuse, TheUnitsDescriptorLimitCoversTheLargestPoolAndTheHttpLimit) {
-  const int needed = (256 + 2) * 7 + 2 * 7 + txn_recoveryd::HttpLimits{}.max_connections + 32;
+  const int needed =
+      (256 + 2) * 7 + 2 * 7 + txn_recovery::daemon::HttpLimits{}.max_connections + 32;
   for (const char* unit : {"txn-recoveryd.service", "txn-recoveryd-sweep.service"}) {
     std::ifstream in(std::string(TXN_RECOVERY_SOURCE_DIR) + "/systemd/" + unit);
     ASSERT_TRUE(in) << unit;

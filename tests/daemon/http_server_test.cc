@@ -20,7 +20,7 @@
 
 #include "daemon/serving/http_server.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 namespace {
 
 using namespace std::chrono_literals;
@@ -541,4 +541,4 @@ TEST(HealthAndMetricsServer, StopNeverWaitsForAClientInTheMiddleOfARequest) {
 }
 
 }  // namespace
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

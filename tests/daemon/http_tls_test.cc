@@ -23,7 +23,7 @@
 #include "daemon/serving/http_server.h"
 #include "support/subprocess.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 namespace {
 
 using namespace std::chrono_literals;
@@ -411,4 +411,4 @@ TEST(HttpAuth, AFloodOfWrongPasswordsLeavesTheProbesAndCachedScrapersAnswered) {
 }
 
 }  // namespace
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

@@ -14,7 +14,7 @@
 #include "daemon/base/journal_stream.h"
 #include "daemon/logging/logging.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 namespace {
 
 using txn_recovery::Document;
@@ -120,4 +120,4 @@ TEST(Ids, AreJsonValuesOnceAndPlainTextForPeople) {
 }
 
 }  // namespace
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

@@ -11,7 +11,7 @@
 
 #include "daemon/serving/metrics.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 namespace {
 
 using T = Metrics::Type;
@@ -302,4 +302,4 @@ TEST(StuckAgeEstimate, GrowsFromTheLastCountWhileSweepsFailAndRestartsAtTheNextC
 }
 
 }  // namespace
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

@@ -15,7 +15,7 @@
 #include "daemon/serving/notifier.h"
 #include "support/deadline.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 namespace {
 
 using txn_recovery::testing::FinishesWithin;
@@ -104,4 +104,4 @@ TEST(Notifier, TheGuardTurnsAHangIntoAFailureAtItsDeadline) {
 }
 
 }  // namespace
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

@@ -3,7 +3,7 @@
 
 #include "daemon/serving/process_metrics.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 namespace {
 
 TEST(ProcessMetrics, ReadsProcStatEvenWithSpacesAndParenthesesInTheCommandName) {
@@ -36,4 +36,4 @@ TEST(ProcessMetrics, ThisProcessHasPlausibleFigures) {
 }
 
 }  // namespace
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

@@ -5,7 +5,7 @@
 
 #include "daemon/run/stop_signals.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 namespace {
 
 using D = StopSignals::Decision;
@@ -34,4 +34,4 @@ TEST(StopSignals, ASecondSigintOrSigquitExitsAtOnce) {
 }
 
 }  // namespace
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

@@ -25,10 +25,10 @@ namespace txn_recovery::testing {
 namespace {
 
 namespace fs = std::filesystem;
-using txn_recoveryd::kSweepTextfileName;
-using txn_recoveryd::RenderSweepTextfile;
-using txn_recoveryd::SweepFigures;
-using txn_recoveryd::WriteSweepTextfile;
+using txn_recovery::daemon::kSweepTextfileName;
+using txn_recovery::daemon::RenderSweepTextfile;
+using txn_recovery::daemon::SweepFigures;
+using txn_recovery::daemon::WriteSweepTextfile;
 
 std::string ReadAll(const std::string& path) {
   std::ifstream in(path);

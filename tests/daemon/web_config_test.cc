@@ -15,7 +15,7 @@
 #include "daemon/serving/web_config.h"
 #include "support/subprocess.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 namespace {
 
 using namespace std::chrono_literals;
@@ -264,4 +264,4 @@ TEST_F(WebConfigInToml, CheckConfigAndRunExit78AndNeverPrintAHash) {
 }
 
 }  // namespace
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

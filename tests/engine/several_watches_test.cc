@@ -82,7 +82,7 @@ TEST_P(SeveralWatches, ADeniedDatabaseAndAMissingCollectionDoNotStopTheOtherWatc
   Value stuck = bank.Transfer("A0", "A1", 10, 3);
   bank.Age(stuck, std::chrono::minutes(5));
 
-  txn_recoveryd::Config config;
+  txn_recovery::daemon::Config config;
   WatchSpec denied = bank.Watch();
   denied.name = "denied";
   denied.ns.database = backend_->database() + "_denied";
@@ -95,9 +95,9 @@ TEST_P(SeveralWatches, ADeniedDatabaseAndAMissingCollectionDoNotStopTheOtherWatc
 
   DeniedDatabaseStore store(backend_->store(), denied.ns.database);
   std::ostringstream out;
-  int code = txn_recoveryd::RunSweep(config, &store, {}, out);
+  int code = txn_recovery::daemon::RunSweep(config, &store, {}, out);
 
-  EXPECT_EQ(code, txn_recoveryd::kExitIncomplete) << out.str();
+  EXPECT_EQ(code, txn_recovery::daemon::kExitIncomplete) << out.str();
   EXPECT_NE(out.str().find("watch denied"), std::string::npos) << out.str();
   EXPECT_NE(out.str().find("ERROR ServerError: not authorized"), std::string::npos) << out.str();
   EXPECT_NE(

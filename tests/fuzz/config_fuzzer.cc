@@ -18,11 +18,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
     out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
   }
-  txn_recoveryd::Config config;
-  txn_recovery::Status s = txn_recoveryd::LoadConfig(
+  txn_recovery::daemon::Config config;
+  txn_recovery::Status s = txn_recovery::daemon::LoadConfig(
       path, [](const std::string&) { return std::optional<std::string>(); }, &config);
   if (s.ok()) {
-    (void)txn_recoveryd::DescribeConfig(config);
+    (void)txn_recovery::daemon::DescribeConfig(config);
   } else if (s.message().rfind(path, 0) != 0) {
     std::fprintf(stderr, "error does not name the file: %s\n", s.message().c_str());
     std::abort();

@@ -24,7 +24,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                         "[[watch]]\nname = \"bank\"\ndatabase = \"bank\"\n";
     return p;
   }();
-  static const std::vector<std::string> names = txn_recoveryd::EnvironmentVariables();
+  static const std::vector<std::string> names = txn_recovery::daemon::EnvironmentVariables();
 
   std::map<std::string, std::string> env;
   for (std::size_t i = 0; i + 2 <= size;) {
@@ -34,10 +34,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     env[name] = value.substr(0, value.find('\0'));
     i += 2 + len;
   }
-  txn_recoveryd::Config config;
+  txn_recovery::daemon::Config config;
   txn_recovery::Status s;
   try {
-    s = txn_recoveryd::LoadConfig(
+    s = txn_recovery::daemon::LoadConfig(
         path,
         [&env](const std::string& name) -> std::optional<std::string> {
           auto it = env.find(name);
@@ -50,7 +50,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::abort();
   }
   if (s.ok()) {
-    (void)txn_recoveryd::DescribeConfig(config);
+    (void)txn_recovery::daemon::DescribeConfig(config);
     return 0;
   }
   // An error caused by a variable names it (or the file, for a value the file's own key

@@ -405,7 +405,7 @@ TEST(OneMechanism, ATransferIsTheDescriptionCheckConfigPrintsForIt) {
     *as_steps.steps() = transfer.profile.transfer()->AsSteps();
     WatchSpec described = transfer;
     described.profile = as_steps;
-    const std::string printed = txn_recoveryd::DescribeSteps(described);
+    const std::string printed = txn_recovery::daemon::DescribeSteps(described);
     const std::string list = printed.substr(printed.find("marker_field"),
                                             printed.find("\n]") + 2 - printed.find("marker_field"));
     WatchSpec reloaded = WatchFromToml(

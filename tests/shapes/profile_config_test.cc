@@ -7,7 +7,7 @@
 
 #include "daemon/configuration/config.h"
 
-namespace txn_recoveryd {
+namespace txn_recovery::daemon {
 namespace {
 
 class ProfileConfig : public ::testing::Test {
@@ -207,4 +207,4 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
-}  // namespace txn_recoveryd
+}  // namespace txn_recovery::daemon

@@ -232,7 +232,8 @@ TEST(UriSecretsLogFilter, HidesTheCredentialsOfEveryParsedUriInAnyMessage) {
     if (c.shown.empty()) continue;
     (void)RedactUri(c.uri);  // remembered as the daemon remembers its URI
     auto capture = std::make_shared<Capture>();
-    spdlog::logger logger("test", txn_recoveryd::FilteredSink(capture, std::chrono::seconds(60)));
+    spdlog::logger logger("test",
+                          txn_recovery::daemon::FilteredSink(capture, std::chrono::seconds(60)));
     int n = 0;
     for (const auto& secret : c.secrets)
       logger.warn("the driver said ({}): {} (quoted)", ++n, secret);

@@ -17,8 +17,8 @@ std::vector<WatchSpec> WatchesFromToml(const std::string& watches_toml,
   std::string path =
       "/tmp/txn_recovery_watch_" + std::to_string(getpid()) + "_" + std::to_string(n++) + ".toml";
   std::ofstream(path) << "[mongodb]\nuri = \"mongodb://unused.invalid\"\n" << watches_toml;
-  txn_recoveryd::Config config;
-  Status s = txn_recoveryd::LoadConfig(
+  txn_recovery::daemon::Config config;
+  Status s = txn_recovery::daemon::LoadConfig(
       path, [](const std::string&) { return std::optional<std::string>(); }, &config);
   std::remove(path.c_str());
   if (!s.ok()) throw std::runtime_error("configuration refused: " + s.message());

@@ -164,19 +164,19 @@ TEST(RehearsePrivileges, TheMissingActionIsNamedFromTheUsersPrivileges) {
     return Document{{"resource", Document{{"db", db}, {"collection", coll}}}, {"actions", actions}};
   };
   const Array read_write = {"find", "insert", "update", "remove", "dropCollection", "createIndex"};
-  EXPECT_TRUE(
-      txn_recoveryd::MissingActions(status({privilege("bank", "", read_write)}), "bank", needed)
-          .empty());
-  EXPECT_EQ(txn_recoveryd::MissingActions(
+  EXPECT_TRUE(txn_recovery::daemon::MissingActions(status({privilege("bank", "", read_write)}),
+                                                   "bank", needed)
+                  .empty());
+  EXPECT_EQ(txn_recovery::daemon::MissingActions(
                 status({privilege("bank", "transactions", read_write),
                         privilege("bank", "", Array{"find", "insert", "update", "remove"})}),
                 "bank", needed),
             std::vector<std::string>{"dropCollection"});
-  EXPECT_EQ(
-      txn_recoveryd::MissingActions(status({privilege("shop", "", read_write)}), "bank", needed)
-          .size(),
-      needed.size());
-  EXPECT_TRUE(txn_recoveryd::MissingActions(
+  EXPECT_EQ(txn_recovery::daemon::MissingActions(status({privilege("shop", "", read_write)}),
+                                                 "bank", needed)
+                .size(),
+            needed.size());
+  EXPECT_TRUE(txn_recovery::daemon::MissingActions(
                   Document{{"authInfo", Document{{"authenticatedUsers", Array{}}}}}, "bank", needed)
                   .empty());
 }
