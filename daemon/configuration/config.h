@@ -167,10 +167,9 @@ txn_recovery::Status LoadConfig(const std::string& path, const EnvLookup& env, C
 // without surrounding blanks. InvalidArgument when it cannot be read or that line is empty.
 txn_recovery::Status ReadSecretFile(const std::string& path, std::string* out);
 
-// MERGE HOOK (listen address): the [http] listen address as HealthServer::Start will parse
-// it, so that check-config refuses what run would refuse, with exit 78. Today it accepts
-// any non-empty text and leaves the parsing to the server; wire the HTTP server's own
-// address parser in here (daemon/http_server.*, ":PORT" included) when that lands.
+// The [http] listen address parsed as the HTTP server parses it (ParseListenAddress,
+// daemon/serving/http_server.h), so that check-config refuses what run would refuse, with
+// exit 78.
 txn_recovery::Status CheckHttpListen(const std::string& listen);
 
 // Keeps only the watches named in `names` (all of them when `names` is empty), in the

@@ -1,6 +1,6 @@
 // The recovery engine's writes, each built here and nowhere else: pure functions from a
 // transaction (and the lease held on it) to the filter and update sent to the server. The
-// engine (engine/batch.h) decides when to send them, and its sender (batch_send.cc) adds the
+// engine (engine/batch.h) decides when to send them, and its sender (leased_sender.h) adds the
 // lease's fence (Fenced) to every write made under a lease, and to a claim; these decide what they
 // say. The guards in each filter are what makes a write safe to repeat after a crash;
 // docs/state-machine.md explains each one.
