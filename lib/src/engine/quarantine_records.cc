@@ -12,7 +12,13 @@
 namespace txn_recovery {
 namespace {
 
+// The record's fields. It carries the mark's reason and author under the mark's own names
+// (RecoveryPaths), so that a record and the mark it stands for read alike.
 constexpr const char* kMarkBy = "markBy";
+constexpr const char* kReason = RecoveryPaths::kQuarantineReason;
+constexpr const char* kBy = RecoveryPaths::kQuarantineBy;
+constexpr const char* kAt = "at";
+constexpr const char* kFormatField = "format";
 
 // The records of one watch: their _id names its transactions collection.
 Filter RecordsOf(const WatchSpec& watch) {
@@ -100,12 +106,12 @@ Status WriteQuarantineRecord(Store* store, LeaseFreeWriter* writer, const Namesp
   const Document rid = QuarantineRecordId(txn_ns, id);
   Document doc{{"_id", rid}, {kMarkBy, mark_by}};
   for (const auto& [k, v] : record) doc.Set(k, v);
-  doc.Set("format", RecoveryRecord::kFormat);
+  doc.Set(kFormatField, RecoveryRecord::kFormat);
   // Refused when the record exists (a duplicate _id): the raise below then does its work.
   (void)writer->Insert(ns, "record the quarantine", {doc});
   Update raise;
   for (const auto& [k, v] : record) raise.Set(k, v);
-  raise.Set(kMarkBy, mark_by).Set("format", RecoveryRecord::kFormat).CurrentDate("at");
+  raise.Set(kMarkBy, mark_by).Set(kFormatField, RecoveryRecord::kFormat).CurrentDate(kAt);
   WriteResult r;
   if (Status s = writer->One(
           ns,
@@ -184,10 +190,10 @@ Status ForEachQuarantineRecord(
     const Value* id = TxnIdOf(d);
     if (id == nullptr) return Status::Ok();
     RecoveryRecord::QuarantineRecord q;
-    const Value* reason = d.Get("reason");
+    const Value* reason = d.Get(kReason);
     q.reason = reason && reason->is_string() ? *reason->as_string() : "";
-    if (const Value* by = d.Get("by"); by && by->is_string()) q.by = *by->as_string();
-    if (const Value* at = d.Get("at"); at && at->is_datetime()) q.at = *at->as_datetime();
+    if (const Value* by = d.Get(kBy); by && by->is_string()) q.by = *by->as_string();
+    if (const Value* at = d.Get(kAt); at && at->is_datetime()) q.at = *at->as_datetime();
     each(*id, q);
     return Status::Ok();
   });
@@ -225,10 +231,10 @@ Status RecordEarlierQuarantines(Store* store, const WatchSpec& watch, std::int64
     // keeps the record while it is, and deletes it once a release has removed it.
     Document r{{"_id", QuarantineRecordId(watch.ns, *id)},
                {kMarkBy, DateTime{0}},
-               {"reason", q->reason},
-               {"format", RecoveryRecord::kFormat}};
-    if (q->by) r.Set("by", *q->by);
-    if (q->at) r.Set("at", *q->at);
+               {kReason, q->reason},
+               {kFormatField, RecoveryRecord::kFormat}};
+    if (q->by) r.Set(kBy, *q->by);
+    if (q->at) r.Set(kAt, *q->at);
     records.push_back(std::move(r));
   }
   // One at a time: a record that exists (written by this build since) refuses its insert,
@@ -236,7 +242,7 @@ Status RecordEarlierQuarantines(Store* store, const WatchSpec& watch, std::int64
   for (const Document& r : records) {
     if (store->InsertMany(ns, {r}).ok()) ++*recorded;
   }
-  const Document mark{{"_id", RecordedId(watch.ns)}, {"format", RecoveryRecord::kFormat}};
+  const Document mark{{"_id", RecordedId(watch.ns)}, {kFormatField, RecoveryRecord::kFormat}};
   Status s = store->InsertMany(ns, {mark});
   // Another instance may have finished the same scan first: its document is as good.
   if (!s.ok() && !s.IsUnavailable()) return Status::Ok();

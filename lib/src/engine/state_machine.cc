@@ -101,7 +101,8 @@ Status StateMachine::Quarantine(const Value& id, std::string_view reason) {
 
 Status StateMachine::QuarantineThrough(LeaseFreeWriter* writer, const Value& id,
                                        std::string_view reason) {
-  const Document record{{"reason", std::string(reason)}, {"by", lease_.owner}};
+  const Document record{{RecoveryPaths::kQuarantineReason, std::string(reason)},
+                        {RecoveryPaths::kQuarantineBy, lease_.owner}};
   const std::string what = "quarantine: " + std::string(reason);
   // The record in the daemon's own collection first, then the mark, which lands only
   // before the record's markBy: a repair deletes a record without a mark only once that
