@@ -359,17 +359,17 @@ Status SelectWatches(const std::vector<std::string>& names, Config* config) {
 }
 
 txn_recovery::MongoOptions MongoOptionsFor(const Config& config) {
-  txn_recovery::MongoOptions mo;
-  mo.uri = config.mongodb.uri;
-  mo.server_selection_timeout = config.mongodb.server_selection_timeout;
-  mo.socket_timeout = config.mongodb.socket_timeout;
-  mo.write_concern = config.mongodb.write_concern;
-  mo.write_concern_timeout = config.mongodb.write_concern_timeout;
-  mo.read_concern = config.mongodb.read_concern;
+  txn_recovery::MongoOptions options;
+  options.uri = config.mongodb.uri;
+  options.server_selection_timeout = config.mongodb.server_selection_timeout;
+  options.socket_timeout = config.mongodb.socket_timeout;
+  options.write_concern = config.mongodb.write_concern;
+  options.write_concern_timeout = config.mongodb.write_concern_timeout;
+  options.read_concern = config.mongodb.read_concern;
   // The loader accepts only the names of the schema's choices.
-  mo.server_clock = ServerClockNamed(config.mongodb.server_clock).value_or(ServerClock::kAuto);
-  mo.max_pool_size = config.sweep.workers + 2;
-  return mo;
+  options.server_clock = ServerClockNamed(config.mongodb.server_clock).value_or(ServerClock::kAuto);
+  options.max_pool_size = config.sweep.workers + 2;
+  return options;
 }
 
 txn_recovery::LeaseOptions LeaseOptionsFor(const Config& config) {
