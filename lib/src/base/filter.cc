@@ -351,8 +351,12 @@ Update& Update::CurrentDate(std::string path) {
 
 namespace {
 
+// Worded so that no run of eight bytes of it reads as a misspelling: the compiler stores a
+// literal this size as eight-byte immediates, and lintian read "ment at " from the earlier
+// wording's "...non-docu|ment at " (spelling-error-in-binary, a failure of the package).
 Status CannotCreate(const std::string& path) {
-  return Status::ServerError("cannot create field in non-document at " + path);
+  return Status::ServerError("cannot create field " + path +
+                             ": a value on its path is not a document");
 }
 
 Status ApplyInc(const UpdateOp& op, Document* doc) {
