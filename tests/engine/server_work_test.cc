@@ -3,9 +3,9 @@
 // does work bounded by the transactions that need the daemon (in flight, or finished inside
 // the late-write window). Proved by the server's own account: the reads are captured through
 // the store as the engine built them (QueryLog) and each one is explained by the server
-// (Explain, tests/support/server_probe.h) with 2,000 and then 20,000 finished transactions: the index entries,
-// documents and storage pages each read touches must not grow with the history. The pages
-// matter on DocumentDB, whose bitmap and RUM index scans count no keys (PostgreSQL's own
+// (Explain, tests/support/server_probe.h) with 2,000 and then 20,000 finished transactions: the
+// index entries, documents and storage pages each read touches must not grow with the history. The
+// pages matter on DocumentDB, whose bitmap and RUM index scans count no keys (PostgreSQL's own
 // buffer counts, which its explain reports); the embedded server answers explain with what
 // its narrowed scans examine. Runs on every server that answers explain.
 //
