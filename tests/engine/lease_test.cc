@@ -162,12 +162,5 @@ TEST(LeaseAsAType, ALeaseFreeCleanUpOfATransactionStillHoldingALeaseKeepsThatLea
   EXPECT_EQ(t.V(), 0);
 }
 
-TEST(LeaseAsAType, EveryLeaseFreeReasonHasAName) {
-  for (LeaseFree why : {LeaseFree::kUntrace, LeaseFree::kLateWrite, LeaseFree::kFirstSighting,
-                        LeaseFree::kFailureCount, LeaseFree::kQuarantine, LeaseFree::kMembership,
-                        LeaseFree::kOrphanScan, LeaseFree::kRetention, LeaseFree::kOperator})
-    EXPECT_NE(LeaseFreeName(why), "?");
-}
-
 }  // namespace
 }  // namespace txn_recovery::testing

@@ -90,28 +90,24 @@ std::size_t StepIndex(const Item& it, const ParticipantStep* step);
 class Under {
  public:
   // Under `lease`: sent only before its deadline, and fenced.
-  static Under TheLease(const Lease& lease) { return Under(&lease, nullptr, std::nullopt); }
+  static Under TheLease(const Lease& lease) { return Under(&lease, nullptr); }
   // The claim taking a lease on `offered` terms: fenced by them.
-  static Under TheClaim(const requests::LeaseTerms& offered) {
-    return Under(nullptr, &offered, std::nullopt);
-  }
-  // No lease, by design (engine/lease.h lists why each is safe). `held`: the lease the item
-  // still holds, if any, whose deadline the write keeps although its safety does not need
-  // it (a daemon stalled past its deadline writes nothing more).
-  static Under NoLease(LeaseFree why, const std::optional<Lease>& held) {
-    return Under(held ? &*held : nullptr, nullptr, why);
+  static Under TheClaim(const requests::LeaseTerms& offered) { return Under(nullptr, &offered); }
+  // No lease, by design: `why` says which of engine/lease.h's list the write is, at its call
+  // site. `held`: the lease the item still holds, if any, whose deadline the write keeps
+  // although its safety does not need it (a daemon stalled past its deadline writes nothing
+  // more).
+  static Under NoLease(LeaseFree /*why*/, const std::optional<Lease>& held) {
+    return Under(held ? &*held : nullptr, nullptr);
   }
 
   const Lease* lease() const { return lease_; }
   const requests::LeaseTerms* claim() const { return claim_; }
-  const std::optional<LeaseFree>& lease_free() const { return free_; }
 
  private:
-  Under(const Lease* lease, const requests::LeaseTerms* claim, std::optional<LeaseFree> free)
-      : lease_(lease), claim_(claim), free_(free) {}
+  Under(const Lease* lease, const requests::LeaseTerms* claim) : lease_(lease), claim_(claim) {}
   const Lease* lease_;
   const requests::LeaseTerms* claim_;
-  std::optional<LeaseFree> free_;
 };
 
 // One write on behalf of `item`, for its participant `step` (null for the transaction

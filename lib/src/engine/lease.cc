@@ -2,30 +2,6 @@
 
 namespace txn_recovery {
 
-std::string_view LeaseFreeName(LeaseFree why) {
-  switch (why) {
-    case LeaseFree::kUntrace:
-      return "untrace";
-    case LeaseFree::kLateWrite:
-      return "late write";
-    case LeaseFree::kFirstSighting:
-      return "first sighting";
-    case LeaseFree::kFailureCount:
-      return "failure count";
-    case LeaseFree::kQuarantine:
-      return "quarantine";
-    case LeaseFree::kMembership:
-      return "membership";
-    case LeaseFree::kOrphanScan:
-      return "orphan scan";
-    case LeaseFree::kRetention:
-      return "retention";
-    case LeaseFree::kOperator:
-      return "operator";
-  }
-  return "?";
-}
-
 void LeaseKeeper::SetExpiry(requests::LeaseTerms* terms, DateTime now) const {
   terms->expires = Expiry(now);
   terms->fence = DateTime{terms->expires.millis - options_.margin.count() / 2};

@@ -18,7 +18,6 @@
 #include <chrono>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "engine/requests.h"
@@ -56,9 +55,6 @@ enum class LeaseFree {
   kOperator,
 };
 
-// What a LeaseFree reason is called in a rehearsal's record and in messages.
-std::string_view LeaseFreeName(LeaseFree why);
-
 // A lease this batch holds on one transaction: the terms its claim (or its last renewal)
 // wrote, and the local deadline after which nothing more is written under it. Copyable, so
 // that a write can say which lease it goes under; made and renewed only by a LeaseKeeper.
@@ -94,7 +90,6 @@ class LeaseKeeper {
   // Whether `lease`'s local deadline has not passed: writes under it may still be sent.
   bool Live(const Lease& lease) const { return clock_->MonotonicNow() < lease.deadline(); }
   std::chrono::steady_clock::time_point Now() const { return clock_->MonotonicNow(); }
-  const std::string& owner() const { return options_.owner; }
 
  private:
   void SetExpiry(requests::LeaseTerms* terms, DateTime now) const;
@@ -102,17 +97,16 @@ class LeaseKeeper {
   const LeaseOptions& options_;
 };
 
-// The writer of the writes made without a lease. Its reason is required and fixed: the list
-// above is the whole of what may be written outside a lease. Not thread-safe when recording;
-// the store (and the record) must outlive it.
+// The writer of the writes made without a lease. Its reason is required, so that each such
+// write says at its call site which of the list above it is; nothing reads it afterwards.
+// Not thread-safe when recording; the store (and the record) must outlive it.
 class LeaseFreeWriter {
  public:
-  LeaseFreeWriter(Store* store, LeaseFree why) : writer_(store), why_(why) {}
+  LeaseFreeWriter(Store* store, LeaseFree /*why*/) : writer_(store) {}
   // A rehearsal's: sends nothing and appends each write to `*record` (engine/writer.h).
-  LeaseFreeWriter(Store* store, std::vector<PlannedWrite>* record, LeaseFree why)
-      : writer_(store, record), why_(why) {}
+  LeaseFreeWriter(Store* store, std::vector<PlannedWrite>* record, LeaseFree /*why*/)
+      : writer_(store, record) {}
 
-  LeaseFree why() const { return why_; }
   bool recording() const { return writer_.recording(); }
 
   // The Writer's sends (engine/writer.h says what each does when recording).
@@ -137,7 +131,6 @@ class LeaseFreeWriter {
 
  private:
   Writer writer_;
-  LeaseFree why_;
 };
 
 }  // namespace txn_recovery
